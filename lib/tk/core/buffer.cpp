@@ -1,0 +1,89 @@
+#include "tk/core/buffer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "tk/core/error.h"
+
+namespace tk {
+
+Buffer Buffer::allocate(size_t bytes) {
+  Buffer b;
+  size_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  if (rounded < bytes) throw unavailable("allocation of " + std::to_string(bytes) + " bytes too large");
+  void* p = std::aligned_alloc(kBufferAlignment, rounded == 0 ? kBufferAlignment : rounded);
+  if (!p) throw unavailable("out of memory allocating " + std::to_string(bytes) + " bytes");
+  b.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  b.data_ = static_cast<uint8_t*>(p);
+  b.size_ = bytes;
+  b.writable_ = true;
+  return b;
+}
+
+Buffer Buffer::zeros(size_t bytes) {
+  Buffer b = allocate(bytes);
+  std::memset(b.data_, 0, bytes);
+  return b;
+}
+
+Buffer Buffer::borrow(void* data, size_t bytes) {
+  Buffer b;
+  b.data_ = static_cast<uint8_t*>(data);
+  b.size_ = bytes;
+  b.writable_ = true;
+  return b;
+}
+
+Buffer Buffer::borrow_const(const void* data, size_t bytes) {
+  Buffer b = borrow(const_cast<void*>(data), bytes);
+  b.writable_ = false;
+  return b;
+}
+
+Buffer Buffer::map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw errno_error("failed to open for reading", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw errno_error("failed to stat", path, e);
+  }
+  Buffer b;
+  b.size_ = static_cast<size_t>(st.st_size);
+  if (b.size_ == 0) {
+    ::close(fd);
+    return b;
+  }
+  void* p = ::mmap(nullptr, b.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (p == MAP_FAILED) throw errno_error("failed to map", path, e);
+  size_t size = b.size_;
+  b.storage_ = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  b.data_ = static_cast<uint8_t*>(p);
+  b.writable_ = false;
+  return b;
+}
+
+Buffer Buffer::slice(size_t offset, size_t bytes) const {
+  if (offset > size_ || bytes > size_ - offset)
+    throw internal_error("buffer slice out of bounds");
+  Buffer b = *this;
+  b.data_ = data_ + offset;
+  b.size_ = bytes;
+  return b;
+}
+
+uint8_t* Buffer::mutable_data() {
+  if (!writable_) throw internal_error("write access to a read-only buffer");
+  return data_;
+}
+
+}  // namespace tk

@@ -1,0 +1,48 @@
+// Byte buffers that a Tensor points into: owned (64-byte aligned heap memory),
+// borrowed (the caller keeps the memory alive) or a read-only memory map of a file.
+// Copies of a Buffer share the storage; the storage is released with the last copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace tk {
+
+inline constexpr size_t kBufferAlignment = 64;
+
+class Buffer {
+ public:
+  Buffer() = default;
+
+  // Allocate `bytes` of uninitialised, 64-byte aligned memory. Throws kUnavailable when
+  // the allocation fails.
+  static Buffer allocate(size_t bytes);
+  // Allocate and zero-fill.
+  static Buffer zeros(size_t bytes);
+  // Refer to memory owned by the caller, which must outlive every copy of the Buffer.
+  static Buffer borrow(void* data, size_t bytes);
+  static Buffer borrow_const(const void* data, size_t bytes);
+  // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped.
+  static Buffer map_file(const std::string& path);
+
+  // A view of [offset, offset + bytes) sharing this buffer's storage. Throws
+  // kInternal when the range is out of bounds.
+  Buffer slice(size_t offset, size_t bytes) const;
+
+  const uint8_t* data() const { return data_; }
+  // Mutable access; throws kInternal for read-only (mapped or borrow_const) buffers.
+  uint8_t* mutable_data();
+  size_t size() const { return size_; }
+  bool writable() const { return writable_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::shared_ptr<void> storage_;  // keeps the allocation or mapping alive
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  bool writable_ = false;
+};
+
+}  // namespace tk

@@ -1,0 +1,94 @@
+// The one dtype table: every element type tensorkit reads or writes (the safetensors
+// set), with its width and conversions to and from f32/f64.
+//
+// Sub-byte types (F4, F6_*) are packed as a little-endian bit stream: element i occupies
+// bits [i*w, (i+1)*w) counting from bit 0 of byte 0. For F4 this puts element 0 in the
+// low nibble of byte 0. A tensor of a sub-byte type must hold a whole number of bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tk {
+
+enum class DType : uint8_t {
+  kBool, kU8, kI8, kU16, kI16, kU32, kI32, kU64, kI64,
+  kF16, kBF16, kF32, kF64,
+  kF8E4M3,  // OCP E4M3 "fn": bias 7, no Inf, NaN = S.1111.111, max 448
+  kF8E5M2,  // OCP E5M2: IEEE-like, bias 15, Inf and NaN, max 57344
+  kF8E8M0,  // OCP E8M0 scale: 2^(e-127), no sign, no zero, 0xFF = NaN
+  kF4,      // OCP E2M1 (fp4): bias 1, no Inf/NaN, max 6, two per byte
+  kF6E2M3,  // OCP E2M3 (fp6): bias 1, no Inf/NaN, max 7.5
+  kF6E3M2,  // OCP E3M2 (fp6): bias 3, no Inf/NaN, max 28
+  kC64,     // complex64: two f32 (real, imaginary)
+  kCount
+};
+
+enum class DTypeClass : uint8_t { kBool, kUnsigned, kSigned, kFloat, kComplex };
+
+struct DTypeTraits {
+  DType dtype;
+  const char* name;       // safetensors spelling: "F32", "BF16", "F8_E4M3", ...
+  const char* short_name; // command-line spelling: "f32", "bf16", "f8_e4m3", ...
+  int bits;               // storage bits per element (F4: 4, F6: 6, C64: 64)
+  DTypeClass cls;
+  int alignment;          // natural alignment in bytes (1 for sub-byte types)
+};
+
+// Traits of a dtype. The table is indexed by the enum value.
+const DTypeTraits& dtype_traits(DType dtype);
+inline const char* dtype_name(DType dtype) { return dtype_traits(dtype).name; }
+inline int dtype_bits(DType dtype) { return dtype_traits(dtype).bits; }
+inline bool dtype_is_float(DType dtype) { return dtype_traits(dtype).cls == DTypeClass::kFloat; }
+
+// Look a dtype up by its safetensors name ("BF16") only; exact, case-sensitive.
+std::optional<DType> dtype_from_safetensors_name(std::string_view name);
+// Look a dtype up by any accepted user spelling: safetensors names and short names,
+// case-insensitive, plus aliases (float32, half, bfloat16, fp8, e4m3, fp4, ...).
+std::optional<DType> dtype_parse(std::string_view text);
+
+// Bytes needed to store `count` elements. Throws tk::Error(kInvalidInput) when the
+// count * bits overflows or, for sub-byte types, is not a whole number of bytes.
+uint64_t dtype_storage_bytes(DType dtype, uint64_t count);
+
+// ---- Scalar conversions (reference implementations, round to nearest even) ----
+//
+// Decoding is exact. Encoding from f32 or f64 rounds to nearest, ties to even, with
+// the behaviour of the ml_dtypes reference package: NaN maps to the type's NaN (or, for
+// types without NaN, to the encoding ml_dtypes produces); overflow maps to Inf where the
+// type has one and NaN otherwise, unless `saturate` is set, in which case finite values
+// beyond the largest magnitude clamp to +-max (Inf still maps to Inf / max).
+
+float f16_to_f32(uint16_t bits);
+uint16_t f32_to_f16(float value);
+float bf16_to_f32(uint16_t bits);
+uint16_t f32_to_bf16(float value);
+
+// Decode one 8-bit-or-narrower float code (F8_*, F4, F6_*) held in the low bits of `code`.
+float minifloat_to_f32(DType dtype, uint8_t code);
+// Encode a double into an 8-bit-or-narrower float code (F8_*, F4, F6_*).
+uint8_t minifloat_from_f64(DType dtype, double value, bool saturate);
+
+// ---- Array conversions (the fast paths used by tools) ----
+
+// Convert `count` elements starting at element index `first` of the packed array `src`
+// of type `dtype` into f32. Integers convert by value (rounding for wide ones), BOOL to
+// 0/1, C64 to its real part.
+void convert_to_f32(DType dtype, const void* src, uint64_t first, uint64_t count, float* dst);
+// Same into f64 (exact for every type except U64/I64 beyond 2^53).
+void convert_to_f64(DType dtype, const void* src, uint64_t first, uint64_t count, double* dst);
+
+struct CastOptions {
+  bool saturate = false;  // clamp finite overflow to +-max instead of Inf/NaN
+};
+
+// Convert `count` elements of `src` (type `from`) into `dst` (type `to`), both packed
+// arrays starting at element 0. Float-to-float casts round once, to nearest even (F64
+// sources are not first rounded to f32). Float-to-integer casts round to nearest and
+// clamp; NaN becomes 0. Casting to the same type copies the bytes.
+void cast_array(DType from, const void* src, DType to, void* dst, uint64_t count,
+                const CastOptions& options = {});
+
+}  // namespace tk

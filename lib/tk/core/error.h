@@ -1,0 +1,65 @@
+// Error reporting for the whole library: one exception type carrying a kind.
+// The library never prints or exits; src/cli maps kinds to exit codes and messages.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tk {
+
+enum class ErrorKind {
+  kUsage,        // the caller asked for something impossible (bad option, bad argument)
+  kInvalidInput, // the data is malformed, corrupt or unsupported
+  kIo,           // the operating system failed a read, write, open, close or rename
+  kUnavailable,  // a resource is missing: GPU, memory, codec, feature not compiled in
+  kRuntime,      // the operation ran but could not succeed (e.g. no convergence)
+  kInternal,     // a bug: an invariant of the library was broken
+};
+
+// Name of a kind for messages and JSON ("usage", "invalid input", ...).
+const char* error_kind_name(ErrorKind kind);
+
+// Exception thrown by every library function. what() is the message without location;
+// where() names the file, tensor or offset concerned (may be empty).
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, std::string message, std::string where = {})
+      : std::runtime_error(std::move(message)), kind_(kind), where_(std::move(where)) {}
+
+  ErrorKind kind() const noexcept { return kind_; }
+  const std::string& where() const noexcept { return where_; }
+
+  // Return a copy of this error with `outer` prepended to the location, so that an error
+  // raised deep in a parser can be given the file name by the caller:
+  // "tensor 'w'" -> "model.safetensors: tensor 'w'".
+  Error with_context(const std::string& outer) const;
+
+ private:
+  ErrorKind kind_;
+  std::string where_;
+};
+
+// Shorthands that build an Error; use as `throw tk::invalid_input("...", where)`.
+inline Error usage_error(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kUsage, std::move(msg), std::move(where));
+}
+inline Error invalid_input(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kInvalidInput, std::move(msg), std::move(where));
+}
+inline Error io_error(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kIo, std::move(msg), std::move(where));
+}
+inline Error unavailable(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kUnavailable, std::move(msg), std::move(where));
+}
+inline Error runtime_error(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kRuntime, std::move(msg), std::move(where));
+}
+inline Error internal_error(std::string msg, std::string where = {}) {
+  return Error(ErrorKind::kInternal, std::move(msg), std::move(where));
+}
+
+// Build an I/O error from errno: "failed to open for reading: No such file or directory".
+Error errno_error(const std::string& what, const std::string& where, int errnum);
+
+}  // namespace tk

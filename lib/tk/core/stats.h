@@ -1,0 +1,44 @@
+// Summary statistics of a tensor and element-wise comparison of two tensors, each in
+// one parallel pass over the data without copying it (elements are widened in small
+// per-thread blocks).
+#pragma once
+
+#include <cstdint>
+
+#include "tk/core/tensor.h"
+
+namespace tk {
+
+struct TensorStats {
+  uint64_t count = 0;   // elements (C64: complex elements; statistics use the real part)
+  uint64_t finite = 0;  // elements that are neither NaN nor +-Inf
+  uint64_t zeros = 0;
+  uint64_t nans = 0;
+  uint64_t infs = 0;
+  // Over finite elements only; NaN when there are none.
+  double min = 0, max = 0, mean = 0, std = 0, absmax = 0;
+};
+
+// Statistics of any dtype. Population standard deviation; mean and variance are
+// accumulated per block and merged (Chan et al.), so they stay accurate for large
+// tensors with a large mean.
+TensorStats tensor_stats(const Tensor& tensor);
+
+struct TensorDiff {
+  bool same_dtype = false;
+  bool same_shape = false;
+  bool bit_equal = false;     // same dtype, shape and bytes
+  uint64_t count = 0;         // elements compared
+  uint64_t mismatches = 0;    // elements whose values differ (NaN == NaN counts as equal)
+  double max_abs_error = 0;   // max |a - b| over elements where both are finite
+  double rel_error = 0;       // ||a - b||_2 / ||a||_2 (0 when both are zero)
+  double sqnr_db = 0;         // 10 log10(||a||^2 / ||a - b||^2); +inf when equal
+  uint64_t nan_mismatches = 0;  // elements where exactly one side is NaN, or Inf differs
+};
+
+// Compare `a` (reference) with `b` element-wise as values (after widening to f64).
+// Tensors of different shape give same_shape = false and nothing else computed; different
+// dtypes of the same shape are compared by value.
+TensorDiff tensor_diff(const Tensor& a, const Tensor& b);
+
+}  // namespace tk

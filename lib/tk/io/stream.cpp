@@ -1,0 +1,326 @@
+#include "tk/io/stream.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "tk/core/error.h"
+
+namespace tk::io {
+
+namespace {
+
+constexpr size_t kReadChunk = 1 << 20;
+constexpr size_t kWriteChunk = 1 << 20;
+
+// Registry of uncommitted temporary outputs, readable from a signal handler: fixed
+// slots of atomic pointers to strings owned by the OutputStreams.
+constexpr size_t kMaxPending = 64;
+std::atomic<const char*> g_pending[kMaxPending];
+
+void pending_add(const char* p) {
+  for (auto& slot : g_pending) {
+    const char* expected = nullptr;
+    if (slot.compare_exchange_strong(expected, p)) return;
+  }
+}
+
+void pending_remove(const char* p) {
+  for (auto& slot : g_pending) {
+    const char* expected = p;
+    if (slot.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+std::string random_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  std::random_device rd;
+  uint64_t v = (uint64_t{rd()} << 32) ^ rd() ^ (counter.fetch_add(1) << 48) ^ static_cast<uint64_t>(::getpid());
+  static const char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string s;
+  for (int i = 0; i < 8; ++i, v /= 36) s += kDigits[v % 36];
+  return s;
+}
+
+void write_all(int fd, const uint8_t* p, size_t n, const std::string& name) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw errno_error("write failed", name, errno);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+}  // namespace
+
+std::string input_display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+std::string output_display_name(const std::string& path) { return path == "-" ? "<stdout>" : path; }
+
+// ---------------------------------------------------------------- InputStream
+
+std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
+  std::unique_ptr<InputStream> s(new InputStream());
+  s->path_ = path;
+  s->name_ = input_display_name(path);
+  if (path == "-") {
+    s->fd_ = STDIN_FILENO;
+  } else {
+    s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (s->fd_ < 0) throw errno_error("failed to open for reading", path, errno);
+    s->owns_fd_ = true;
+  }
+  struct stat st;
+  if (::fstat(s->fd_, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", s->name_);
+    if (S_ISREG(st.st_mode)) {
+      s->size_ = static_cast<uint64_t>(st.st_size);
+      s->regular_file_ = path != "-";
+    }
+  }
+  return s;
+}
+
+std::unique_ptr<InputStream> InputStream::from_buffer(Buffer data, std::string name) {
+  std::unique_ptr<InputStream> s(new InputStream());
+  s->name_ = std::move(name);
+  s->size_ = data.size();
+  s->memory_ = std::move(data);
+  return s;
+}
+
+InputStream::~InputStream() {
+  if (owns_fd_ && fd_ >= 0) ::close(fd_);
+}
+
+size_t InputStream::fill(size_t want) {
+  if (fd_ < 0) return memory_.size() - position_;
+  size_t avail = buf_end_ - buf_begin_;
+  if (avail >= want || eof_) return avail;
+  if (buf_begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + buf_begin_, avail);
+    buf_begin_ = 0;
+    buf_end_ = avail;
+  }
+  if (buf_.size() < std::max(want, kReadChunk)) buf_.resize(std::max(want, kReadChunk));
+  while (buf_end_ < want && !eof_) {
+    ssize_t r = ::read(fd_, buf_.data() + buf_end_, buf_.size() - buf_end_);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw errno_error("read failed", name_, errno);
+    }
+    if (r == 0) eof_ = true;
+    buf_end_ += static_cast<size_t>(r);
+  }
+  return buf_end_ - buf_begin_;
+}
+
+std::span<const uint8_t> InputStream::peek(size_t n) {
+  if (fd_ < 0) {
+    size_t avail = memory_.size() - position_;
+    return {memory_.data() + position_, std::min(n, avail)};
+  }
+  size_t avail = fill(n);
+  return {buf_.data() + buf_begin_, std::min(n, avail)};
+}
+
+size_t InputStream::read(void* dst, size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  if (fd_ < 0) {
+    size_t k = std::min<uint64_t>(n, memory_.size() - position_);
+    if (k) std::memcpy(out, memory_.data() + position_, k);
+    position_ += k;
+    return k;
+  }
+  size_t done = 0;
+  size_t avail = buf_end_ - buf_begin_;
+  if (avail) {
+    size_t k = std::min(n, avail);
+    std::memcpy(out, buf_.data() + buf_begin_, k);
+    buf_begin_ += k;
+    done = k;
+  }
+  // Large reads bypass the buffer.
+  while (done < n && !eof_) {
+    ssize_t r = ::read(fd_, out + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw errno_error("read failed", name_, errno);
+    }
+    if (r == 0) eof_ = true;
+    done += static_cast<size_t>(r);
+  }
+  position_ += done;
+  return done;
+}
+
+void InputStream::read_exact(void* dst, size_t n, const char* what) {
+  if (read(dst, n) != n) throw invalid_input(std::string("truncated ") + what, name_);
+}
+
+void InputStream::skip(uint64_t n, const char* what) {
+  if (fd_ < 0) {
+    if (n > memory_.size() - position_) throw invalid_input(std::string("truncated ") + what, name_);
+    position_ += n;
+    return;
+  }
+  size_t avail = buf_end_ - buf_begin_;
+  size_t k = static_cast<size_t>(std::min<uint64_t>(n, avail));
+  buf_begin_ += k;
+  position_ += k;
+  n -= k;
+  if (n == 0) return;
+  if (regular_file_) {
+    off_t cur = ::lseek(fd_, 0, SEEK_CUR);
+    if (cur >= 0 && size_ && static_cast<uint64_t>(cur) + n <= *size_ &&
+        ::lseek(fd_, static_cast<off_t>(n), SEEK_CUR) >= 0) {
+      position_ += n;
+      return;
+    }
+  }
+  std::vector<uint8_t> scratch(static_cast<size_t>(std::min<uint64_t>(n, kReadChunk)));
+  while (n > 0) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(n, scratch.size()));
+    size_t got = read(scratch.data(), want);
+    if (got != want) throw invalid_input(std::string("truncated ") + what, name_);
+    n -= got;
+  }
+}
+
+Buffer InputStream::read_all() {
+  if (fd_ < 0) {
+    Buffer rest = memory_.slice(position_, memory_.size() - position_);
+    position_ = memory_.size();
+    return rest;
+  }
+  std::vector<uint8_t> data;
+  if (size_ && *size_ > position_) data.reserve(*size_ - position_);
+  uint8_t chunk[1 << 16];
+  size_t got;
+  while ((got = read(chunk, sizeof chunk)) > 0) data.insert(data.end(), chunk, chunk + got);
+  Buffer b = Buffer::allocate(data.size());
+  if (!data.empty()) std::memcpy(b.mutable_data(), data.data(), data.size());
+  return b;
+}
+
+// ---------------------------------------------------------------- OutputStream
+
+std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const OutputOptions& options) {
+  std::unique_ptr<OutputStream> s(new OutputStream());
+  s->path_ = path;
+  s->name_ = output_display_name(path);
+  s->options_ = options;
+  if (path == "-") {
+    s->fd_ = STDOUT_FILENO;
+  } else {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    s->temp_path_ = dir + "." + base + ".tmp-" + random_suffix();
+    s->fd_ = ::open(s->temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+    pending_add(s->temp_path_.c_str());
+  }
+  s->buf_.reserve(kWriteChunk);
+  return s;
+}
+
+std::unique_ptr<OutputStream> OutputStream::to_memory(std::vector<uint8_t>* sink) {
+  std::unique_ptr<OutputStream> s(new OutputStream());
+  s->name_ = "<memory>";
+  s->sink_ = sink;
+  return s;
+}
+
+OutputStream::~OutputStream() {
+  if (committed_) return;
+  if (!temp_path_.empty()) {
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(temp_path_.c_str());
+    pending_remove(temp_path_.c_str());
+  }
+}
+
+std::optional<std::string> OutputStream::temp_path() const {
+  if (temp_path_.empty()) return std::nullopt;
+  return temp_path_;
+}
+
+void OutputStream::flush_buffer() {
+  if (buf_.empty()) return;
+  write_all(fd_, buf_.data(), buf_.size(), name_);
+  buf_.clear();
+}
+
+void OutputStream::write(const void* data, size_t n) {
+  if (committed_) throw internal_error("write after commit", name_);
+  auto* p = static_cast<const uint8_t*>(data);
+  position_ += n;
+  if (sink_) {
+    sink_->insert(sink_->end(), p, p + n);
+    return;
+  }
+  if (buf_.size() + n <= kWriteChunk) {
+    buf_.insert(buf_.end(), p, p + n);
+    return;
+  }
+  flush_buffer();
+  if (n >= kWriteChunk) write_all(fd_, p, n, name_);
+  else buf_.insert(buf_.end(), p, p + n);
+}
+
+void OutputStream::commit() {
+  if (committed_) return;
+  if (sink_) {
+    committed_ = true;
+    return;
+  }
+  flush_buffer();
+  if (path_ == "-") {
+    // A failed close of stdout (full disk behind a redirect) must be reported.
+    if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) {
+      // fsync on pipes fails with EINVAL; anything else is a real error.
+      throw errno_error("failed to flush", name_, errno);
+    }
+    committed_ = true;
+    return;
+  }
+  if (options_.durable && ::fsync(fd_) != 0) throw errno_error("fsync failed", name_, errno);
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) throw errno_error("close failed", name_, errno);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw errno_error("rename failed", name_, errno);
+  pending_remove(temp_path_.c_str());
+  committed_ = true;
+  if (options_.durable) {
+    size_t slash = path_.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      int r = ::fsync(dfd);
+      int e = errno;
+      ::close(dfd);
+      if (r != 0) throw errno_error("fsync of directory failed", dir, e);
+    }
+  }
+}
+
+size_t pending_temp_paths(const char** out, size_t max) {
+  size_t n = 0;
+  for (auto& slot : g_pending) {
+    const char* p = slot.load();
+    if (p && n < max) out[n++] = p;
+  }
+  return n;
+}
+
+}  // namespace tk::io

@@ -1,0 +1,126 @@
+// Byte streams: the one place where "-" means stdin/stdout, where reads are buffered
+// and can be peeked (so formats are detected on pipes), and where outputs are written
+// to a temporary name beside the target and renamed only on success.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tk/core/buffer.h"
+
+namespace tk::io {
+
+// Display name of a path for messages: "-" is "<stdin>" / "<stdout>".
+std::string input_display_name(const std::string& path);
+std::string output_display_name(const std::string& path);
+
+// A buffered sequential reader over a file descriptor or a memory buffer.
+class InputStream {
+ public:
+  // Open `path` for reading; "-" is standard input. Throws kIo when it cannot be opened
+  // and kUsage when it is a directory.
+  static std::unique_ptr<InputStream> open(const std::string& path);
+  // Read from memory (kept alive by the Buffer). `name` is used in messages.
+  static std::unique_ptr<InputStream> from_buffer(Buffer data, std::string name);
+  ~InputStream();
+  InputStream(const InputStream&) = delete;
+  InputStream& operator=(const InputStream&) = delete;
+
+  // "model.safetensors", "<stdin>", or the name given to from_buffer.
+  const std::string& name() const { return name_; }
+  // The path given to open() ("-" for stdin, empty for memory streams).
+  const std::string& path() const { return path_; }
+  // True for a regular file opened by path: it can be memory-mapped or reopened.
+  bool is_regular_file() const { return regular_file_; }
+  // Size in bytes when known (regular files and memory), else nullopt (pipes).
+  std::optional<uint64_t> size() const { return size_; }
+  // Bytes consumed so far.
+  uint64_t position() const { return position_; }
+
+  // Return up to `n` upcoming bytes without consuming them (fewer only at end of stream).
+  // The span stays valid until the next call on this stream.
+  std::span<const uint8_t> peek(size_t n);
+  // Read up to `n` bytes; returns fewer only at end of stream. Throws kIo on read errors.
+  size_t read(void* dst, size_t n);
+  // Read exactly `n` bytes; throws kInvalidInput "truncated <what>" at end of stream.
+  void read_exact(void* dst, size_t n, const char* what);
+  // Discard `n` bytes; throws kInvalidInput "truncated <what>" at end of stream.
+  void skip(uint64_t n, const char* what);
+  // Read everything that is left.
+  Buffer read_all();
+
+ private:
+  InputStream() = default;
+  size_t fill(size_t want);  // make at least `want` bytes available if possible
+
+  std::string name_, path_;
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool regular_file_ = false;
+  bool eof_ = false;
+  std::optional<uint64_t> size_;
+  uint64_t position_ = 0;
+  Buffer memory_;             // backing for memory streams
+  std::vector<uint8_t> buf_;  // read buffer for fd streams
+  size_t buf_begin_ = 0, buf_end_ = 0;
+};
+
+struct OutputOptions {
+  bool durable = false;  // fsync the file (and its directory) before and after the rename
+};
+
+// A buffered writer to a file (through a temporary name beside it), stdout, or memory.
+// Nothing appears under the target name until commit(); destroying an uncommitted
+// stream removes the temporary file.
+class OutputStream {
+ public:
+  // Open `path` for writing; "-" is standard output. Throws kIo when the temporary file
+  // cannot be created.
+  static std::unique_ptr<OutputStream> open(const std::string& path, const OutputOptions& options = {});
+  // Write into `sink` (appended); for tests and in-memory pipelines.
+  static std::unique_ptr<OutputStream> to_memory(std::vector<uint8_t>* sink);
+  ~OutputStream();
+  OutputStream(const OutputStream&) = delete;
+  OutputStream& operator=(const OutputStream&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool is_stdout() const { return path_ == "-"; }
+  uint64_t position() const { return position_; }
+
+  // Append bytes. Throws kIo on failure (a full disk, a closed pipe).
+  void write(const void* data, size_t n);
+  void write(std::span<const uint8_t> bytes) { write(bytes.data(), bytes.size()); }
+
+  // For writers that need a real seekable file (HDF5): the temporary file's path when
+  // this stream goes to a file, nullopt for stdout and memory. A writer that uses it
+  // writes the file by path and must not call write().
+  std::optional<std::string> temp_path() const;
+
+  // Flush and close; for files, rename the temporary file to the target (after fsync
+  // when durable). Throws kIo on any failure, including a failed close of stdout.
+  void commit();
+
+ private:
+  OutputStream() = default;
+  void flush_buffer();
+
+  std::string name_, path_, temp_path_;
+  OutputOptions options_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::vector<uint8_t>* sink_ = nullptr;
+  std::vector<uint8_t> buf_;
+  uint64_t position_ = 0;
+};
+
+// Paths of temporary output files not yet committed, for a signal handler to remove:
+// writes at most `max` NUL-terminated paths' pointers into `out` and returns the count.
+// Async-signal-safe.
+size_t pending_temp_paths(const char** out, size_t max);
+
+}  // namespace tk::io

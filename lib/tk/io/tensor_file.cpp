@@ -1,0 +1,154 @@
+#include "tk/io/tensor_file.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tk/core/error.h"
+#include "tk/io/hdf5.h"
+#include "tk/io/npy.h"
+#include "tk/io/safetensors.h"
+#include "tk/io/sharded.h"
+
+namespace tk::io {
+
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The file name without directories and without its last extension: "a/b/w.npy" -> "w".
+std::string path_stem(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
+}
+
+}  // namespace
+
+const char* format_name(FileFormat format) {
+  switch (format) {
+    case FileFormat::kSafetensors: return "safetensors";
+    case FileFormat::kHdf5: return "hdf5";
+    case FileFormat::kNpy: return "npy";
+    case FileFormat::kShardIndex: return "sharded";
+    case FileFormat::kTkz: return "tkz";
+    case FileFormat::kUnknown: break;
+  }
+  return "unknown";
+}
+
+FileFormat format_parse(std::string_view text) {
+  std::string t = lower(text);
+  if (t == "safetensors" || t == "st") return FileFormat::kSafetensors;
+  if (t == "hdf5" || t == "h5") return FileFormat::kHdf5;
+  if (t == "npy") return FileFormat::kNpy;
+  if (t == "tkz") return FileFormat::kTkz;
+  return FileFormat::kUnknown;
+}
+
+FileFormat format_from_extension(const std::string& path) {
+  std::string p = lower(path);
+  if (ends_with(p, ".safetensors") || ends_with(p, ".st")) return FileFormat::kSafetensors;
+  if (ends_with(p, ".h5") || ends_with(p, ".hdf5") || ends_with(p, ".he5") || ends_with(p, ".hdf"))
+    return FileFormat::kHdf5;
+  if (ends_with(p, ".npy")) return FileFormat::kNpy;
+  if (ends_with(p, ".tkz")) return FileFormat::kTkz;
+  if (ends_with(p, ".index.json")) return FileFormat::kShardIndex;
+  return FileFormat::kUnknown;
+}
+
+FileFormat detect_format(InputStream& in) {
+  auto head = in.peek(64);
+  static const uint8_t kHdf5Magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  if (head.size() >= 8 && std::memcmp(head.data(), kHdf5Magic, 8) == 0) return FileFormat::kHdf5;
+  if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
+  if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
+  // safetensors: u64 little-endian header length, then JSON starting with '{'
+  // (the reference reader accepts leading whitespace).
+  if (head.size() >= 9) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
+    size_t i = 8;
+    while (i < head.size() && is_space(head[i])) ++i;
+    if (n >= 2 && n <= kSafetensorsMaxHeader && i < head.size() && head[i] == '{') return FileFormat::kSafetensors;
+  }
+  // A JSON object at the start: a shard index.
+  size_t i = 0;
+  while (i < head.size() && is_space(head[i])) ++i;
+  if (i < head.size() && head[i] == '{') return FileFormat::kShardIndex;
+  return FileFormat::kUnknown;
+}
+
+std::optional<size_t> TensorReader::find(std::string_view name) const {
+  for (size_t i = 0; i < infos_.size(); ++i)
+    if (infos_[i].name == name) return i;
+  return std::nullopt;
+}
+
+std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options) {
+  if (path != "-") {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::string found = sharded_find_in_directory(path);
+      return open_reader(found, options);
+    }
+  }
+  auto in = InputStream::open(path);
+  std::string name = in->name();
+  try {
+    switch (detect_format(*in)) {
+      case FileFormat::kSafetensors: return safetensors_open(std::move(in), options);
+      case FileFormat::kHdf5: return hdf5_open(std::move(in), options);
+      case FileFormat::kNpy:
+        return npy_open(std::move(in), path == "-" ? std::string("tensor") : path_stem(path), options);
+      case FileFormat::kShardIndex:
+        if (path == "-") throw usage_error("a sharded index must be opened by path, not from stdin");
+        in.reset();
+        return sharded_open(path, options);
+      case FileFormat::kTkz:
+        throw invalid_input("a .tkz archive is not a tensor file; restore it with 'tcompress -d'");
+      case FileFormat::kUnknown: break;
+    }
+  } catch (const Error& e) {
+    if (e.where().rfind(name, 0) == 0) throw;  // already located
+    throw e.with_context(name);
+  }
+  auto size = in->size();
+  if (size && *size == 0) throw invalid_input("empty file, not a tensor file", name);
+  throw invalid_input("unrecognised format (not safetensors, HDF5 or .npy)", name);
+}
+
+std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options) {
+  FileFormat format = options.format;
+  if (format == FileFormat::kUnknown) format = format_from_extension(path);
+  if (format == FileFormat::kUnknown) format = FileFormat::kSafetensors;
+  switch (format) {
+    case FileFormat::kSafetensors:
+      return safetensors_writer(OutputStream::open(path, {options.durable}));
+    case FileFormat::kHdf5:
+      return hdf5_writer(OutputStream::open(path, {options.durable}), options);
+    case FileFormat::kNpy:
+      return npy_writer(OutputStream::open(path, {options.durable}));
+    case FileFormat::kShardIndex:
+      throw usage_error("writing sharded models is not supported; write one .safetensors file", path);
+    case FileFormat::kTkz:
+      throw usage_error("tensor files cannot be written as .tkz; use tcompress", path);
+    case FileFormat::kUnknown: break;
+  }
+  throw usage_error("unknown output format", path);
+}
+
+}  // namespace tk::io

@@ -1,0 +1,103 @@
+// Format-independent access to files of named tensors: a TensorReader lists tensors and
+// reads them (zero-copy where possible, sequentially on pipes); a TensorWriter takes
+// the list first, then the data. safetensors, HDF5, .npy and sharded indexes implement
+// these; tools see only this interface.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tk/core/tensor.h"
+#include "tk/io/stream.h"
+
+namespace tk::io {
+
+// File-level metadata: string keys to string values (safetensors `__metadata__`, HDF5
+// root attributes). Ordered so that output is deterministic.
+using Metadata = std::map<std::string, std::string>;
+
+// What is known about a tensor before its data is read.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  uint64_t nbytes = 0;  // dtype_storage_bytes(dtype, numel(shape))
+};
+
+enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz };
+
+const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", ...
+// Parse a --format value ("safetensors", "st", "hdf5", "h5", "npy"); kUnknown if none.
+FileFormat format_parse(std::string_view text);
+// Format implied by an output path's extension; "-" and unknown extensions give kUnknown.
+FileFormat format_from_extension(const std::string& path);
+// Detect the format from the first bytes of the stream (peeked, not consumed).
+FileFormat detect_format(InputStream& in);
+
+class TensorReader {
+ public:
+  virtual ~TensorReader() = default;
+
+  virtual FileFormat format() const = 0;
+  // Tensors in storage order.
+  const std::vector<TensorInfo>& tensors() const { return infos_; }
+  const Metadata& metadata() const { return metadata_; }
+  // Index of the tensor named `name`, if any.
+  std::optional<size_t> find(std::string_view name) const;
+
+  // True when read() accepts indices in any order; false for pipes, where indices must
+  // increase (tensors skipped over are discarded).
+  virtual bool random_access() const = 0;
+  // Read tensor `index`. Zero-copy (a read-only view of a mapping) where the format and
+  // source allow; otherwise a new owned tensor. Throws kInvalidInput for corrupt data,
+  // kUsage when a sequential reader is asked to go back.
+  virtual Tensor read(size_t index) = 0;
+
+ protected:
+  std::vector<TensorInfo> infos_;
+  Metadata metadata_;
+};
+
+class TensorWriter {
+ public:
+  virtual ~TensorWriter() = default;
+
+  // Declare every tensor and the file metadata, before any data. Returns the order in
+  // which the writer stores the tensors (indices into `infos`): feeding write() in that
+  // order keeps memory bounded by one tensor. Throws kUsage for names or dtypes the
+  // format cannot hold (duplicates, several tensors in .npy).
+  virtual std::vector<size_t> begin(const std::vector<TensorInfo>& infos, const Metadata& metadata) = 0;
+  // Write tensor `index` of the declared list; its dtype and shape must match. Tensors
+  // may come in any order; ones that arrive early are held until their turn.
+  virtual void write(size_t index, const Tensor& tensor) = 0;
+  // Complete the file and commit the output (rename into place). Throws when a declared
+  // tensor was never written. Destroying a writer without finish() leaves no output.
+  virtual void finish() = 0;
+};
+
+struct ReadOptions {
+  bool allow_mmap = true;  // map regular files instead of reading them
+};
+
+struct WriteOptions {
+  FileFormat format = FileFormat::kUnknown;  // kUnknown: from the extension, else safetensors
+  bool durable = false;                      // fsync before the rename
+  int hdf5_zstd_level = 0;                   // > 0: chunked HDF5 datasets with filter 32015
+  uint64_t hdf5_chunk_bytes = 1 << 20;       // target chunk size for compressed datasets
+};
+
+// Open a tensor file of any supported format ("-" = stdin), detected by content. A
+// directory or *.index.json opens a sharded model as one file. Throws kIo for missing
+// files, kInvalidInput for unrecognised or malformed content.
+std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options = {});
+
+// Create a writer for `path` ("-" = stdout) in options.format, or the format implied by
+// the extension, or safetensors.
+std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options = {});
+
+}  // namespace tk::io

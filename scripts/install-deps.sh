@@ -15,7 +15,7 @@ apt_packages=(
   libopenblas-dev liblapacke-dev
   libavcodec-dev libavutil-dev
   libssl-dev libxxhash-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev time
   python3 python3-venv python3-pip
 )
 

@@ -1,0 +1,50 @@
+# tensorkit: `make demo` and `make test` work from a clean clone on Debian 12.
+# Each installs what is missing (scripts/install-deps.sh), configures and builds, then runs.
+# NATIVE=0 builds portable binaries instead of tuning for this machine.
+
+BUILD    ?= build
+NATIVE   ?= 1
+JOBS     ?= $(shell nproc)
+FUZZ_SECONDS ?= 300
+CMAKE_FLAGS ?=
+
+native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
+
+.PHONY: all deps build test demo test-asan fuzz bench-io clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(native_flag) $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: deps
+	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_SANITIZE=ON
+	@cmake --build build-asan -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+
+# libFuzzer on the safetensors parser for FUZZ_SECONDS (clang).
+fuzz: deps
+	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_FUZZ=ON
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors
+	@mkdir -p fuzz-corpus/safetensors && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
+	./build-fuzz/tests/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 fuzz-corpus/safetensors
+
+bench-io: build
+	bash scripts/bench/io.sh
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,216 @@
+#include "tk/io/stream.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <dirent.h>
+#include <filesystem>
+#include <fstream>
+
+#include "tk/core/error.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::io {
+namespace {
+
+std::string scratch_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("tk-stream-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string write_file(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+int count_temp_files(const std::string& dir) {
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) ++n;
+  return n;
+}
+
+TEST(InputStream, PeekDoesNotConsume) {
+  std::string d = scratch_dir();
+  auto in = InputStream::open(write_file(d + "/a.bin", "hello world"));
+  EXPECT_TRUE(in->is_regular_file());
+  ASSERT_EQ(in->size().value(), 11u);
+  auto p = in->peek(5);
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(std::memcmp(p.data(), "hello", 5), 0);
+  char buf[11];
+  in->read_exact(buf, 11, "data");
+  EXPECT_EQ(std::string(buf, 11), "hello world");
+  EXPECT_EQ(in->position(), 11u);
+  EXPECT_EQ(in->peek(4).size(), 0u);
+  EXPECT_EQ(in->read(buf, 4), 0u);
+}
+
+TEST(InputStream, ReadExactPastEndIsTruncation) {
+  auto in = InputStream::from_buffer(Buffer::borrow_const("abc", 3), "mem");
+  char buf[8];
+  try {
+    in->read_exact(buf, 4, "header");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_STREQ(e.what(), "truncated header");
+    EXPECT_EQ(e.where(), "mem");
+  }
+}
+
+TEST(InputStream, SkipAndReadAll) {
+  std::string d = scratch_dir();
+  std::string content(3 << 20, 'x');
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
+  auto in = InputStream::open(write_file(d + "/big.bin", content));
+  in->skip(1000, "data");
+  EXPECT_EQ(in->peek(1)[0], static_cast<uint8_t>(content[1000]));
+  in->skip(2 << 20, "data");
+  Buffer rest = in->read_all();
+  ASSERT_EQ(rest.size(), content.size() - 1000 - (2 << 20));
+  EXPECT_EQ(std::memcmp(rest.data(), content.data() + 1000 + (2 << 20), rest.size()), 0);
+  EXPECT_THROW(in->skip(1, "data"), Error);
+}
+
+TEST(InputStream, MissingFileIsIoError) {
+  try {
+    InputStream::open("/nonexistent/x.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_EQ(std::string(e.what()), "failed to open for reading: No such file or directory");
+  }
+}
+
+TEST(InputStream, DirectoryIsUsageError) {
+  try {
+    InputStream::open(scratch_dir());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  }
+}
+
+TEST(OutputStream, NothingUnderTargetUntilCommit) {
+  std::string d = scratch_dir();
+  std::string target = d + "/out.bin";
+  std::filesystem::remove(target);
+  {
+    auto out = OutputStream::open(target);
+    out->write("abc", 3);
+    ASSERT_TRUE(out->temp_path().has_value());
+    EXPECT_FALSE(std::filesystem::exists(target));
+    EXPECT_TRUE(std::filesystem::exists(*out->temp_path()));
+    const char* pending[8];
+    EXPECT_GE(pending_temp_paths(pending, 8), 1u);
+    out->commit();
+  }
+  std::ifstream f(target, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(s, "abc");
+  EXPECT_EQ(count_temp_files(d), 0);
+}
+
+TEST(OutputStream, AbandonedOutputLeavesNothing) {
+  std::string d = scratch_dir();
+  std::string target = d + "/abandoned.bin";
+  std::filesystem::remove(target);
+  {
+    auto out = OutputStream::open(target);
+    std::vector<uint8_t> big(3 << 20, 1);
+    out->write(big);
+  }
+  EXPECT_FALSE(std::filesystem::exists(target));
+  EXPECT_EQ(count_temp_files(d), 0);
+  const char* pending[8];
+  EXPECT_EQ(pending_temp_paths(pending, 8), 0u);
+}
+
+TEST(OutputStream, CommitReplacesExistingFileAtomically) {
+  std::string d = scratch_dir();
+  std::string target = write_file(d + "/replace.bin", "old");
+  auto out = OutputStream::open(target, {.durable = true});
+  out->write("new", 3);
+  std::ifstream before(target);
+  std::string s;
+  before >> s;
+  EXPECT_EQ(s, "old");
+  out->commit();
+  std::ifstream after(target);
+  after >> s;
+  EXPECT_EQ(s, "new");
+}
+
+TEST(OutputStream, MemorySink) {
+  std::vector<uint8_t> sink;
+  auto out = OutputStream::to_memory(&sink);
+  out->write("xy", 2);
+  EXPECT_FALSE(out->temp_path().has_value());
+  out->commit();
+  EXPECT_EQ(sink.size(), 2u);
+  EXPECT_EQ(out->position(), 2u);
+}
+
+TEST(OutputStream, MissingDirectoryIsIoError) {
+  try {
+    OutputStream::open("/nonexistent-dir/x.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_EQ(std::string(e.what()), "failed to open for writing: No such file or directory");
+    EXPECT_EQ(e.where(), "/nonexistent-dir/x.safetensors");
+  }
+}
+
+TEST(FormatDetect, ByContent) {
+  auto detect = [](std::string bytes) {
+    auto in = InputStream::from_buffer(Buffer::borrow_const(bytes.data(), bytes.size()), "m");
+    return detect_format(*in);
+  };
+  std::string st("\x02\x00\x00\x00\x00\x00\x00\x00{}", 10);
+  EXPECT_EQ(detect(st), FileFormat::kSafetensors);
+  std::string st_ws("\x04\x00\x00\x00\x00\x00\x00\x00  {}", 12);
+  EXPECT_EQ(detect(st_ws), FileFormat::kSafetensors);
+  EXPECT_EQ(detect(std::string("\x89HDF\r\n\x1a\n\0\0", 10)), FileFormat::kHdf5);
+  EXPECT_EQ(detect(std::string("\x93NUMPY\x01\x00", 8)), FileFormat::kNpy);
+  EXPECT_EQ(detect("  {\"weight_map\": {}}"), FileFormat::kShardIndex);
+  EXPECT_EQ(detect("hello"), FileFormat::kUnknown);
+  EXPECT_EQ(detect(""), FileFormat::kUnknown);
+}
+
+TEST(FormatDetect, ByExtension) {
+  EXPECT_EQ(format_from_extension("a/b.SafeTensors"), FileFormat::kSafetensors);
+  EXPECT_EQ(format_from_extension("x.h5"), FileFormat::kHdf5);
+  EXPECT_EQ(format_from_extension("x.hdf5"), FileFormat::kHdf5);
+  EXPECT_EQ(format_from_extension("x.npy"), FileFormat::kNpy);
+  EXPECT_EQ(format_from_extension("model.safetensors.index.json"), FileFormat::kShardIndex);
+  EXPECT_EQ(format_from_extension("-"), FileFormat::kUnknown);
+  EXPECT_EQ(format_parse("H5"), FileFormat::kHdf5);
+  EXPECT_EQ(format_parse("st"), FileFormat::kSafetensors);
+  EXPECT_EQ(format_parse("zip"), FileFormat::kUnknown);
+}
+
+TEST(OpenReader, UnknownAndEmptyContent) {
+  std::string d = scratch_dir();
+  try {
+    open_reader(write_file(d + "/junk.bin", "this is not a tensor file"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.where(), d + "/junk.bin");
+  }
+  try {
+    open_reader(write_file(d + "/empty.bin", ""));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_STREQ(e.what(), "empty file, not a tensor file");
+  }
+}
+
+}  // namespace
+}  // namespace tk::io

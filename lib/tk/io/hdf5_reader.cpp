@@ -1,0 +1,336 @@
+// HDF5 reader: every dataset of a supported type is a tensor named by its path without
+// the leading '/'; root-group attributes (strings, numeric scalars as text) are the
+// file metadata; attributes of datasets are not exposed (tk_dtype / tk_shape, which
+// describe our narrow float types, are consumed here). Datasets that cannot be a tensor
+// are listed, comma-separated, under the metadata key "hdf5.skipped".
+#include <atomic>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "tk/io/hdf5.h"
+#include "tk/io/hdf5_types.h"
+
+namespace tk::io {
+
+namespace {
+
+using hdf5::Hid;
+
+// Datasets that need no more bytes than this are never refused for their size; larger
+// ones must be justified by the file: contiguous data must lie inside the file, and
+// anything else (chunked, possibly compressed, or unallocated and filled) may not
+// expand the file more than kMaxExpansion times.
+constexpr uint64_t kSizeSlack = uint64_t(64) << 20;
+constexpr uint64_t kMaxExpansion = 32768;
+constexpr int kMaxTkShapeRank = 32;
+
+struct DatasetEntry {
+  std::string path;             // absolute HDF5 path of the dataset
+  bool raw_bool = false;        // read with the file's own (1-byte enum) type
+  H5Z_filter_t missing_filter = -1;  // a filter of its pipeline this process lacks
+};
+
+class Hdf5Reader final : public TensorReader {
+ public:
+  Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions& options);
+  FileFormat format() const override { return FileFormat::kHdf5; }
+  bool random_access() const override { return true; }
+  Tensor read(size_t index) override;
+
+ private:
+  std::string where(const std::string& tensor) const { return name_ + ": tensor '" + tensor + "'"; }
+  void open_file(std::unique_ptr<InputStream> in);
+  void list_datasets();
+  void add_dataset(const std::string& name);
+  void check_size(hid_t dset, hid_t dcpl, uint64_t file_bytes, const std::string& name);
+  void read_root_attributes();
+  void add_attribute(hid_t root, const char* attr_name);
+
+  std::string name_;
+  uint64_t file_size_ = 0;
+  Hid file_;
+  std::vector<DatasetEntry> entries_;
+  std::vector<std::string> skipped_;
+};
+
+Hdf5Reader::Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions&) {
+  hdf5::init();
+  name_ = in->name();
+  open_file(std::move(in));
+  list_datasets();
+  read_root_attributes();
+  if (!skipped_.empty()) {
+    std::string list;
+    for (const auto& s : skipped_) list += (list.empty() ? "" : ",") + s;
+    metadata_["hdf5.skipped"] = list;
+  }
+}
+
+void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
+  Hid fapl(hdf5::check(H5Pcreate(H5P_FILE_ACCESS), ErrorKind::kInternal, "cannot create a property list", name_));
+  // Lock when the file system can, but do not fail where it cannot (e.g. some NFS).
+  H5Pset_file_locking(fapl.get(), true, true);
+  if (in->is_regular_file()) {
+    file_size_ = in->size().value_or(0);
+    std::string path = in->path();
+    in.reset();
+    file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  } else {
+    // Pipes and memory: the whole stream becomes an in-memory file image.
+    Buffer image = in->read_all();
+    in.reset();
+    file_size_ = image.size();
+    if (image.empty()) throw invalid_input("empty file, not HDF5", name_);
+    hdf5::check_status(H5Pset_fapl_core(fapl.get(), 1 << 20, false), ErrorKind::kInternal,
+                       "cannot select the in-memory driver", name_);
+    hdf5::check_status(H5Pset_file_image(fapl.get(), const_cast<uint8_t*>(image.data()), image.size()),
+                       ErrorKind::kUnavailable, "cannot copy the HDF5 image", name_);
+    // Each image needs a name of its own: HDF5 refuses to open one name twice.
+    static std::atomic<uint64_t> counter{0};
+    std::string label = "tk-image-" + std::to_string(counter++);
+    file_ = Hid(H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  }
+  if (!file_.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "not a readable HDF5 file", name_);
+}
+
+struct VisitState {
+  Hdf5Reader* reader;
+  std::exception_ptr failure;
+  std::vector<std::string> datasets;
+};
+
+herr_t visit_object(hid_t, const char* name, const H5O_info_t* info, void* data) {
+  auto* state = static_cast<VisitState*>(data);
+  try {
+    if (info->type == H5O_TYPE_DATASET && std::strcmp(name, ".") != 0) state->datasets.emplace_back(name);
+  } catch (...) {
+    state->failure = std::current_exception();
+    return -1;
+  }
+  return 0;
+}
+
+void Hdf5Reader::list_datasets() {
+  VisitState state{this, nullptr, {}};
+  herr_t rc = H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, visit_object, &state, H5O_INFO_BASIC);
+  if (state.failure) std::rethrow_exception(state.failure);
+  if (rc < 0) throw hdf5::error(ErrorKind::kInvalidInput, "corrupt HDF5 group structure", name_);
+  for (const auto& name : state.datasets) add_dataset(name);
+}
+
+// Read a string attribute (fixed or variable length, scalar or one element) of `obj`.
+std::optional<std::string> read_string_attribute(hid_t attr, uint64_t limit, const std::string& where) {
+  Hid type(H5Aget_type(attr));
+  Hid space(H5Aget_space(attr));
+  if (!type.valid() || !space.valid() || H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) return std::nullopt;
+  if (H5Tis_variable_str(type.get()) > 0) {
+    Hid mem(H5Tcopy(H5T_C_S1));
+    H5Tset_size(mem.get(), H5T_VARIABLE);
+    H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
+    char* value = nullptr;
+    hdf5::check_status(H5Aread(attr, mem.get(), &value), ErrorKind::kInvalidInput, "cannot read an attribute",
+                       where);
+    std::string text = value ? value : "";
+    if (value) H5free_memory(value);
+    return text;
+  }
+  size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > limit) throw invalid_input("string attribute larger than the file", where);
+  std::vector<char> buf(size + 1, '\0');
+  hdf5::check_status(H5Aread(attr, type.get(), buf.data()), ErrorKind::kInvalidInput,
+                     "cannot read an attribute", where);
+  std::string text(buf.data());  // up to the first NUL (null-terminated or null-padded)
+  if (H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD)
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+void Hdf5Reader::add_dataset(const std::string& name) {
+  const std::string loc = where(name);
+  Hid dset(hdf5::check(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+                       "cannot open dataset", loc));
+  Hid type(hdf5::check(H5Dget_type(dset.get()), ErrorKind::kInvalidInput, "cannot read the datatype", loc));
+  Hid space(hdf5::check(H5Dget_space(dset.get()), ErrorKind::kInvalidInput, "cannot read the dataspace", loc));
+  Hid dcpl(hdf5::check(H5Dget_create_plist(dset.get()), ErrorKind::kInvalidInput, "cannot read the layout", loc));
+
+  std::optional<DType> dtype = hdf5::classify_type(type.get());
+  H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
+  H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  // Unrepresentable types, datasets without data, virtual datasets and data in external
+  // files (which would let a file make us read arbitrary paths) are skipped.
+  if (!dtype || (space_class != H5S_SCALAR && space_class != H5S_SIMPLE) || layout == H5D_VIRTUAL ||
+      H5Pget_external_count(dcpl.get()) != 0) {
+    H5Eclear2(H5E_DEFAULT);
+    skipped_.push_back(name);
+    return;
+  }
+  Shape shape;
+  uint64_t elements = 1;
+  if (space_class == H5S_SIMPLE) {
+    int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0 || rank > H5S_MAX_RANK) throw hdf5::error(ErrorKind::kInvalidInput, "bad dataspace rank", loc);
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
+      throw hdf5::error(ErrorKind::kInvalidInput, "cannot read the dimensions", loc);
+    for (hsize_t d : dims) {
+      if (d > static_cast<hsize_t>(INT64_MAX)) throw invalid_input("dimension too large", loc);
+      shape.push_back(static_cast<int64_t>(d));
+    }
+    elements = shape_numel(shape);
+  }
+  uint64_t element_bytes = H5Tget_size(type.get());
+  if (element_bytes == 0 || elements > UINT64_MAX / element_bytes) throw invalid_input("dataset size overflows", loc);
+  uint64_t file_bytes = elements * element_bytes;
+  check_size(dset.get(), dcpl.get(), file_bytes, loc);
+
+  DatasetEntry entry{"/" + name, *dtype == DType::kBool, -1};
+  int nfilters = H5Pget_nfilters(dcpl.get());
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0, cd[8];
+    size_t ncd = 8;
+    H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, nullptr);
+    if (id < 0) throw hdf5::error(ErrorKind::kInvalidInput, "cannot read the filter pipeline", loc);
+    if (H5Zfilter_avail(id) <= 0) entry.missing_filter = id;
+  }
+  H5Eclear2(H5E_DEFAULT);
+
+  DType tensor_dtype = *dtype;
+  if (H5Aexists(dset.get(), "tk_dtype") > 0) {
+    // One of our narrow float types, stored as uint8 bytes.
+    Hid attr(hdf5::check(H5Aopen(dset.get(), "tk_dtype", H5P_DEFAULT), ErrorKind::kInvalidInput,
+                         "cannot open attribute tk_dtype", loc));
+    auto text = read_string_attribute(attr.get(), file_size_, loc);
+    if (!text) throw invalid_input("attribute tk_dtype is not a string", loc);
+    auto narrow = dtype_from_safetensors_name(*text);
+    if (!narrow || !hdf5::is_narrow_float(*narrow))
+      throw invalid_input("attribute tk_dtype names no 8-bit-or-narrower float type: '" + *text + "'", loc);
+    if (*dtype != DType::kU8) throw invalid_input("a dataset with tk_dtype must hold uint8", loc);
+    tensor_dtype = *narrow;
+    if (dtype_bits(*narrow) < 8) {
+      // Packed: a 1-D byte array and the logical shape in tk_shape.
+      if (shape.size() != 1) throw invalid_input("a packed dataset must be one-dimensional", loc);
+      if (H5Aexists(dset.get(), "tk_shape") <= 0) throw invalid_input("packed dataset without tk_shape", loc);
+      Hid sattr(hdf5::check(H5Aopen(dset.get(), "tk_shape", H5P_DEFAULT), ErrorKind::kInvalidInput,
+                            "cannot open attribute tk_shape", loc));
+      Hid stype(H5Aget_type(sattr.get()));
+      Hid sspace(H5Aget_space(sattr.get()));
+      hssize_t n = sspace.valid() ? H5Sget_simple_extent_npoints(sspace.get()) : -1;
+      if (!stype.valid() || H5Tget_class(stype.get()) != H5T_INTEGER || n < 1 || n > kMaxTkShapeRank)
+        throw invalid_input("attribute tk_shape must be 1 to 32 integers", loc);
+      Shape logical(static_cast<size_t>(n));
+      hdf5::check_status(H5Aread(sattr.get(), H5T_NATIVE_INT64, logical.data()), ErrorKind::kInvalidInput,
+                         "cannot read attribute tk_shape", loc);
+      if (dtype_storage_bytes(*narrow, shape_numel(logical)) != static_cast<uint64_t>(shape[0]))
+        throw invalid_input("tk_shape does not match the number of packed bytes", loc);
+      shape = std::move(logical);
+    }
+  }
+  TensorInfo info;
+  info.name = name;
+  info.dtype = tensor_dtype;
+  info.nbytes = dtype_storage_bytes(tensor_dtype, shape_numel(shape));
+  info.shape = std::move(shape);
+  infos_.push_back(std::move(info));
+  entries_.push_back(std::move(entry));
+}
+
+void Hdf5Reader::check_size(hid_t dset, hid_t dcpl, uint64_t file_bytes, const std::string& loc) {
+  if (H5Pget_layout(dcpl) == H5D_CONTIGUOUS) {
+    haddr_t offset = H5Dget_offset(dset);
+    H5Eclear2(H5E_DEFAULT);
+    if (offset != HADDR_UNDEF) {
+      if (offset > file_size_ || file_bytes > file_size_ - offset)
+        throw invalid_input("dataset data extends past the end of the file", loc);
+      return;
+    }
+  }
+  if (file_bytes <= kSizeSlack) return;
+  uint64_t limit = file_size_ > (UINT64_MAX - kSizeSlack) / kMaxExpansion ? UINT64_MAX
+                                                                           : kSizeSlack + file_size_ * kMaxExpansion;
+  if (file_bytes > limit)
+    throw invalid_input("dataset claims " + std::to_string(file_bytes) + " bytes, more than a file of " +
+                            std::to_string(file_size_) + " bytes can hold",
+                        loc);
+}
+
+void Hdf5Reader::read_root_attributes() {
+  Hid root(hdf5::check(H5Gopen2(file_.get(), "/", H5P_DEFAULT), ErrorKind::kInvalidInput,
+                       "cannot open the root group", name_));
+  H5O_info_t info;
+  hdf5::check_status(H5Oget_info2(root.get(), &info, H5O_INFO_NUM_ATTRS), ErrorKind::kInvalidInput,
+                     "cannot read the root group", name_);
+  for (hsize_t i = 0; i < info.num_attrs; ++i) {
+    Hid attr(H5Aopen_by_idx(root.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT));
+    if (!attr.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "cannot open a root attribute", name_);
+    ssize_t len = H5Aget_name(attr.get(), 0, nullptr);
+    if (len < 0) throw hdf5::error(ErrorKind::kInvalidInput, "cannot read an attribute name", name_);
+    std::string key(static_cast<size_t>(len) + 1, '\0');
+    H5Aget_name(attr.get(), key.size(), key.data());
+    key.resize(static_cast<size_t>(len));
+    add_attribute(attr.get(), key.c_str());
+  }
+}
+
+// Store one root attribute as metadata: strings as they are, numeric scalars as text;
+// anything else (arrays, compounds, references) is left out.
+void Hdf5Reader::add_attribute(hid_t attr, const char* key) {
+  const std::string loc = name_ + ": attribute '" + key + "'";
+  if (auto text = read_string_attribute(attr, file_size_, loc)) {
+    metadata_[key] = *text;
+    return;
+  }
+  Hid type(H5Aget_type(attr));
+  Hid space(H5Aget_space(attr));
+  if (!type.valid() || !space.valid() || H5Sget_simple_extent_npoints(space.get()) != 1) {
+    H5Eclear2(H5E_DEFAULT);
+    return;
+  }
+  H5T_class_t cls = H5Tget_class(type.get());
+  char text[64];
+  if (cls == H5T_INTEGER && H5Tget_sign(type.get()) == H5T_SGN_NONE) {
+    uint64_t v = 0;
+    hdf5::check_status(H5Aread(attr, H5T_NATIVE_UINT64, &v), ErrorKind::kInvalidInput, "cannot read", loc);
+    std::snprintf(text, sizeof text, "%" PRIu64, v);
+  } else if (cls == H5T_INTEGER) {
+    int64_t v = 0;
+    hdf5::check_status(H5Aread(attr, H5T_NATIVE_INT64, &v), ErrorKind::kInvalidInput, "cannot read", loc);
+    std::snprintf(text, sizeof text, "%" PRId64, v);
+  } else if (cls == H5T_FLOAT) {
+    double v = 0;
+    hdf5::check_status(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), ErrorKind::kInvalidInput, "cannot read", loc);
+    std::snprintf(text, sizeof text, "%.17g", v);
+  } else {
+    return;
+  }
+  metadata_[key] = text;
+}
+
+Tensor Hdf5Reader::read(size_t index) {
+  if (index >= infos_.size()) throw internal_error("tensor index out of range", name_);
+  const TensorInfo& info = infos_[index];
+  const DatasetEntry& entry = entries_[index];
+  const std::string loc = where(info.name);
+  hdf5::init();
+  if (entry.missing_filter >= 0)
+    throw unavailable("HDF5 filter " + std::to_string(entry.missing_filter) + " is not available", loc);
+  Hid dset(hdf5::check(H5Dopen2(file_.get(), entry.path.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+                       "cannot open dataset", loc));
+  Hid mem = entry.raw_bool ? Hid(H5Dget_type(dset.get())) : hdf5::make_type(info.dtype);
+  if (info.nbytes == 0) return Tensor(info.dtype, info.shape, Buffer());
+  Buffer data = Buffer::allocate(info.nbytes);
+  if (H5Dread(dset.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.mutable_data()) < 0)
+    throw hdf5::error(ErrorKind::kInvalidInput, "cannot read dataset", loc);
+  return Tensor(info.dtype, info.shape, std::move(data));
+}
+
+}  // namespace
+
+std::unique_ptr<TensorReader> hdf5_open(std::unique_ptr<InputStream> in, const ReadOptions& options) {
+  return std::make_unique<Hdf5Reader>(std::move(in), options);
+}
+
+}  // namespace tk::io

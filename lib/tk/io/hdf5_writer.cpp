@@ -1,0 +1,258 @@
+// HDF5 writer: one dataset per tensor, written as it arrives; '/' in names creates
+// groups; metadata as variable-length UTF-8 string attributes of the root group.
+// Types are those h5py writes (see hdf5_types.h), with BF16 committed as the named type
+// /bfloat16 and the narrow floats as uint8 plus a `tk_dtype` attribute (sub-byte types
+// as a 1-D array of their packed bytes plus an int64 `tk_shape` attribute).
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <vector>
+
+#include "tk/io/hdf5.h"
+#include "tk/io/hdf5_types.h"
+
+namespace tk::io {
+
+namespace {
+
+using hdf5::Hid;
+
+constexpr H5Z_filter_t kZstdFilterId = 32015;
+constexpr uint64_t kMaxChunkBytes = uint64_t(1) << 30;  // HDF5 allows < 4 GiB per chunk
+
+// Check that `names` can all be dataset paths of one file: non-empty components, no
+// "." or "..", no duplicates, and no dataset that is also a group of another.
+void check_names(const std::vector<TensorInfo>& infos) {
+  std::set<std::string> names;
+  for (const auto& info : infos) {
+    const std::string& n = info.name;
+    if (n.empty()) throw usage_error("HDF5 cannot store a tensor with an empty name");
+    size_t start = 0;
+    while (true) {
+      size_t slash = n.find('/', start);
+      std::string part = n.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      if (part.empty() || part == "." || part == "..")
+        throw usage_error("tensor name is not a valid HDF5 path", "tensor '" + n + "'");
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (!names.insert(n).second) throw usage_error("duplicate tensor name", "tensor '" + n + "'");
+  }
+  // In sorted order a group "a" is followed by its members "a/...", possibly after
+  // names such as "a-b" that sort between; compare with every later name sharing the prefix.
+  for (auto it = names.begin(); it != names.end(); ++it) {
+    std::string group = *it + "/";
+    auto next = names.lower_bound(group);
+    if (next != names.end() && next->compare(0, group.size(), group) == 0)
+      throw usage_error("tensor name is also a group of tensor '" + *next + "'", "tensor '" + *it + "'");
+  }
+}
+
+// Chunk dimensions of about `target` bytes: keep trailing dimensions whole and split the
+// leading ones.
+std::vector<hsize_t> chunk_dims(const std::vector<hsize_t>& dims, uint64_t element_bytes, uint64_t target) {
+  target = std::clamp<uint64_t>(target, element_bytes, kMaxChunkBytes);
+  std::vector<hsize_t> chunk(dims.size(), 1);
+  uint64_t inner = element_bytes;  // bytes of one step along dimension i
+  size_t i = dims.size();
+  while (i > 0 && dims[i - 1] <= target / inner) {
+    chunk[i - 1] = dims[i - 1];
+    inner *= dims[i - 1];
+    --i;
+  }
+  if (i > 0) chunk[i - 1] = std::max<hsize_t>(1, std::min<hsize_t>(dims[i - 1], target / inner));
+  return chunk;
+}
+
+class Hdf5Writer final : public TensorWriter {
+ public:
+  Hdf5Writer(std::unique_ptr<OutputStream> out, const WriteOptions& options)
+      : out_(std::move(out)), options_(options) {
+    hdf5::init();
+  }
+  ~Hdf5Writer() override {
+    bf16_type_.reset();
+    file_.reset();  // the OutputStream then removes its temporary file
+  }
+
+  std::vector<size_t> begin(const std::vector<TensorInfo>& infos, const Metadata& metadata) override;
+  void write(size_t index, const Tensor& tensor) override;
+  void finish() override;
+
+ private:
+  void create_file();
+  void write_metadata(const Metadata& metadata);
+  void commit_bf16_type();
+  Hid dataset_properties(const std::vector<hsize_t>& dims, uint64_t element_bytes);
+  void write_narrow_attributes(hid_t dset, const TensorInfo& info, const std::string& loc);
+
+  std::unique_ptr<OutputStream> out_;
+  WriteOptions options_;
+  Hid file_;
+  Hid bf16_type_;  // committed named datatype, when a tensor is BF16
+  std::string bf16_type_name_ = "bfloat16";
+  std::vector<TensorInfo> infos_;
+  std::vector<bool> written_;
+  bool began_ = false;
+};
+
+void Hdf5Writer::create_file() {
+  const std::string& where = out_->name();
+  auto path = out_->temp_path();
+  if (path) {
+    file_ = Hid(H5Fcreate(path->c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  } else {
+    // stdout or memory: build the file in memory and copy its image out at the end.
+    Hid fapl(hdf5::check(H5Pcreate(H5P_FILE_ACCESS), ErrorKind::kInternal, "cannot create a property list", where));
+    hdf5::check_status(H5Pset_fapl_core(fapl.get(), 1 << 20, false), ErrorKind::kInternal,
+                       "cannot select the in-memory driver", where);
+    static std::atomic<uint64_t> counter{0};
+    std::string label = "tk-output-" + std::to_string(counter++);
+    file_ = Hid(H5Fcreate(label.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()));
+  }
+  if (!file_.valid()) throw hdf5::error(ErrorKind::kIo, "cannot create HDF5 file", where);
+}
+
+std::vector<size_t> Hdf5Writer::begin(const std::vector<TensorInfo>& infos, const Metadata& metadata) {
+  if (began_) throw internal_error("begin() called twice", out_->name());
+  check_names(infos);
+  for (const auto& info : infos) {
+    shape_numel(info.shape);
+    if (info.nbytes != dtype_storage_bytes(info.dtype, shape_numel(info.shape)))
+      throw internal_error("declared byte size does not match dtype and shape", "tensor '" + info.name + "'");
+    // Keep the named bf16 type clear of tensor and group names.
+    std::string top = info.name.substr(0, info.name.find('/'));
+    while (top == bf16_type_name_) bf16_type_name_ += "_t";
+  }
+  infos_ = infos;
+  written_.assign(infos.size(), false);
+  began_ = true;
+  create_file();
+  write_metadata(metadata);
+  for (const auto& info : infos_)
+    if (info.dtype == DType::kBF16) {
+      commit_bf16_type();
+      break;
+    }
+  std::vector<size_t> order(infos.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  return order;
+}
+
+// A scalar variable-length UTF-8 string attribute, which h5py reads as str.
+void write_string_attribute(hid_t obj, const std::string& key, const std::string& value, const std::string& where) {
+  Hid type(hdf5::check(H5Tcopy(H5T_C_S1), ErrorKind::kInternal, "cannot create a string type", where));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Hid space(hdf5::check(H5Screate(H5S_SCALAR), ErrorKind::kInternal, "cannot create a dataspace", where));
+  Hid attr(H5Acreate2(obj, key.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attr.valid()) throw hdf5::error(ErrorKind::kUsage, "cannot create attribute '" + key + "'", where);
+  const char* text = value.c_str();
+  hdf5::check_status(H5Awrite(attr.get(), type.get(), &text), ErrorKind::kIo, "cannot write an attribute", where);
+}
+
+void Hdf5Writer::write_metadata(const Metadata& metadata) {
+  for (const auto& [key, value] : metadata) {
+    if (key.empty()) throw usage_error("HDF5 cannot store a metadata entry with an empty key", out_->name());
+    write_string_attribute(file_.get(), key, value, out_->name() + ": metadata '" + key + "'");
+  }
+}
+
+void Hdf5Writer::commit_bf16_type() {
+  bf16_type_ = hdf5::make_type(DType::kBF16);
+  hdf5::check_status(H5Tcommit2(file_.get(), bf16_type_name_.c_str(), bf16_type_.get(), H5P_DEFAULT,
+                                H5P_DEFAULT, H5P_DEFAULT),
+                     ErrorKind::kIo, "cannot store the bfloat16 type", out_->name());
+}
+
+Hid Hdf5Writer::dataset_properties(const std::vector<hsize_t>& dims, uint64_t element_bytes) {
+  const std::string& where = out_->name();
+  Hid dcpl(hdf5::check(H5Pcreate(H5P_DATASET_CREATE), ErrorKind::kInternal, "cannot create a property list", where));
+  H5Pset_obj_track_times(dcpl.get(), false);  // identical inputs give identical files
+  bool empty = std::find(dims.begin(), dims.end(), hsize_t(0)) != dims.end();
+  if (options_.hdf5_zstd_level > 0 && !dims.empty() && !empty) {
+    auto chunk = chunk_dims(dims, element_bytes, options_.hdf5_chunk_bytes);
+    hdf5::check_status(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()),
+                       ErrorKind::kInternal, "cannot set the chunk shape", where);
+    unsigned level = static_cast<unsigned>(options_.hdf5_zstd_level);
+    // Optional: a chunk that does not shrink is stored as it is.
+    hdf5::check_status(H5Pset_filter(dcpl.get(), kZstdFilterId, H5Z_FLAG_OPTIONAL, 1, &level),
+                       ErrorKind::kInternal, "cannot add the zstd filter", where);
+  }
+  return dcpl;
+}
+
+void Hdf5Writer::write_narrow_attributes(hid_t dset, const TensorInfo& info, const std::string& loc) {
+  write_string_attribute(dset, "tk_dtype", dtype_name(info.dtype), loc);
+  if (dtype_bits(info.dtype) >= 8) return;
+  hsize_t rank = info.shape.size();
+  Hid space(hdf5::check(H5Screate_simple(1, &rank, nullptr), ErrorKind::kInternal, "cannot create a dataspace", loc));
+  Hid attr(hdf5::check(H5Acreate2(dset, "tk_shape", H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                       ErrorKind::kIo, "cannot create attribute tk_shape", loc));
+  hdf5::check_status(H5Awrite(attr.get(), H5T_NATIVE_INT64, info.shape.data()), ErrorKind::kIo,
+                     "cannot write attribute tk_shape", loc);
+}
+
+void Hdf5Writer::write(size_t index, const Tensor& tensor) {
+  if (!began_) throw internal_error("write() before begin()", out_->name());
+  if (index >= infos_.size()) throw internal_error("tensor index out of range", out_->name());
+  const TensorInfo& info = infos_[index];
+  const std::string loc = out_->name() + ": tensor '" + info.name + "'";
+  if (written_[index]) throw internal_error("tensor written twice", loc);
+  if (tensor.dtype() != info.dtype || tensor.shape() != info.shape)
+    throw internal_error("tensor does not match its declaration", loc);
+  hdf5::init();
+
+  bool packed = dtype_bits(info.dtype) < 8;
+  std::vector<hsize_t> dims;
+  if (packed) dims.push_back(info.nbytes);
+  else for (int64_t d : info.shape) dims.push_back(static_cast<hsize_t>(d));
+  Hid space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  if (!space.valid()) throw hdf5::error(ErrorKind::kInternal, "cannot create a dataspace", loc);
+
+  Hid mem_type = hdf5::make_type(info.dtype);
+  hid_t file_type = info.dtype == DType::kBF16 ? bf16_type_.get() : mem_type.get();
+  Hid dcpl = dataset_properties(dims, H5Tget_size(mem_type.get()));
+  Hid lcpl(hdf5::check(H5Pcreate(H5P_LINK_CREATE), ErrorKind::kInternal, "cannot create a property list", loc));
+  H5Pset_create_intermediate_group(lcpl.get(), 1);
+  H5Pset_char_encoding(lcpl.get(), H5T_CSET_UTF8);
+  Hid dset(H5Dcreate2(file_.get(), info.name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
+  if (!dset.valid()) throw hdf5::error(ErrorKind::kIo, "cannot create dataset", loc);
+  if (info.nbytes > 0 &&
+      H5Dwrite(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data()) < 0)
+    throw hdf5::error(ErrorKind::kIo, "cannot write dataset", loc);
+  if (hdf5::is_narrow_float(info.dtype)) write_narrow_attributes(dset.get(), info, loc);
+  if (!dset.close()) throw hdf5::error(ErrorKind::kIo, "cannot close dataset", loc);
+  written_[index] = true;
+}
+
+void Hdf5Writer::finish() {
+  const std::string& where = out_->name();
+  if (!began_) begin({}, {});
+  for (size_t i = 0; i < infos_.size(); ++i)
+    if (!written_[i]) throw internal_error("tensor declared but never written", where + ": tensor '" + infos_[i].name + "'");
+  bf16_type_.reset();
+  if (out_->temp_path()) {
+    if (!file_.close()) throw hdf5::error(ErrorKind::kIo, "cannot complete HDF5 file", where);
+  } else {
+    hdf5::check_status(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), ErrorKind::kIo, "cannot complete HDF5 file", where);
+    ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
+    if (size < 0) throw hdf5::error(ErrorKind::kInternal, "cannot get the HDF5 file image", where);
+    std::vector<uint8_t> image(static_cast<size_t>(size));
+    if (H5Fget_file_image(file_.get(), image.data(), image.size()) != size)
+      throw hdf5::error(ErrorKind::kInternal, "cannot get the HDF5 file image", where);
+    file_.reset();
+    out_->write(image.data(), image.size());
+  }
+  out_->commit();
+}
+
+}  // namespace
+
+std::unique_ptr<TensorWriter> hdf5_writer(std::unique_ptr<OutputStream> out, const WriteOptions& options) {
+  if (options.hdf5_zstd_level < 0 || options.hdf5_zstd_level > 22)
+    throw usage_error("zstd level must be 1 to 22 (0: no compression)");
+  return std::make_unique<Hdf5Writer>(std::move(out), options);
+}
+
+}  // namespace tk::io

@@ -1,0 +1,116 @@
+// Bit-level description of the narrow float formats (F16, BF16, F8_*, F4, F6_*) and the
+// one reference codec that encodes and decodes all of them.
+//
+// The encoder follows the ml_dtypes reference package: the source significand, with its
+// implicit leading one, is shifted to the target width and rounded to nearest, ties to
+// even, in one step; the carry of the rounding flows into the exponent. For E8M0, which
+// has no mantissa bits, the "even" bit is the implicit one, so ties round up (1.5 -> 2),
+// and the code 0x00 (2^-127) sits in the slot where other formats have their subnormals:
+// inputs in (2^-127, 2^-126) round to 2^-126. Both are what ml_dtypes does.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <type_traits>
+
+#include "tk/core/dtype.h"
+
+namespace tk::detail {
+
+struct FloatFormat {
+  int bits;           // total width of a code
+  int mantissa_bits;  // stored fraction bits
+  int bias;           // exponent bias
+  bool is_signed;     // has a sign bit (the top bit of the code)
+  bool has_zero;      // false for E8M0, whose smallest code is 2^-127
+  uint32_t max_code;  // code of the largest finite magnitude
+  uint32_t nan_code;  // code that positive NaN encodes to (sign-flipped for negative NaN)
+  uint32_t inf_code;  // code that +Inf and, without saturation, finite overflow encode to
+  // Decoding: which magnitudes are NaN / Inf.
+  bool ieee_specials;     // all-ones exponent is Inf (mantissa 0) or NaN (F16, BF16, E5M2)
+  uint32_t nan_magnitude; // the one NaN magnitude otherwise (E4M3: 0x7f, E8M0: 0xff); 0 if none
+};
+
+// The format of a narrow float dtype. Throws kInternal for other dtypes.
+const FloatFormat& float_format(DType dtype);
+
+// Decode a code (low `bits` bits of `code`) exactly.
+double float_format_decode(const FloatFormat& format, uint32_t code);
+
+// Exact f32 values of every code of an 8-bit-or-narrower float dtype, indexed by code
+// (256 entries; bits above the code width are ignored).
+const float* minifloat_table(DType dtype);
+
+// Encode an f64 into F16 / BF16 with one rounding. NaN: F16 keeps the top payload bits and
+// sets the quiet bit (as F16C hardware does for f32); BF16 gives the canonical 0x7fc0.
+uint16_t f64_to_f16(double value, bool saturate);
+uint16_t f64_to_bf16(double value, bool saturate);
+
+template <typename T> struct SourceFloatBits;
+template <> struct SourceFloatBits<float> {
+  using Bits = uint32_t;
+  static constexpr int kMantissaBits = 23;
+  static constexpr int kBias = 127;
+  static constexpr Bits kExponentMask = 0x7f800000u;
+};
+template <> struct SourceFloatBits<double> {
+  using Bits = uint64_t;
+  static constexpr int kMantissaBits = 52;
+  static constexpr int kBias = 1023;
+  static constexpr Bits kExponentMask = 0x7ff0000000000000ull;
+};
+
+// Round `m` right by `shift` bits (0 <= shift < 64) to nearest, ties to even.
+template <typename Bits> constexpr Bits round_shift_right_even(Bits m, int shift) {
+  if (shift == 0) return m;
+  Bits q = m >> shift;
+  Bits rest = m & ((Bits{1} << shift) - 1);
+  Bits half = Bits{1} << (shift - 1);
+  return q + ((rest > half || (rest == half && (q & 1))) ? 1 : 0);
+}
+
+// Encode an f32 or f64 value. Special cases, in this order: NaN -> nan_code; for an
+// unsigned format, negative values, zero and -Inf -> NaN (saturate: the smallest code);
+// Inf -> inf_code (saturate without an Inf code: max_code); zero -> signed zero; then
+// round, and magnitudes above max_code -> inf_code (saturate: max_code). The sign is
+// applied by flipping the top bit, as ml_dtypes does.
+template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src value, bool saturate) {
+  using T = SourceFloatBits<Src>;
+  using Bits = typename T::Bits;
+  constexpr int kSrcBits = static_cast<int>(sizeof(Bits) * 8);
+  const Bits bits = std::bit_cast<Bits>(value);
+  const bool negative = (bits >> (kSrcBits - 1)) != 0;
+  const Bits magnitude = bits & ~(Bits{1} << (kSrcBits - 1));
+  const uint32_t sign = (f.is_signed && negative) ? (1u << (f.bits - 1)) : 0u;
+
+  if (magnitude > T::kExponentMask) return f.nan_code ^ sign;
+  if (!f.is_signed && (negative || magnitude == 0)) return saturate ? 0u : f.nan_code;
+  if (magnitude == T::kExponentMask) {
+    const bool has_inf = f.ieee_specials;
+    return ((saturate && !has_inf) ? f.max_code : f.inf_code) ^ sign;
+  }
+  if (magnitude == 0) return sign;
+
+  int exponent;
+  Bits significand;  // implicit one at bit kMantissaBits
+  const Bits biased = magnitude >> T::kMantissaBits;
+  const Bits fraction = magnitude & ((Bits{1} << T::kMantissaBits) - 1);
+  if (biased != 0) {
+    exponent = static_cast<int>(biased) - T::kBias;
+    significand = fraction | (Bits{1} << T::kMantissaBits);
+  } else {
+    int normalize = std::countl_zero(fraction) - (kSrcBits - 1 - T::kMantissaBits);
+    significand = fraction << normalize;
+    exponent = 1 - T::kBias - normalize;
+  }
+  const int base = exponent + f.bias - 1;  // target biased exponent minus one
+  int shift = T::kMantissaBits - f.mantissa_bits + std::max(0, -base);
+  shift = std::min(shift, T::kMantissaBits + 2);  // beyond this everything rounds to 0
+  const Bits rounded = round_shift_right_even(significand, shift);
+  const uint64_t code = (static_cast<uint64_t>(std::max(base, 0)) << f.mantissa_bits) + rounded;
+  if (code > f.max_code) return (saturate ? f.max_code : f.inf_code) ^ sign;
+  return static_cast<uint32_t>(code) ^ sign;
+}
+
+}  // namespace tk::detail

@@ -1,0 +1,131 @@
+// f32 <-> F16 / BF16 array kernels. Every loop body is branch-free (selects, integer and
+// float adds) so that it vectorises; the F16C path converts eight values per instruction.
+#include "tk/core/float_kernels.h"
+
+#include <bit>
+#include <cstring>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace tk::detail {
+namespace {
+
+// Loads and stores go through memcpy: the arrays may come from a file at any offset.
+inline uint32_t load_bits(const float* p) {
+  uint32_t u;
+  std::memcpy(&u, p, sizeof u);
+  return u;
+}
+inline uint16_t load_u16(const uint16_t* p) {
+  uint16_t u;
+  std::memcpy(&u, p, sizeof u);
+  return u;
+}
+inline void store_u16(uint16_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
+inline void store_bits(float* p, uint32_t u) { std::memcpy(p, &u, sizeof u); }
+
+// f32 bits -> F16 bits, round to nearest even; NaN keeps the top payload bits, quietened.
+inline uint16_t f32_bits_to_f16(uint32_t u) {
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t a = u & 0x7fffffffu;
+  // Normal result: rebias the exponent and round by adding 0xfff plus the kept LSB.
+  const uint32_t normal = (a + (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  // Subnormal result: adding 0.5f leaves the rounded F16 mantissa in the low bits.
+  constexpr uint32_t kHalf = 126u << 23;
+  const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + std::bit_cast<float>(kHalf)) - kHalf;
+  const uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+  uint32_t r = a < (113u << 23) ? sub : normal;
+  r = a >= (143u << 23) ? 0x7c00u : r;
+  r = a > 0x7f800000u ? nan : r;
+  return static_cast<uint16_t>(r | sign);
+}
+
+// F16 bits -> f32 bits, exact; NaN is quietened, payload kept.
+inline uint32_t f16_bits_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t a = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t exponent = a & (0x7c00u << 13);
+  const uint32_t normal = a + (static_cast<uint32_t>(127 - 15) << 23);
+  const uint32_t special =
+      (a + (static_cast<uint32_t>(255 - 31) << 23)) | ((a & 0x7fe000u) ? 0x400000u : 0u);
+  // Subnormal: build 2^-14 * (1 + m/1024) and subtract 2^-14.
+  constexpr uint32_t kMagic = 113u << 23;
+  const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(a + kMagic) - std::bit_cast<float>(kMagic));
+  uint32_t r = exponent == 0 ? sub : normal;
+  r = exponent == (0x7c00u << 13) ? special : r;
+  return r | sign;
+}
+
+inline uint16_t f32_bits_to_bf16(uint32_t u) {
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
+  return static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+}
+
+}  // namespace
+
+void f32_to_f16_array_portable(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) store_u16(dst + i, f32_bits_to_f16(load_bits(src + i)));
+}
+
+void f16_to_f32_array_portable(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) store_bits(dst + i, f16_bits_to_f32(load_u16(src + i)));
+}
+
+void f32_to_f16_array(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+#endif
+  f32_to_f16_array_portable(src + i, dst + i, n - i);
+}
+
+void f16_to_f32_array(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+#endif
+  f16_to_f32_array_portable(src + i, dst + i, n - i);
+}
+
+void f32_to_bf16_array(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) store_u16(dst + i, f32_bits_to_bf16(load_bits(src + i)));
+}
+
+void bf16_to_f32_array(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) store_bits(dst + i, static_cast<uint32_t>(load_u16(src + i)) << 16);
+}
+
+void saturate_f16_array(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const bool finite = (load_bits(src + i) & 0x7fffffffu) < 0x7f800000u;
+    const uint16_t code = load_u16(dst + i);
+    const bool inf = (code & 0x7fffu) == 0x7c00u;
+    store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | 0x7bffu) : code);
+  }
+}
+
+void saturate_bf16_array(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const bool finite = (load_bits(src + i) & 0x7fffffffu) < 0x7f800000u;
+    const uint16_t code = load_u16(dst + i);
+    const bool inf = (code & 0x7fffu) == 0x7f80u;
+    store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | 0x7f7fu) : code);
+  }
+}
+
+bool f16_kernels_use_f16c() {
+#if defined(__F16C__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace tk::detail

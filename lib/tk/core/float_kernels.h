@@ -1,0 +1,29 @@
+// Array kernels between f32 and the 16-bit floats, bit-exact with the scalar reference
+// functions of dtype.h (f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32). They run on one
+// thread; callers split large arrays across threads. The default versions use F16C
+// instructions when the build enables them; the portable versions are branch-free loops
+// that the compiler vectorises, and are always compiled so that tests can check them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tk::detail {
+
+void f32_to_f16_array(const float* src, uint16_t* dst, size_t n);
+void f16_to_f32_array(const uint16_t* src, float* dst, size_t n);
+void f32_to_bf16_array(const float* src, uint16_t* dst, size_t n);
+void bf16_to_f32_array(const uint16_t* src, float* dst, size_t n);
+
+void f32_to_f16_array_portable(const float* src, uint16_t* dst, size_t n);
+void f16_to_f32_array_portable(const uint16_t* src, float* dst, size_t n);
+
+// After an f32 -> F16/BF16 conversion: replace the +-Inf codes that came from finite
+// inputs by +-max (the saturating cast).
+void saturate_f16_array(const float* src, uint16_t* dst, size_t n);
+void saturate_bf16_array(const float* src, uint16_t* dst, size_t n);
+
+// True when f32_to_f16_array / f16_to_f32_array use F16C instructions.
+bool f16_kernels_use_f16c();
+
+}  // namespace tk::detail

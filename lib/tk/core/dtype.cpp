@@ -110,14 +110,15 @@ std::optional<DType> dtype_parse(std::string_view text) {
 
 uint64_t dtype_storage_bytes(DType dtype, uint64_t count) {
   const auto bits = static_cast<uint64_t>(dtype_bits(dtype));
-  if (count > UINT64_MAX / bits)
+  const uint64_t limit = bits % 8 == 0 ? UINT64_MAX / (bits / 8) : UINT64_MAX / bits;
+  if (count > limit)
     throw invalid_input("storage size of " + std::to_string(count) + " elements of " +
                         dtype_name(dtype) + " overflows");
-  const uint64_t total = count * bits;
-  if (total % 8 != 0)
+  if (bits % 8 == 0) return count * (bits / 8);
+  if (count * bits % 8 != 0)
     throw invalid_input(std::to_string(count) + " elements of " + dtype_name(dtype) +
                         " do not fill a whole number of bytes");
-  return total / 8;
+  return count * bits / 8;
 }
 
 }  // namespace tk

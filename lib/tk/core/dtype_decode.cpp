@@ -122,10 +122,10 @@ void pack_codes(const uint8_t* codes, int bits, uint64_t n, uint8_t* dst) {
 
 uint64_t packed_bytes(DType dtype, uint64_t n) {
   const auto bits = static_cast<uint64_t>(dtype_bits(dtype));
-  if (n > (UINT64_MAX - 7) / bits)
-    throw invalid_input("storage size of " + std::to_string(n) + " elements of " + dtype_name(dtype) +
-                        " overflows");
-  return (n * bits + 7) / 8;
+  if (bits % 8 == 0 && n <= UINT64_MAX / (bits / 8)) return n * (bits / 8);
+  if (bits % 8 != 0 && n <= (UINT64_MAX - 7) / bits) return (n * bits + 7) / 8;
+  throw invalid_input("storage size of " + std::to_string(n) + " elements of " + dtype_name(dtype) +
+                      " overflows");
 }
 
 void decode_block_f32(DType dtype, const void* src, uint64_t first, uint64_t n, float* dst) {

@@ -1,0 +1,43 @@
+#include "cli/common_options.h"
+
+#include <omp.h>
+
+namespace tk::cli {
+
+void add_common_options(CLI::App& app, CommonOptions& o) {
+  auto append_to = [](std::vector<std::string>& dst) {
+    return [&dst](const std::vector<std::string>& values) { dst.insert(dst.end(), values.begin(), values.end()); };
+  };
+  app.add_option_function<std::vector<std::string>>("-t,--tensors", append_to(o.tensors),
+                                                     "Select tensors whose name matches GLOB (* and ?); repeatable")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+  app.add_option_function<std::vector<std::string>>("--exclude", append_to(o.exclude),
+                                                     "Leave out tensors whose name matches GLOB; repeatable")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+  app.add_option_function<int>("-j,--threads", [&o](int n) { o.threads = n; }, "Threads to use (0: all cores)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option_function<std::string>("--device", [&o](const std::string& d) { o.device_text = d; },
+                                       "Compute device: cpu, cuda[:N] or auto (default)")
+      ->type_name("DEV");
+  app.add_option_function<uint64_t>("--seed", [&o](uint64_t s) { o.seed = s; }, "Seed for randomised algorithms")
+      ->type_name("N");
+  app.add_option_function<std::string>("--json", [&o](const std::string& p) { o.json = p; },
+                                       "Write a JSON report to PATH ('-': stdout, replacing the text report)")
+      ->type_name("PATH|-");
+  app.add_flag_function("-q,--quiet", [&o](int64_t) { o.quiet = true; }, "No summaries on stderr");
+  app.add_flag_function("-v,--verbose", [&o](int64_t n) { o.verbose += static_cast<int>(n); },
+                        "More detail on stderr; repeatable");
+  app.add_flag_function("--progress,!--no-progress", [&o](int64_t n) { o.progress = n > 0; },
+                        "Show progress on stderr (default: when stderr is a terminal)");
+}
+
+void apply_common_options(CommonOptions& o, bool stderr_is_terminal) {
+  o.device = device_parse(o.device_text);
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  o.show_progress = o.progress.value_or(stderr_is_terminal && !o.quiet);
+}
+
+}  // namespace tk::cli

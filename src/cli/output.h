@@ -1,0 +1,26 @@
+// Where a tool's data output goes: -o/--output ("-" = stdout) and --format, checked
+// before anything is read, so a mistake costs nothing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tk/io/tensor_file.h"
+
+namespace tk::cli {
+
+// Refuse binary data on a terminal: throws kUsage "refusing to write binary data to a
+// terminal; use -o FILE or redirect" when `output` is "-" and stdout is a terminal.
+// Takes the terminal test as an argument so that the decision can be tested.
+void check_binary_output(const std::string& output, bool stdout_is_terminal);
+
+// Refuse an output that is one of the inputs (same file by device and inode, or the
+// same path): inputs are read lazily from memory maps while the output is written.
+// Throws kUsage naming the path.
+void check_output_not_input(const std::vector<std::string>& inputs, const std::string& output);
+
+// The format to write: `format_flag` when given ("safetensors", "st", "hdf5", "h5",
+// "npy"; else kUsage), otherwise from the extension of `output`, otherwise safetensors.
+io::FileFormat output_format(const std::string& output, const std::string& format_flag);
+
+}  // namespace tk::cli

@@ -1,0 +1,31 @@
+// Provenance in output metadata, like samtools' @PG lines: every tool that writes a
+// tensor file appends {"tool", "version", "args"} to the "provenance" array of the JSON
+// object stored under the metadata key `tk`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tk/io/tensor_file.h"
+
+namespace tk::cli {
+
+inline constexpr const char* kTkMetadataKey = "tk";
+
+struct ProvenanceEntry {
+  std::string tool;
+  std::string version;
+  std::vector<std::string> args;  // the command line after the program name
+};
+
+// The new `tk` value: `previous` (the input's `tk` value, if any) with `entry` appended
+// to its "provenance" array and its other keys kept. A `previous` that is not a JSON
+// object is kept as a string under "previous"; a "provenance" that is not an array
+// becomes the first element of one. Returned as compact JSON.
+std::string provenance_merge(const std::optional<std::string>& previous, const ProvenanceEntry& entry);
+
+// Apply provenance_merge to metadata[kTkMetadataKey] in place.
+void provenance_add(io::Metadata& metadata, const ProvenanceEntry& entry);
+
+}  // namespace tk::cli

@@ -1,0 +1,54 @@
+#include "cli/report.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "tk/core/error.h"
+#include "tk/io/stream.h"
+
+namespace tk::cli {
+
+TextTable::TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
+
+void TextTable::add_row(std::vector<std::string> cells) {
+  if (cells.size() != header_.size()) throw internal_error("table row has the wrong number of cells");
+  rows_.push_back(std::move(cells));
+}
+
+std::string TextTable::render() const {
+  std::vector<size_t> width(header_.size());
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& row : rows_)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string out;
+  auto append = [&](const std::vector<std::string>& row) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      out += row[c];
+      if (c + 1 < row.size()) out.append(width[c] - row[c].size() + 2, ' ');
+    }
+    out += '\n';
+  };
+  append(header_);
+  for (const auto& row : rows_) append(row);
+  return out;
+}
+
+void write_stdout(std::string_view text) {
+  if (text.empty()) return;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
+    throw errno_error("write failed", "<stdout>", errno);
+}
+
+void write_json(const nlohmann::json& doc, const std::string& path) {
+  // Names from files are not guaranteed UTF-8: replace bad bytes instead of failing.
+  std::string text = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (path == "-") {
+    write_stdout(text);
+    return;
+  }
+  auto out = io::OutputStream::open(path);
+  out->write(text.data(), text.size());
+  out->commit();
+}
+
+}  // namespace tk::cli

@@ -1,0 +1,71 @@
+// The skeleton of every tensorkit executable: a CLI11 app with the common flags, its
+// subcommands, and run(), which turns whatever happens into one line on stderr and an
+// exit code (DESIGN.md, "CLI contract"). A tool's main is:
+//
+//   tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5 and .npy files");
+//   tool.app().add_option("files", files, "...");
+//   return tool.run(argc, argv, [&] { ...; return 0; });
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/common_options.h"
+#include "cli/exit_code.h"
+#include "cli/provenance.h"
+
+namespace tk::cli {
+
+class Tool {
+ public:
+  Tool(std::string name, std::string description);
+  Tool(const Tool&) = delete;
+  Tool& operator=(const Tool&) = delete;
+
+  const std::string& name() const { return name_; }
+  CLI::App& app() { return app_; }
+  // The common flags, shared by the app and every subcommand; valid inside run().
+  CommonOptions& options() { return options_; }
+  const CommonOptions& options() const { return options_; }
+
+  // Add a subcommand that accepts the common flags too.
+  CLI::App* add_subcommand(const std::string& name, const std::string& description);
+
+  // Parse the command line and call `body`, whose return value is the exit code.
+  // --help and --version print to stdout and return 0. A parse error prints
+  // "TOOL: error: MESSAGE (see 'TOOL --help')" and returns 2; a tk::Error prints
+  // "TOOL: error: WHAT (WHERE)" and returns exit_code_for(kind); std::bad_alloc
+  // returns 5; any other exception "TOOL: error: internal error: ..." and 1. A write to
+  // a closed pipe ends quietly with 141 (see signals.h). Standard output is flushed and
+  // closed at the end; a failure there is an I/O error (4). Installs the signal handlers.
+  int run(int argc, char** argv, const std::function<int()>& body);
+
+  // The arguments after the program name, as given.
+  const std::vector<std::string>& args() const { return args_; }
+  // {name, version, args} for the output metadata.
+  ProvenanceEntry provenance() const;
+
+  // "TOOL: TEXT" on stderr, unless -q.
+  void summary(std::string_view text) const;
+  // "TOOL: TEXT" on stderr when -v was given at least `level` times.
+  void verbose(int level, std::string_view text) const;
+  // "TOOL: warning: TEXT" on stderr, even with -q.
+  void warning(std::string_view text) const;
+
+ private:
+  int run_body(int argc, char** argv, const std::function<int()>& body);
+  int report_parse_error(const CLI::ParseError& e);
+  int report_error(const Error& e);
+  void print_error(std::string_view text) const;
+
+  std::string name_;
+  CLI::App app_;
+  CommonOptions options_;
+  std::vector<std::string> args_;
+};
+
+}  // namespace tk::cli

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "tk/core/dtype_array.h"
 #include "tk/core/error.h"
@@ -75,8 +76,12 @@ template <typename In> bool encode_common(DType dtype, const In* src, uint64_t f
     case DType::kF8E5M2:
     case DType::kF8E8M0: {
       const FloatFormat& format = float_format(dtype);
-      for (uint64_t i = 0; i < n; ++i)
-        bytes[first + i] = static_cast<uint8_t>(float_format_encode(format, load<In>(src, i), saturate));
+      if constexpr (std::is_same_v<In, float>) {
+        float_format_encode_f32_array(format, src, bytes + first, n, saturate);
+      } else {
+        for (uint64_t i = 0; i < n; ++i)
+          bytes[first + i] = static_cast<uint8_t>(float_format_encode(format, load<In>(src, i), saturate));
+      }
       return true;
     }
     case DType::kF4:
@@ -87,8 +92,12 @@ template <typename In> bool encode_common(DType dtype, const In* src, uint64_t f
       uint8_t codes[kBlockElements];
       for (uint64_t done = 0; done < n; done += kBlockElements) {
         const uint64_t m = std::min(kBlockElements, n - done);
-        for (uint64_t i = 0; i < m; ++i)
-          codes[i] = static_cast<uint8_t>(float_format_encode(format, load<In>(src, done + i), saturate));
+        if constexpr (std::is_same_v<In, float>) {
+          float_format_encode_f32_array(format, src + done, codes, m, saturate);
+        } else {
+          for (uint64_t i = 0; i < m; ++i)
+            codes[i] = static_cast<uint8_t>(float_format_encode(format, load<In>(src, done + i), saturate));
+        }
         pack_codes(codes, bits, m, bytes + (first + done) * static_cast<uint64_t>(bits) / 8);
       }
       return true;

@@ -1,9 +1,17 @@
-// f32 <-> F16 / BF16 array kernels. Every loop body is branch-free (selects, integer and
-// float adds) so that it vectorises; the F16C path converts eight values per instruction.
+// Array kernels between f32 and the narrow floats. Every loop body is branch-free
+// (selects, integer and float adds) so that it vectorises; the F16C path converts eight
+// values per instruction. The float adds feed selects, and GCC if-converts those only
+// without trapping math (no code here reads the floating-point exception flags).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+
 #include "tk/core/float_kernels.h"
 
 #include <bit>
 #include <cstring>
+
+#include "tk/core/float_format.h"
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -117,6 +125,44 @@ void saturate_bf16_array(const float* src, uint16_t* dst, size_t n) {
     const uint16_t code = load_u16(dst + i);
     const bool inf = (code & 0x7fffu) == 0x7f80u;
     store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | 0x7f7fu) : code);
+  }
+}
+
+void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8_t* codes, size_t n,
+                                   bool saturate) {
+  if (!f.has_zero || f.bits > 8) {
+    for (size_t i = 0; i < n; ++i) {
+      float v;
+      std::memcpy(&v, src + i, sizeof v);
+      codes[i] = static_cast<uint8_t>(float_format_encode(f, v, saturate));
+    }
+    return;
+  }
+  // Normal results: rebias the f32 exponent and round at the target LSB with an integer
+  // add. Subnormal results: add a power of two whose ulp is the target's smallest step,
+  // so that the FPU rounds (to nearest even) at the right bit.
+  const int shift = 23 - f.mantissa_bits;
+  const uint32_t rebias = static_cast<uint32_t>(f.bias - 127) << 23;
+  const uint32_t min_normal = static_cast<uint32_t>(127 + 1 - f.bias) << 23;
+  const uint32_t magic_bits = static_cast<uint32_t>(127 + 1 - f.bias - f.mantissa_bits + 23) << 23;
+  const float magic = std::bit_cast<float>(magic_bits);
+  // Local copies: the stores through `codes` (uint8_t) may alias `f` otherwise.
+  const uint32_t max_code = f.max_code, nan_code = f.nan_code, sign_shift = f.bits - 1;
+  const uint32_t overflow = saturate ? f.max_code : f.inf_code;
+  const uint32_t inf = (saturate && !f.ieee_specials) ? f.max_code : f.inf_code;
+  const uint32_t half_minus_one = (1u << (shift - 1)) - 1;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, src + i, sizeof u);
+    const uint32_t a = u & 0x7fffffffu;
+    const uint32_t sign = (u >> 31) << sign_shift;
+    const uint32_t normal = (a + rebias + half_minus_one + ((a >> shift) & 1u)) >> shift;
+    const uint32_t sub = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + magic) - magic_bits;
+    uint32_t r = a < min_normal ? sub : normal;
+    r = r > max_code ? overflow : r;
+    r = a == 0x7f800000u ? inf : r;
+    r = a > 0x7f800000u ? nan_code : r;
+    codes[i] = static_cast<uint8_t>(r ^ sign);
   }
 }
 

@@ -1,4 +1,4 @@
-// Array kernels between f32 and the 16-bit floats, bit-exact with the scalar reference
+// Array kernels between f32 and the narrow floats, bit-exact with the scalar reference
 // functions of dtype.h (f32_to_f16, f16_to_f32, f32_to_bf16, bf16_to_f32). They run on one
 // thread; callers split large arrays across threads. The default versions use F16C
 // instructions when the build enables them; the portable versions are branch-free loops
@@ -22,6 +22,13 @@ void f16_to_f32_array_portable(const uint16_t* src, float* dst, size_t n);
 // inputs by +-max (the saturating cast).
 void saturate_f16_array(const float* src, uint16_t* dst, size_t n);
 void saturate_bf16_array(const float* src, uint16_t* dst, size_t n);
+
+struct FloatFormat;
+// Encode n f32 values into one code byte each, exactly as float_format_encode does.
+// Branch-free and vectorisable for the formats with a zero and at most 8 bits; E8M0 takes
+// the scalar path.
+void float_format_encode_f32_array(const FloatFormat& format, const float* src, uint8_t* codes, size_t n,
+                                   bool saturate);
 
 // True when f32_to_f16_array / f16_to_f32_array use F16C instructions.
 bool f16_kernels_use_f16c();

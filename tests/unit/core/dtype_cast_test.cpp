@@ -87,6 +87,28 @@ TEST(FastPaths, HalfToF32MatchesReferenceForEveryCode) {
   }
 }
 
+TEST(FastPaths, MinifloatArrayEncodeMatchesScalar) {
+  std::vector<float> in = hard_f32_inputs(100000, 6);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20000; ++i) in.push_back(std::ldexp(static_cast<float>(rng() % 4096) / 64.0f, -20 + i % 40));
+  in.resize(in.size() / 8 * 8);
+  for (DType to : {DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3, DType::kF6E3M2}) {
+    for (bool saturate : {false, true}) {
+      std::vector<uint8_t> packed(dtype_storage_bytes(to, in.size()));
+      cast_array(DType::kF32, in.data(), to, packed.data(), in.size(), {.saturate = saturate});
+      const int bits = dtype_bits(to);
+      for (size_t i = 0; i < in.size(); ++i) {
+        const size_t bit = i * bits;
+        uint32_t code = packed[bit / 8] >> (bit % 8);
+        if (bit % 8 + bits > 8) code |= packed[bit / 8 + 1] << (8 - bit % 8);
+        code &= (1u << bits) - 1;
+        ASSERT_EQ(code, minifloat_from_f64(to, in[i], saturate))
+            << dtype_name(to) << " saturate=" << saturate << " input bits 0x" << std::hex << bits_of(in[i]);
+      }
+    }
+  }
+}
+
 TEST(FastPaths, SaturatingHalfCasts) {
   const float in[] = {1e6f, -1e6f, 65520.0f, kInfF, -kInfF, kNaNF, 1.0f, 3.4e38f};
   uint16_t f16[8], bf16[8];

@@ -60,6 +60,18 @@ uint64_t dtype_storage_bytes(DType dtype, uint64_t count);
 // types without NaN, to the encoding ml_dtypes produces); overflow maps to Inf where the
 // type has one and NaN otherwise, unless `saturate` is set, in which case finite values
 // beyond the largest magnitude clamp to +-max (Inf still maps to Inf / max).
+//
+// Details, all as ml_dtypes does them unless noted:
+// - The sign of a NaN input is kept (E4M3: 0x7f / 0xff). F4 and F6 have no NaN: NaN
+//   encodes as the code of -0 (and -NaN as +0); Inf and overflow clamp to +-max.
+// - F16 and BF16 NaN: f32_to_f16 keeps the top payload bits and sets the quiet bit (as
+//   F16C hardware does), f32_to_bf16 gives 0x7fc0 / 0xffc0; f16_to_f32 quiets NaNs.
+// - E8M0 has no mantissa, so "even" is the implicit bit: ties round up (1.5 -> 2). Zero,
+//   negatives and -Inf encode as NaN (0xFF); with `saturate` they give 0x00 (2^-127) and
+//   +Inf gives 0xFE. Inputs in (2^-127, 2^-126) round up to 2^-126. Unlike ml_dtypes 0.6,
+//   f64 inputs that round up to 2^129 give NaN (ml_dtypes wraps them to 0x00).
+// - f64 inputs are rounded once. (ml_dtypes' float64 array casts go through float32;
+//   its scalar constructors round once, as here.)
 
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_f16(float value);
@@ -88,6 +100,12 @@ struct CastOptions {
 // arrays starting at element 0. Float-to-float casts round once, to nearest even (F64
 // sources are not first rounded to f32). Float-to-integer casts round to nearest and
 // clamp; NaN becomes 0. Casting to the same type copies the bytes.
+// Also: float-to-integer ties go to even; integer-to-integer casts clamp to the target
+// range; integers reach float targets other than F32 through f64 (exact up to 2^53); a
+// BOOL target gets 1 for any nonzero (or NaN) value, a C64 source counts as nonzero when
+// either part is. A sub-byte target whose count does not fill whole bytes gets zero
+// padding bits. Pointers need no alignment. Throws kInvalidInput when the byte size of
+// `count` elements overflows. Large arrays are converted by several OpenMP threads.
 void cast_array(DType from, const void* src, DType to, void* dst, uint64_t count,
                 const CastOptions& options = {});
 

@@ -280,6 +280,11 @@ SafetensorsHeader safetensors_parse_header(std::span<const uint8_t> bytes) {
   if (bytes.size() >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF)
     throw invalid_input("invalid JSON in header: starts with a byte order mark");
 
+  // nlohmann stops at a NUL byte as if the input ended there; JSON allows none
+  // (control characters inside strings must be escaped).
+  if (auto nul = std::find(bytes.begin(), bytes.end(), uint8_t{0}); nul != bytes.end())
+    throw invalid_input("invalid JSON in header: NUL byte at offset " + std::to_string(nul - bytes.begin()));
+
   json root;
   try {
     root = json::parse(bytes.begin(), bytes.end(), ParseGuard{}, /*allow_exceptions=*/true);

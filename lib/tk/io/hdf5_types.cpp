@@ -32,24 +32,33 @@ void init() {
 
 namespace {
 
-herr_t take_innermost(unsigned n, const H5E_error2_t* err, void* data) {
-  auto* out = static_cast<std::string*>(data);
-  if (n != 0) return 0;  // walking upward: entry 0 is the innermost
-  if (err->desc && *err->desc) {
-    *out = err->desc;
-  } else {
-    char buf[256];
-    if (H5Eget_msg(err->min_num, nullptr, buf, sizeof buf) > 0) *out = buf;
-  }
+struct Innermost {
+  std::string any;      // the innermost description
+  std::string outside;  // the innermost one outside the metadata cache, whose
+                        // messages ("ring type mismatch") say nothing to a user
+};
+
+std::string describe(const H5E_error2_t* err) {
+  if (err->desc && *err->desc) return err->desc;
+  char buf[256];
+  if (H5Eget_msg(err->min_num, nullptr, buf, sizeof buf) > 0) return buf;
+  return {};
+}
+
+herr_t take_innermost(unsigned, const H5E_error2_t* err, void* data) {
+  auto* out = static_cast<Innermost*>(data);
+  if (out->any.empty()) out->any = describe(err);
+  if (out->outside.empty() && err->maj_num != H5E_CACHE) out->outside = describe(err);
   return 0;
 }
 
 }  // namespace
 
 std::string take_error() {
-  std::string msg;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &msg);
+  Innermost found;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &found);
   H5Eclear2(H5E_DEFAULT);
+  std::string msg = found.outside.empty() ? found.any : found.outside;
   for (char& c : msg)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   while (!msg.empty() && msg.back() == ' ') msg.pop_back();

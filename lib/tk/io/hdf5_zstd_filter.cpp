@@ -1,9 +1,10 @@
 // The zstd filter (registered id 32015), wire-compatible with hdf5plugin's Zstd filter:
-// each chunk is one zstd frame with its content size recorded; cd_values[0] is the
-// compression level.
+// each chunk is one zstd frame with its content size (and, from us, a checksum)
+// recorded; cd_values[0] is the compression level.
 #include <zstd.h>
 
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "tk/io/hdf5.h"
@@ -28,16 +29,29 @@ size_t hand_back(void** buf, size_t* buf_size, void* out, size_t out_size, size_
   return out_size;
 }
 
+struct CCtxFree {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+
 size_t zstd_compress_chunk(size_t cd_nelmts, const unsigned int cd_values[], size_t nbytes, size_t* buf_size,
                            void** buf) {
   int level = cd_nelmts > 0 ? static_cast<int>(cd_values[0]) : kDefaultLevel;
   if (level < 1) level = kDefaultLevel;
   if (level > ZSTD_maxCLevel()) level = ZSTD_maxCLevel();
+  thread_local std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx(ZSTD_createCCtx());
+  if (!cctx) return 0;
+  ZSTD_CCtx_reset(cctx.get(), ZSTD_reset_session_and_parameters);
+  // The frame records its content size (which readers such as hdf5plugin rely on) and
+  // a checksum, so that a corrupt chunk fails instead of decoding to wrong values.
+  if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1)))
+    return 0;
   size_t bound = ZSTD_compressBound(nbytes);
   if (ZSTD_isError(bound)) return 0;
   void* out = H5allocate_memory(bound, false);
   if (!out) return 0;
-  size_t n = ZSTD_compress(out, bound, *buf, nbytes, level);
+  size_t n = ZSTD_compress2(cctx.get(), out, bound, *buf, nbytes);
   // Incompressible: fail, so that HDF5 stores the chunk as it is (the filter is optional).
   if (ZSTD_isError(n) || n >= nbytes) {
     H5free_memory(out);

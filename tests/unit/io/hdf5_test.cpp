@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -223,6 +224,51 @@ TEST(Hdf5, TruncatedFilesAreInvalidInput) {
     write_bytes(path, bytes.data(), cut);
     EXPECT_EQ(open_and_read_all(bytes.data(), cut, ""), ErrorKind::kInvalidInput) << "memory, cut at " << cut;
     EXPECT_EQ(open_and_read_all(nullptr, 0, path), ErrorKind::kInvalidInput) << "file, cut at " << cut;
+  }
+}
+
+// Corrupt the n-th zstd frame of `bytes` in the given way; returns false when absent.
+bool corrupt_zstd_frame(std::vector<uint8_t>& bytes, int n, const std::function<void(uint8_t*)>& corrupt) {
+  static const uint8_t kMagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+  for (size_t i = 0; i + 16 < bytes.size(); ++i) {
+    if (std::memcmp(&bytes[i], kMagic, 4) != 0) continue;
+    if (n-- == 0) {
+      corrupt(&bytes[i]);
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Hdf5, CorruptZstdChunksFailOnRead) {
+  Scratch s;
+  Tensor smooth = Tensor::empty(DType::kF32, {256, 64});
+  for (uint64_t i = 0; i < smooth.numel(); ++i) smooth.mutable_data_as<float>()[i] = static_cast<float>(i % 64);
+  WriteOptions zstd;
+  zstd.hdf5_zstd_level = 3;
+  zstd.hdf5_chunk_bytes = 16384;
+  write_file(s.path("good.h5"), {{"x", smooth}}, {}, zstd);
+  auto good = read_bytes(s.path("good.h5"));
+  // A reserved bit set in the frame header; a frame claiming 2^40 bytes of content.
+  std::vector<std::function<void(uint8_t*)>> corruptions = {
+      [](uint8_t* frame) { frame[4] |= 0x08; },
+      [](uint8_t* frame) {
+        frame[4] = 0xe0;  // single segment, 8-byte content size
+        uint64_t huge = uint64_t(1) << 40;
+        std::memcpy(frame + 5, &huge, 8);
+      },
+  };
+  for (size_t k = 0; k < corruptions.size(); ++k) {
+    auto bytes = good;
+    ASSERT_TRUE(corrupt_zstd_frame(bytes, 1, corruptions[k]));
+    auto reader = hdf5_open(InputStream::from_buffer(Buffer::borrow_const(bytes.data(), bytes.size()), "<stdin>"), {});
+    try {
+      reader->read(0);
+      ADD_FAILURE() << "corruption " << k << " was not detected";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+      EXPECT_EQ(e.where(), "<stdin>: tensor 'x'");
+    }
   }
 }
 

@@ -20,8 +20,10 @@ struct TensorStats {
 };
 
 // Statistics of any dtype. Population standard deviation; mean and variance are
-// accumulated per block and merged (Chan et al.), so they stay accurate for large
-// tensors with a large mean.
+// accumulated per block, relative to one of the tensor's values, and merged (Chan et
+// al.), so they stay accurate for large tensors with a large mean. Integers and
+// booleans count as finite; -0 counts as a zero. The result is the same for any number
+// of OpenMP threads.
 TensorStats tensor_stats(const Tensor& tensor);
 
 struct TensorDiff {
@@ -30,15 +32,17 @@ struct TensorDiff {
   bool bit_equal = false;     // same dtype, shape and bytes
   uint64_t count = 0;         // elements compared
   uint64_t mismatches = 0;    // elements whose values differ (NaN == NaN counts as equal)
+  // The norms below run over the elements where both values are finite.
   double max_abs_error = 0;   // max |a - b| over elements where both are finite
-  double rel_error = 0;       // ||a - b||_2 / ||a||_2 (0 when both are zero)
-  double sqnr_db = 0;         // 10 log10(||a||^2 / ||a - b||^2); +inf when equal
+  double rel_error = 0;       // ||a - b||_2 / ||a||_2 (0 when a - b is zero, +inf when only a is)
+  double sqnr_db = 0;         // 10 log10(||a||^2 / ||a - b||^2); +inf when a - b is zero
   uint64_t nan_mismatches = 0;  // elements where exactly one side is NaN, or Inf differs
 };
 
-// Compare `a` (reference) with `b` element-wise as values (after widening to f64).
-// Tensors of different shape give same_shape = false and nothing else computed; different
-// dtypes of the same shape are compared by value.
+// Compare `a` (reference) with `b` element-wise as values (after widening to f64; -0 equals
+// 0). Tensors of different shape give same_shape = false and nothing else computed;
+// different dtypes of the same shape are compared by value. Bit-equal tensors are
+// recognised by a byte comparison without a scan.
 TensorDiff tensor_diff(const Tensor& a, const Tensor& b);
 
 }  // namespace tk

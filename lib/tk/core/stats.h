@@ -34,7 +34,7 @@ struct TensorDiff {
   uint64_t mismatches = 0;    // elements whose values differ (NaN == NaN counts as equal)
   // The norms below run over the elements where both values are finite.
   double max_abs_error = 0;   // max |a - b| over elements where both are finite
-  double rel_error = 0;       // ||a - b||_2 / ||a||_2 (0 when a - b is zero, +inf when only a is)
+  double rel_error = 0;       // ||a - b||_2 / ||a||_2 (0 when a - b is zero; +inf when only a is zero)
   double sqnr_db = 0;         // 10 log10(||a||^2 / ||a - b||^2); +inf when a - b is zero
   uint64_t nan_mismatches = 0;  // elements where exactly one side is NaN, or Inf differs
 };

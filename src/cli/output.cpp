@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <charconv>
+
 #include "tk/core/error.h"
 
 namespace tk::cli {
@@ -25,6 +27,13 @@ void check_output_not_input(const std::vector<std::string>& inputs, const std::s
   }
 }
 
+void check_output_is_file(const std::string& output) {
+  if (output == "-") return;
+  struct stat st;
+  if (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    throw usage_error("not a regular file; use -o - and redirect to write to it", output);
+}
+
 io::FileFormat output_format(const std::string& output, const std::string& format_flag) {
   if (!format_flag.empty()) {
     io::FileFormat f = io::format_parse(format_flag);
@@ -37,6 +46,19 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
   if (f == io::FileFormat::kShardIndex || f == io::FileFormat::kTkz)
     throw usage_error("cannot write this format; use .safetensors, .h5 or .npy (or --format)", output);
   return f;
+}
+
+int zstd_level_parse(const std::string& text) {
+  constexpr int kDefaultLevel = 3;
+  if (text == "zstd") return kDefaultLevel;
+  if (text.rfind("zstd:", 0) == 0) {
+    int level = 0;
+    const char* first = text.data() + 5;
+    const char* last = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(first, last, level);
+    if (ec == std::errc() && ptr == last && first != last && level >= 1 && level <= 22) return level;
+  }
+  throw usage_error("invalid --compress '" + text + "' (expected zstd or zstd:LEVEL with LEVEL 1..22)");
 }
 
 }  // namespace tk::cli

@@ -19,8 +19,18 @@ void check_binary_output(const std::string& output, bool stdout_is_terminal);
 // Throws kUsage naming the path.
 void check_output_not_input(const std::vector<std::string>& inputs, const std::string& output);
 
+// Refuse an output path that exists but is not a regular file or directory (a device
+// such as /dev/null, a FIFO): outputs are written to a temporary file and renamed over
+// the target, which would replace the device node. Throws kUsage suggesting `-o -` and
+// a redirect.
+void check_output_is_file(const std::string& output);
+
 // The format to write: `format_flag` when given ("safetensors", "st", "hdf5", "h5",
 // "npy"; else kUsage), otherwise from the extension of `output`, otherwise safetensors.
 io::FileFormat output_format(const std::string& output, const std::string& format_flag);
+
+// Parse --compress "zstd" or "zstd:LEVEL" (1..22; "zstd" alone is level 3) into the
+// level for WriteOptions::hdf5_zstd_level. Throws kUsage for anything else.
+int zstd_level_parse(const std::string& text);
 
 }  // namespace tk::cli

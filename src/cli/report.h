@@ -35,7 +35,8 @@ class TextTable {
 void write_stdout(std::string_view text);
 
 // Write `doc` as indented JSON followed by a newline to `path`: "-" is stdout, anything
-// else a file written through a temporary name and renamed when complete.
+// else a file written through a temporary name and renamed when complete (devices and
+// FIFOs are written directly).
 void write_json(const nlohmann::json& doc, const std::string& path);
 
 }  // namespace tk::cli

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <new>
 
+#include "cli/error_report.h"
 #include "cli/report.h"
 #include "cli/signals.h"
 #include "cli/std_streams.h"
@@ -10,15 +11,6 @@
 
 namespace tk::cli {
 
-namespace {
-
-// CLI11 messages start with a capital ("The following argument ..."); ours do not.
-std::string lower_first(std::string s) {
-  if (s.size() >= 2 && s[0] >= 'A' && s[0] <= 'Z' && !(s[1] >= 'A' && s[1] <= 'Z')) s[0] = static_cast<char>(s[0] - 'A' + 'a');
-  return s;
-}
-
-}  // namespace
 
 Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", [this] { return version_text(name_); }, "Print the version and features");
@@ -40,9 +32,8 @@ int Tool::run(int argc, char** argv, const std::function<int()>& body) {
   if (code == kExitBrokenPipe) return code;
   try {
     close_stdout();
-  } catch (const Error& e) {
-    if (stdout_pipe_broken()) return kExitBrokenPipe;
-    return report_error(e);
+  } catch (...) {
+    return report(std::current_exception());
   }
   return code;
 }
@@ -60,35 +51,20 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
     } catch (const CLI::CallForVersion& e) {
       write_stdout(e.what());
       return kExitOk;
-    } catch (const CLI::ParseError& e) {
-      return report_parse_error(e);
     }
     apply_common_options(options_, stderr_is_terminal());
     return body();
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kIo && stdout_pipe_broken()) return kExitBrokenPipe;
-    return report_error(e);
-  } catch (const std::bad_alloc&) {
-    print_error("out of memory");
-    return kExitUnavailable;
-  } catch (const std::exception& e) {
-    print_error(std::string("internal error: ") + e.what());
-    return kExitFailure;
+  } catch (...) {
+    return report(std::current_exception());
   }
 }
 
-int Tool::report_parse_error(const CLI::ParseError& e) {
+int Tool::report(const std::exception_ptr& error) {
   std::string command = name_;
   for (const CLI::App* sub : app_.get_subcommands()) command += " " + sub->get_name();
-  print_error(lower_first(e.what()) + " (see '" + command + " --help')");
-  return kExitUsage;
-}
-
-int Tool::report_error(const Error& e) {
-  std::string text = e.what();
-  if (!e.where().empty()) text += " (" + e.where() + ")";
-  print_error(text);
-  return exit_code_for(e.kind());
+  ErrorReport r = error_report(error, command, stdout_pipe_broken());
+  if (!r.message.empty()) print_error(r.message);
+  return r.exit_code;
 }
 
 void Tool::print_error(std::string_view text) const {

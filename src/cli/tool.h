@@ -7,6 +7,7 @@
 //   return tool.run(argc, argv, [&] { ...; return 0; });
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -58,8 +59,7 @@ class Tool {
 
  private:
   int run_body(int argc, char** argv, const std::function<int()>& body);
-  int report_parse_error(const CLI::ParseError& e);
-  int report_error(const Error& e);
+  int report(const std::exception_ptr& error);
   void print_error(std::string_view text) const;
 
   std::string name_;

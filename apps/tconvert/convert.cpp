@@ -1,0 +1,133 @@
+// The conversion: check the request, open the inputs, plan the transfer, write.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/number_format.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "cli/rename.h"
+#include "cli/report.h"
+#include "cli/std_streams.h"
+#include "tconvert.h"
+#include "tk/core/error.h"
+#include "tk/io/transfer.h"
+
+namespace tk::tconvert {
+
+namespace {
+
+using nlohmann::json;
+
+struct Plan {
+  std::vector<std::unique_ptr<io::TensorReader>> readers;
+  std::vector<io::TransferSource> sources;
+  std::vector<io::TransferItem> items;
+  io::Metadata metadata;
+};
+
+// Metadata of all inputs; on a key present in several, the first input's value wins.
+io::Metadata merged_metadata(const std::vector<std::unique_ptr<io::TensorReader>>& readers) {
+  io::Metadata merged;
+  for (const auto& r : readers) merged.insert(r->metadata().begin(), r->metadata().end());
+  return merged;
+}
+
+std::string formats_text(const std::vector<std::unique_ptr<io::TensorReader>>& readers) {
+  std::vector<std::string> names;
+  for (const auto& r : readers) {
+    std::string n = io::format_name(r->format());
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
+Plan make_plan(cli::Tool& tool, const ConvertOptions& o, std::optional<DType> cast) {
+  Plan plan;
+  if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) throw usage_error("standard input can be read only once");
+  for (const auto& path : o.inputs) {
+    plan.readers.push_back(io::open_reader(path));
+    plan.sources.push_back({plan.readers.back().get(), io::input_display_name(path)});
+  }
+  cli::TensorSelection selection = tool.options().selection();
+  cli::Renamer renamer = cli::Renamer::parse(o.renames);
+  for (size_t s = 0; s < plan.readers.size(); ++s) {
+    const auto& infos = plan.readers[s]->tensors();
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (!selection.selects(infos[i].name)) continue;
+      io::TransferItem item{s, i, renamer.apply(infos[i].name), std::nullopt};
+      if (cast && dtype_is_float(infos[i].dtype)) item.cast_to = cast;
+      plan.items.push_back(std::move(item));
+    }
+  }
+  selection.check_all_patterns_used();
+  plan.metadata = merged_metadata(plan.readers);
+  cli::provenance_add(plan.metadata, tool.provenance());
+  return plan;
+}
+
+json report_json(const ConvertOptions& o, const Plan& plan, const std::vector<io::TensorInfo>& out_infos,
+                 io::FileFormat format, const io::TransferResult& result) {
+  json tensors = json::array();
+  for (size_t k = 0; k < plan.items.size(); ++k) {
+    const auto& item = plan.items[k];
+    const auto& in = plan.readers[item.source]->tensors()[item.index];
+    tensors.push_back({{"name", out_infos[k].name},
+                       {"input", o.inputs[item.source]},
+                       {"input_name", in.name},
+                       {"dtype_in", dtype_name(in.dtype)},
+                       {"dtype", dtype_name(out_infos[k].dtype)},
+                       {"shape", in.shape},
+                       {"bytes_in", in.nbytes},
+                       {"bytes", out_infos[k].nbytes}});
+  }
+  return {{"inputs", o.inputs},       {"output", o.output},          {"format", io::format_name(format)},
+          {"tensors", std::move(tensors)}, {"bytes_in", result.bytes_in}, {"bytes_out", result.bytes_out}};
+}
+
+}  // namespace
+
+int run_convert(cli::Tool& tool, const ConvertOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  // Everything that can be checked without reading comes first.
+  io::FileFormat format = cli::output_format(o.output, o.format);
+  cli::check_binary_output(o.output, cli::stdout_is_terminal());
+  cli::check_output_is_file(o.output);
+  cli::check_output_not_input(o.inputs, o.output);
+  if (common.json && *common.json == "-" && o.output == "-")
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  std::optional<DType> cast;
+  if (!o.dtype.empty()) {
+    cast = dtype_parse(o.dtype);
+    if (!cast) throw usage_error("unknown dtype '" + o.dtype + "'", "--dtype");
+  }
+  if (o.saturate && !cast) throw usage_error("--saturate applies only with --dtype");
+  io::WriteOptions write_options;
+  write_options.format = format;
+  if (!o.compress.empty()) {
+    if (format != io::FileFormat::kHdf5) throw usage_error("--compress applies only to HDF5 output");
+    write_options.hdf5_zstd_level = cli::zstd_level_parse(o.compress);
+  }
+
+  Plan plan = make_plan(tool, o, cast);
+  std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
+  auto writer = io::open_writer(o.output, write_options);
+  cli::Progress progress(common.show_progress, tool.name());
+  io::TransferOptions transfer_options;
+  transfer_options.saturate = o.saturate;
+  transfer_options.progress = [&progress](const io::TransferProgress& p) {
+    progress.update(p.tensors_done, p.tensors_total, p.bytes_done, p.bytes_total);
+  };
+  io::TransferResult result = io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
+  progress.clear();
+
+  tool.summary(fmt::format("{}, {} -> {} ({} -> {})", cli::count_noun(result.tensors, "tensor", "tensors"),
+                           cli::format_bytes(result.bytes_in), cli::format_bytes(result.bytes_out),
+                           formats_text(plan.readers), io::format_name(format)));
+  if (common.json) cli::write_json(report_json(o, plan, out_infos, format, result), *common.json);
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tconvert

@@ -1,0 +1,27 @@
+// tconvert: safetensors <-> HDF5 <-> .npy, dtype casts, select/rename/merge tensors.
+#include "tconvert.h"
+
+int main(int argc, char** argv) {
+  tk::cli::Tool tool("tconvert",
+                     "Convert tensor files between safetensors, HDF5 and .npy; cast, select, rename and merge tensors");
+  tk::tconvert::ConvertOptions o;
+  CLI::App& app = tool.app();
+  app.add_option("inputs", o.inputs,
+                 "Input files, sharded indexes or model directories, merged in order ('-': stdin, the default)")
+      ->type_name("IN...");
+  app.add_option("-o,--output", o.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  app.add_option("--format", o.format, "Output format: safetensors, hdf5 or npy (default: from OUT's extension)")
+      ->type_name("FMT");
+  app.add_option("--dtype", o.dtype, "Cast float tensors to DT (f32, f16, bf16, f8_e4m3, ...); others are kept")
+      ->type_name("DT");
+  app.add_flag("--saturate", o.saturate, "Clamp values beyond the range of --dtype to its largest finite value");
+  app.add_option("--rename", o.renames, "Rename tensors matching FROM; '*' in TO is what '*' in FROM matched")
+      ->type_name("FROM=TO")
+      ->allow_extra_args(false);
+  app.add_option("--compress", o.compress, "Compress HDF5 datasets with zstd (filter 32015) at LEVEL (default 3)")
+      ->type_name("zstd[:LEVEL]");
+  return tool.run(argc, argv, [&] {
+    if (o.inputs.empty()) o.inputs.push_back("-");
+    return tk::tconvert::run_convert(tool, o);
+  });
+}

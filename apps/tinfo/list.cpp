@@ -1,0 +1,110 @@
+// `tinfo [FILE...]`: a header line and a table per file, or one JSON document.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/metadata_text.h"
+#include "cli/number_format.h"
+#include "cli/report.h"
+#include "stats_pass.h"
+#include "tinfo.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::tinfo {
+
+namespace {
+
+using nlohmann::json;
+
+json stats_json(const TensorStats& s) {
+  return {{"count", s.count},   {"finite", s.finite},
+          {"zeros", s.zeros},   {"nan", s.nans},
+          {"inf", s.infs},      {"min", cli::json_number(s.min)},
+          {"max", cli::json_number(s.max)},  {"mean", cli::json_number(s.mean)},
+          {"std", cli::json_number(s.std)},  {"absmax", cli::json_number(s.absmax)}};
+}
+
+std::vector<std::string> stats_cells(const TensorStats& s) {
+  return {cli::format_number(s.min),  cli::format_number(s.max),    cli::format_number(s.mean),
+          cli::format_number(s.std),  cli::format_number(s.absmax), std::to_string(s.zeros),
+          std::to_string(s.nans),     std::to_string(s.infs)};
+}
+
+// One file listed: its text block and its JSON object.
+struct Listing {
+  std::string text;
+  json doc;
+};
+
+Listing list_file(const std::string& path, const ListOptions& options, cli::TensorSelection& selection) {
+  auto reader = io::open_reader(path);
+  const auto& infos = reader->tensors();
+  std::vector<size_t> selected;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    if (!selection.selects(infos[i].name)) continue;
+    selected.push_back(i);
+    bytes += infos[i].nbytes;
+  }
+  std::vector<TensorStats> stats;
+  if (options.stats) stats = stats_pass(*reader, selected);
+
+  std::vector<std::string> header = {"name", "dtype", "shape", "bytes"};
+  if (options.stats)
+    for (const char* c : {"min", "max", "mean", "std", "absmax", "zeros", "nan", "inf"}) header.push_back(c);
+  cli::TextTable table(header);
+  json tensors = json::array();
+  for (size_t k = 0; k < selected.size(); ++k) {
+    const io::TensorInfo& info = infos[selected[k]];
+    std::vector<std::string> row = {info.name, dtype_name(info.dtype), shape_to_string(info.shape),
+                                    std::to_string(info.nbytes)};
+    json t = {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}, {"bytes", info.nbytes}};
+    if (options.stats) {
+      auto cells = stats_cells(stats[k]);
+      row.insert(row.end(), cells.begin(), cells.end());
+      t["stats"] = stats_json(stats[k]);
+    }
+    table.add_row(std::move(row));
+    tensors.push_back(std::move(t));
+  }
+
+  std::string display = io::input_display_name(path);
+  std::string count = selected.size() == infos.size()
+                          ? cli::count_noun(infos.size(), "tensor", "tensors")
+                          : fmt::format("{} of {}", selected.size(), cli::count_noun(infos.size(), "tensor", "tensors"));
+  Listing listing;
+  listing.text = fmt::format("{}: {}, {}, {}\n", display, io::format_name(reader->format()), count,
+                             cli::format_bytes(bytes));
+  listing.text += table.render();
+  if (options.metadata) {
+    listing.text += reader->metadata().empty() ? "metadata: none\n" : "metadata:\n";
+    listing.text += cli::metadata_lines(reader->metadata());
+  }
+  json metadata = json::object();
+  for (const auto& [key, value] : reader->metadata()) metadata[key] = value;
+  listing.doc = {{"path", path}, {"format", io::format_name(reader->format())}, {"bytes", bytes},
+                 {"tensors", std::move(tensors)}, {"metadata", std::move(metadata)}};
+  return listing;
+}
+
+}  // namespace
+
+int run_list(cli::Tool& tool, const ListOptions& options) {
+  const cli::CommonOptions& common = tool.options();
+  cli::TensorSelection selection = common.selection();
+  std::vector<Listing> listings;
+  for (const auto& path : options.files) listings.push_back(list_file(path, options, selection));
+  selection.check_all_patterns_used();
+
+  if (common.text_report()) {
+    for (size_t i = 0; i < listings.size(); ++i) cli::write_stdout((i ? "\n" : "") + listings[i].text);
+  }
+  if (common.json) {
+    json files = json::array();
+    for (auto& l : listings) files.push_back(std::move(l.doc));
+    cli::write_json({{"files", std::move(files)}}, *common.json);
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tinfo

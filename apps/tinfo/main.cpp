@@ -1,0 +1,28 @@
+// tinfo: list tensors, dtypes, shapes, metadata and statistics; compare two files.
+#include "tinfo.h"
+
+int main(int argc, char** argv) {
+  tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5 and .npy files, or compare two files");
+  tk::tinfo::ListOptions list;
+  tool.app()
+      .add_option("files", list.files, "Tensor files, sharded indexes or model directories ('-': stdin, the default)")
+      ->type_name("FILE...");
+  tool.app().add_flag("--metadata", list.metadata, "Print each file's metadata after its table");
+  tool.app().add_flag("--stats", list.stats, "Add columns min max mean std absmax zeros nan inf (reads the data)");
+
+  tk::tinfo::DiffOptions diff;
+  CLI::App* diff_cmd = tool.add_subcommand(
+      "diff", "Compare two files tensor by tensor; exit 0 when they match, 1 when they differ");
+  diff_cmd->add_option("a", diff.a, "Reference file")->type_name("A")->required();
+  diff_cmd->add_option("b", diff.b, "File to compare with A")->type_name("B")->required();
+  diff_cmd->add_option_function<double>("--tolerance", [&diff](double t) { diff.tolerance = t; },
+                                        "Accept tensors whose max absolute error is at most T (default: bit-equal only)")
+      ->type_name("T")
+      ->check(CLI::NonNegativeNumber);
+
+  return tool.run(argc, argv, [&] {
+    if (diff_cmd->parsed()) return tk::tinfo::run_diff(tool, diff);
+    if (list.files.empty()) list.files.push_back("-");
+    return tk::tinfo::run_list(tool, list);
+  });
+}

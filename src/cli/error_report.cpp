@@ -1,0 +1,44 @@
+#include "cli/error_report.h"
+
+#include <new>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/exit_code.h"
+#include "cli/signals.h"
+#include "tk/core/error.h"
+
+namespace tk::cli {
+
+namespace {
+
+// CLI11 messages start with a capital ("The following argument ..."); ours do not.
+// Acronyms ("URL ...") are left alone.
+std::string lower_first(std::string s) {
+  if (s.size() >= 2 && s[0] >= 'A' && s[0] <= 'Z' && !(s[1] >= 'A' && s[1] <= 'Z'))
+    s[0] = static_cast<char>(s[0] - 'A' + 'a');
+  return s;
+}
+
+}  // namespace
+
+ErrorReport error_report(const std::exception_ptr& error, const std::string& command, bool stdout_broken) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kIo && stdout_broken) return {kExitBrokenPipe, {}};
+    std::string text = e.what();
+    if (!e.where().empty()) text += " (" + e.where() + ")";
+    return {exit_code_for(e.kind()), text};
+  } catch (const CLI::ParseError& e) {
+    return {kExitUsage, lower_first(e.what()) + " (see '" + command + " --help')"};
+  } catch (const std::bad_alloc&) {
+    return {kExitUnavailable, "out of memory"};
+  } catch (const std::exception& e) {
+    return {kExitFailure, std::string("internal error: ") + e.what()};
+  } catch (...) {
+    return {kExitFailure, "internal error: unknown exception"};
+  }
+}
+
+}  // namespace tk::cli

@@ -1,0 +1,19 @@
+// File metadata in text reports: one "  key: value" line per key, in key order. Values
+// that hold a JSON object or array are shown re-serialised compactly on one line (key
+// order kept); any other value is shown as it is, with control characters escaped so
+// that one entry is always one line.
+#pragma once
+
+#include <string>
+
+#include "tk/io/tensor_file.h"
+
+namespace tk::cli {
+
+// The display form of one metadata value.
+std::string metadata_value_text(const std::string& value);
+
+// "  key: value\n" for each entry; empty for empty metadata.
+std::string metadata_lines(const io::Metadata& metadata);
+
+}  // namespace tk::cli

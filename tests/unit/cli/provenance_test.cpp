@@ -1,0 +1,57 @@
+// Provenance records in the `tk` metadata value.
+#include "cli/provenance.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace tk::cli {
+namespace {
+
+using nlohmann::json;
+
+const ProvenanceEntry kEntry{"tconvert", "0.1.0", {"in.h5", "-o", "out.safetensors"}};
+const json kEntryJson = {{"tool", "tconvert"}, {"version", "0.1.0"}, {"args", {"in.h5", "-o", "out.safetensors"}}};
+
+TEST(Provenance, StartsANewArrayWithoutPrevious) {
+  EXPECT_EQ(provenance_merge(std::nullopt, kEntry),
+            R"({"provenance":[{"args":["in.h5","-o","out.safetensors"],"tool":"tconvert","version":"0.1.0"}]})");
+}
+
+TEST(Provenance, AppendsAndKeepsOtherKeys) {
+  json previous = {{"scheme", "mxfp4"}, {"provenance", {{{"tool", "tquant"}}}}};
+  json merged = json::parse(provenance_merge(previous.dump(), kEntry));
+  EXPECT_EQ(merged["scheme"], "mxfp4");
+  ASSERT_EQ(merged["provenance"].size(), 2u);
+  EXPECT_EQ(merged["provenance"][0], json({{"tool", "tquant"}}));
+  EXPECT_EQ(merged["provenance"][1], kEntryJson);
+}
+
+TEST(Provenance, InvalidJsonIsKeptUnderPrevious) {
+  json merged = json::parse(provenance_merge(std::string("not json {"), kEntry));
+  EXPECT_EQ(merged["previous"], "not json {");
+  EXPECT_EQ(merged["provenance"], json::array({kEntryJson}));
+}
+
+TEST(Provenance, NonObjectJsonIsKeptUnderPrevious) {
+  json merged = json::parse(provenance_merge(std::string("[1,2]"), kEntry));
+  EXPECT_EQ(merged["previous"], "[1,2]");
+  EXPECT_EQ(merged["provenance"].size(), 1u);
+}
+
+TEST(Provenance, NonArrayProvenanceBecomesTheFirstElement) {
+  json merged = json::parse(provenance_merge(std::string(R"({"provenance":"old"})"), kEntry));
+  EXPECT_EQ(merged["provenance"], json::array({"old", kEntryJson}));
+}
+
+TEST(Provenance, AddUpdatesTheTkKeyOnly) {
+  io::Metadata m = {{"format", "pt"}};
+  provenance_add(m, kEntry);
+  provenance_add(m, kEntry);
+  EXPECT_EQ(m.size(), 2u);
+  EXPECT_EQ(m["format"], "pt");
+  EXPECT_EQ(json::parse(m["tk"])["provenance"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace tk::cli

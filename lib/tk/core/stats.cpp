@@ -16,7 +16,9 @@ namespace {
 // unit of widening for non-native dtypes.
 constexpr uint64_t kBlock = 4096;
 // Unit of parallel work and of the merge: chunk results land in fixed slots and are
-// merged in order, so the result does not depend on the number of threads.
+// merged in order, so the result does not depend on the number of threads. Chunks are
+// handed out dynamically so that a thread descheduled on a busy machine does not hold
+// back a share of the work.
 constexpr uint64_t kChunk = 16 * kBlock;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -256,7 +258,7 @@ StatsPartial stats_chunked(const Tensor& tensor, Access access, double shift) {
 #pragma omp parallel if (chunks > 1)
   {
     std::vector<T> scratch(access == Access::kViaF32 || access == Access::kViaF64 ? kBlock : 0);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (uint64_t c = 0; c < chunks; ++c) {
       const uint64_t end = std::min(n, (c + 1) * kChunk);
       StatsPartial acc;
@@ -325,7 +327,7 @@ DiffPartial diff_chunked(const Tensor& a, Access access_a, const Tensor& b, Acce
 #pragma omp parallel if (chunks > 1)
   {
     std::vector<T> scratch_a(kBlock), scratch_b(kBlock);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (uint64_t c = 0; c < chunks; ++c) {
       const uint64_t end = std::min(n, (c + 1) * kChunk);
       DiffPartial acc;

@@ -1,7 +1,19 @@
 // HDF5 through the C API: one dataset per tensor, '/'-separated names as groups,
 // metadata as string attributes of the root group, bf16 as a committed float type
 // that h5py reads as float32, optional zstd-filtered (id 32015) chunked datasets.
-// The HDF5 C types never leave hdf5.cpp.
+// Types follow h5py: BOOL is its enum, C64 its compound {r, i}; the narrow floats
+// (F8_*, F4, F6_*) are uint8 datasets with a string attribute `tk_dtype`, the sub-byte
+// ones holding their packed bytes in 1-D plus an int64 attribute `tk_shape`.
+// The HDF5 C types never leave lib/tk/io/hdf5*.cpp. HDF5 calls are not made from
+// several threads at once: use one reader or writer from one thread at a time.
+
+// Reading: every dataset of a representable type, found recursively, is a tensor named
+// by its path without the leading '/'; others (strings, references, other compounds,
+// datasets without data, virtual or external storage) are skipped and listed,
+// comma-separated, under the metadata key "hdf5.skipped". String and numeric scalar
+// attributes of the root group are the metadata; attributes of datasets are not read.
+// A malformed file or dataset is kInvalidInput; a dataset needing a filter this process
+// lacks (e.g. blosc) is listed and fails with kUnavailable when read.
 #pragma once
 
 #include <memory>

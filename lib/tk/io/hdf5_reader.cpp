@@ -19,10 +19,10 @@ namespace {
 
 using hdf5::Hid;
 
-// Datasets that need no more bytes than this are never refused for their size; larger
-// ones must be justified by the file: contiguous data must lie inside the file, and
-// anything else (chunked, possibly compressed, or unallocated and filled) may not
-// expand the file more than kMaxExpansion times.
+// Sizes claimed by a (possibly corrupt) header must be justified by the file before we
+// allocate: contiguous data must lie inside the file; anything else (chunked, possibly
+// compressed, or not yet allocated and read as fill values) may claim kSizeSlack bytes
+// plus kMaxExpansion times the file size (zstd's largest possible ratio).
 constexpr uint64_t kSizeSlack = uint64_t(64) << 20;
 constexpr uint64_t kMaxExpansion = 32768;
 constexpr int kMaxTkShapeRank = 32;

@@ -228,6 +228,7 @@ void Hdf5Writer::write(size_t index, const Tensor& tensor) {
 
 void Hdf5Writer::finish() {
   const std::string& where = out_->name();
+  hdf5::init();
   if (!began_) begin({}, {});
   for (size_t i = 0; i < infos_.size(); ++i)
     if (!written_[i]) throw internal_error("tensor declared but never written", where + ": tensor '" + infos_[i].name + "'");

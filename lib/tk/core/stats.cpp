@@ -20,6 +20,9 @@ constexpr uint64_t kBlock = 4096;
 // handed out dynamically so that a thread descheduled on a busy machine does not hold
 // back a share of the work.
 constexpr uint64_t kChunk = 16 * kBlock;
+// Smaller tensors are scanned by the calling thread: waking a team costs more than it
+// saves on them, and far more on a machine where threads get descheduled.
+constexpr uint64_t kMinParallelChunks = 4;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -255,7 +258,7 @@ StatsPartial stats_chunked(const Tensor& tensor, Access access, double shift) {
   const uint64_t n = tensor.numel();
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<StatsPartial> slots(chunks);
-#pragma omp parallel if (chunks > 1)
+#pragma omp parallel if (chunks >= kMinParallelChunks)
   {
     std::vector<T> scratch(access == Access::kViaF32 || access == Access::kViaF64 ? kBlock : 0);
 #pragma omp for schedule(dynamic, 1)
@@ -324,7 +327,7 @@ DiffPartial diff_chunked(const Tensor& a, Access access_a, const Tensor& b, Acce
   const uint64_t n = a.numel();
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<DiffPartial> slots(chunks);
-#pragma omp parallel if (chunks > 1)
+#pragma omp parallel if (chunks >= kMinParallelChunks)
   {
     std::vector<T> scratch_a(kBlock), scratch_b(kBlock);
 #pragma omp for schedule(dynamic, 1)

@@ -13,8 +13,8 @@ int main(int argc, char** argv) {
   tk::tinfo::DiffOptions diff;
   CLI::App* diff_cmd = tool.add_subcommand(
       "diff", "Compare two files tensor by tensor; exit 0 when they match, 1 when they differ");
-  diff_cmd->add_option("a", diff.a, "Reference file")->type_name("A")->required();
-  diff_cmd->add_option("b", diff.b, "File to compare with A")->type_name("B")->required();
+  diff_cmd->add_option("A", diff.a, "Reference file")->required();
+  diff_cmd->add_option("B", diff.b, "File to compare with A")->required();
   diff_cmd->add_option_function<double>("--tolerance", [&diff](double t) { diff.tolerance = t; },
                                         "Accept tensors whose max absolute error is at most T (default: bit-equal only)")
       ->type_name("T")

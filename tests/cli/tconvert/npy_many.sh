@@ -1,0 +1,2 @@
+# .npy holds one tensor: several are a usage error.
+tconvert "$TD/tiny.safetensors" -o all.npy

@@ -1,0 +1,2 @@
+# A pipe through tconvert (stdin to stdout) into tinfo.
+cat "$TD/tiny.safetensors" | tconvert -q - -o - | tinfo

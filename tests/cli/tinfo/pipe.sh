@@ -1,0 +1,2 @@
+# With no file, tinfo reads stdin.
+cat "$TD/tiny.safetensors" | tinfo

@@ -1,0 +1,2 @@
+# --device is validated.
+tinfo --device tpu "$TD/tiny.safetensors"

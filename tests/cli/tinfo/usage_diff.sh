@@ -1,0 +1,2 @@
+# tinfo diff needs two files.
+tinfo diff "$TD/tiny.safetensors"

@@ -1,0 +1,2 @@
+# An unknown flag: usage error, exit 2, with a hint.
+tinfo --bogus "$TD/tiny.safetensors"

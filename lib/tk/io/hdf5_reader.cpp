@@ -122,9 +122,9 @@ void Hdf5Reader::list_datasets() {
 }
 
 // Read a string attribute (fixed or variable length, scalar or one element) of `obj`.
-// Known limit: HDF5 1.10.8's H5HG_read does not check the object index of a
-// variable-length reference, so a corrupt index in such an attribute crashes inside
-// HDF5 (fixed upstream in later releases); we cannot see the raw reference to check it.
+// Known limit: HDF5 1.10.8's H5HG_read checks the object index of a variable-length
+// reference only with an assertion, so a corrupt index in such an attribute crashes
+// inside HDF5; the API does not expose the raw reference for us to check first.
 std::optional<std::string> read_string_attribute(hid_t attr, uint64_t limit, const std::string& where) {
   Hid type(H5Aget_type(attr));
   Hid space(H5Aget_space(attr));

@@ -1,5 +1,6 @@
 #include "cli/error_report.h"
 
+#include <cctype>
 #include <new>
 
 #include <CLI/CLI.hpp>
@@ -13,10 +14,14 @@ namespace tk::cli {
 namespace {
 
 // CLI11 messages start with a capital ("The following argument ..."); ours do not.
-// Acronyms ("URL ...") are left alone.
+// Only an ordinary capitalised word is lowered: not an acronym ("URL") nor an option
+// or argument name ("B is required").
 std::string lower_first(std::string s) {
-  if (s.size() >= 2 && s[0] >= 'A' && s[0] <= 'Z' && !(s[1] >= 'A' && s[1] <= 'Z'))
-    s[0] = static_cast<char>(s[0] - 'A' + 'a');
+  size_t end = 0;
+  while (end < s.size() && std::isalpha(static_cast<unsigned char>(s[end]))) ++end;
+  bool ordinary = end >= 2 && std::isupper(static_cast<unsigned char>(s[0]));
+  for (size_t i = 1; ordinary && i < end; ++i) ordinary = std::islower(static_cast<unsigned char>(s[i]));
+  if (ordinary) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
   return s;
 }
 

@@ -59,6 +59,15 @@ TEST(ErrorReport, ParseErrorsAreUsageErrorsWithAHint) {
   }
 }
 
+TEST(ErrorReport, ParseErrorKeepsNamesAndAcronymsCapitalised) {
+  EXPECT_EQ(error_report(std::make_exception_ptr(CLI::RequiredError("B")), "tinfo diff", false).message,
+            "B is required (see 'tinfo diff --help')");
+  EXPECT_EQ(error_report(std::make_exception_ptr(CLI::ParseError("URL bad", 1)), "t", false).message,
+            "URL bad (see 't --help')");
+  EXPECT_EQ(error_report(std::make_exception_ptr(CLI::ParseError("Bad value", 1)), "t", false).message,
+            "bad value (see 't --help')");
+}
+
 TEST(ErrorReport, OtherExceptions) {
   EXPECT_EQ(report_of(std::bad_alloc()).exit_code, 5);
   EXPECT_EQ(report_of(std::bad_alloc()).message, "out of memory");

@@ -93,6 +93,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   const cli::CommonOptions& common = tool.options();
   // Everything that can be checked without reading comes first.
   io::FileFormat format = cli::output_format(o.output, o.format);
+  cli::check_binary_input(o.inputs, cli::stdin_is_terminal());
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_is_file(o.output);
   cli::check_output_not_input(o.inputs, o.output);

@@ -7,8 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/number_format.h"
+#include "cli/output.h"
 #include "cli/report.h"
+#include "cli/std_streams.h"
 #include "tinfo.h"
+#include "tk/core/error.h"
 #include "tk/core/stats.h"
 #include "tk/io/tensor_file.h"
 
@@ -114,6 +117,8 @@ json row_json(const Row& r) {
 
 int run_diff(cli::Tool& tool, const DiffOptions& options) {
   const cli::CommonOptions& common = tool.options();
+  cli::check_binary_input({options.a, options.b}, cli::stdin_is_terminal());
+  if (options.a == "-" && options.b == "-") throw usage_error("standard input can be read only once");
   auto reader_a = io::open_reader(options.a);
   auto reader_b = io::open_reader(options.b);
   const auto& infos_a = reader_a->tensors();

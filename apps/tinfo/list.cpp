@@ -5,7 +5,9 @@
 
 #include "cli/metadata_text.h"
 #include "cli/number_format.h"
+#include "cli/output.h"
 #include "cli/report.h"
+#include "cli/std_streams.h"
 #include "stats_pass.h"
 #include "tinfo.h"
 #include "tk/io/tensor_file.h"
@@ -91,6 +93,7 @@ Listing list_file(const std::string& path, const ListOptions& options, cli::Tens
 
 int run_list(cli::Tool& tool, const ListOptions& options) {
   const cli::CommonOptions& common = tool.options();
+  cli::check_binary_input(options.files, cli::stdin_is_terminal());
   cli::TensorSelection selection = common.selection();
   std::vector<Listing> listings;
   for (const auto& path : options.files) listings.push_back(list_file(path, options, selection));

@@ -13,6 +13,12 @@ void check_binary_output(const std::string& output, bool stdout_is_terminal) {
     throw usage_error("refusing to write binary data to a terminal; use -o FILE or redirect");
 }
 
+void check_binary_input(const std::vector<std::string>& inputs, bool stdin_is_terminal) {
+  if (!stdin_is_terminal) return;
+  for (const auto& input : inputs)
+    if (input == "-") throw usage_error("refusing to read binary data from a terminal; give a FILE or redirect");
+}
+
 void check_output_not_input(const std::vector<std::string>& inputs, const std::string& output) {
   if (output == "-") return;
   struct stat out_st;

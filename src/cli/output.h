@@ -14,6 +14,10 @@ namespace tk::cli {
 // Takes the terminal test as an argument so that the decision can be tested.
 void check_binary_output(const std::string& output, bool stdout_is_terminal);
 
+// Refuse to read tensor data from a terminal (an input "-" while stdin is one): the
+// user most likely forgot the file name. Throws kUsage.
+void check_binary_input(const std::vector<std::string>& inputs, bool stdin_is_terminal);
+
 // Refuse an output that is one of the inputs (same file by device and inode, or the
 // same path): inputs are read lazily from memory maps while the output is written.
 // Throws kUsage naming the path.

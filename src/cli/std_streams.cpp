@@ -11,6 +11,7 @@
 
 namespace tk::cli {
 
+bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 

@@ -3,6 +3,7 @@
 
 namespace tk::cli {
 
+bool stdin_is_terminal();
 bool stdout_is_terminal();
 bool stderr_is_terminal();
 

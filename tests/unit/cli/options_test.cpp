@@ -143,6 +143,13 @@ TEST(Output, RefusesBinaryDataOnATerminal) {
   EXPECT_NO_THROW(check_binary_output("out.safetensors", true));
 }
 
+TEST(Output, RefusesToReadBinaryDataFromATerminal) {
+  EXPECT_EQ(message_of([] { check_binary_input({"a.h5", "-"}, true); }),
+            "refusing to read binary data from a terminal; give a FILE or redirect");
+  EXPECT_NO_THROW(check_binary_input({"-"}, false));
+  EXPECT_NO_THROW(check_binary_input({"a.h5"}, true));
+}
+
 TEST(Output, RefusesAnOutputThatIsAnInput) {
   fs::path dir = fs::temp_directory_path() / ("tk_cli_output_" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -16,7 +16,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
                                                      "Leave out tensors whose name matches GLOB; repeatable")
       ->type_name("GLOB")
       ->allow_extra_args(false);
-  app.add_option_function<int>("-j,--threads", [&o](int n) { o.threads = n; }, "Threads to use (0: all cores)")
+  app.add_option_function<int>("-j,--threads", [&o](int n) { o.threads = n; }, "Threads to use (default: OMP_NUM_THREADS or all cores)")
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<std::string>("--device", [&o](const std::string& d) { o.device_text = d; },

@@ -33,11 +33,11 @@ void check_output_not_input(const std::vector<std::string>& inputs, const std::s
   }
 }
 
-void check_output_is_file(const std::string& output) {
+void check_output_not_directory(const std::string& output) {
   if (output == "-") return;
   struct stat st;
-  if (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-    throw usage_error("not a regular file; use -o - and redirect to write to it", output);
+  // Devices and FIFOs are written directly by io::OutputStream; only a directory is refused.
+  if (::stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw usage_error("is a directory", output);
 }
 
 io::FileFormat output_format(const std::string& output, const std::string& format_flag) {

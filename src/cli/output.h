@@ -23,11 +23,10 @@ void check_binary_input(const std::vector<std::string>& inputs, bool stdin_is_te
 // Throws kUsage naming the path.
 void check_output_not_input(const std::vector<std::string>& inputs, const std::string& output);
 
-// Refuse an output path that exists but is not a regular file or directory (a device
-// such as /dev/null, a FIFO): outputs are written to a temporary file and renamed over
-// the target, which would replace the device node. Throws kUsage suggesting `-o -` and
-// a redirect.
-void check_output_is_file(const std::string& output);
+// Refuse an output path that is a directory (kUsage). Devices and FIFOs (/dev/null, a
+// named pipe) are accepted: io::OutputStream writes to them directly instead of through
+// a temporary file and a rename.
+void check_output_not_directory(const std::string& output);
 
 // The format to write: `format_flag` when given ("safetensors", "st", "hdf5", "h5",
 // "npy"; else kUsage), otherwise from the extension of `output`, otherwise safetensors.

@@ -47,6 +47,13 @@ std::string random_suffix() {
   return s;
 }
 
+// Pipes default to 64 KiB, which makes a reader and a writer take turns in small steps;
+// ask for 1 MiB (the usual system maximum). Harmless on anything that is not a pipe.
+void enlarge_pipe(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) ::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+}
+
 void write_all(int fd, const uint8_t* p, size_t n, const std::string& name) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -72,6 +79,7 @@ std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
   s->name_ = input_display_name(path);
   if (path == "-") {
     s->fd_ = STDIN_FILENO;
+    enlarge_pipe(s->fd_);
   } else {
     s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (s->fd_ < 0) throw errno_error("failed to open for reading", path, errno);
@@ -219,9 +227,19 @@ std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const 
   s->options_ = options;
   if (path == "-") {
     s->fd_ = STDOUT_FILENO;
+    enlarge_pipe(s->fd_);
   } else {
     struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
+    bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
+    if (exists && !S_ISREG(st.st_mode)) {
+      // A device or FIFO (/dev/null, a named pipe): write to it directly; renaming a
+      // temporary file over it would replace the device node.
+      s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+      if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+      s->buf_.reserve(kWriteChunk);
+      return s;
+    }
     size_t slash = path.find_last_of('/');
     std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
     std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -243,6 +261,7 @@ std::unique_ptr<OutputStream> OutputStream::to_memory(std::vector<uint8_t>* sink
 
 OutputStream::~OutputStream() {
   if (committed_) return;
+  if (temp_path_.empty() && fd_ >= 0 && path_ != "-") ::close(fd_);
   if (!temp_path_.empty()) {
     if (fd_ >= 0) ::close(fd_);
     ::unlink(temp_path_.c_str());
@@ -285,6 +304,13 @@ void OutputStream::commit() {
     return;
   }
   flush_buffer();
+  if (temp_path_.empty() && path_ != "-") {  // a device or FIFO opened directly
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) throw errno_error("close failed", name_, errno);
+    committed_ = true;
+    return;
+  }
   if (path_ == "-") {
     // A failed close of stdout (full disk behind a redirect) must be reported.
     if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) {

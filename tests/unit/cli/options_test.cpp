@@ -164,10 +164,11 @@ TEST(Output, RefusesAnOutputThatIsAnInput) {
   fs::remove_all(dir);
 }
 
-TEST(Output, RefusesDevicesAsFileTargets) {
-  EXPECT_EQ(kind_of([] { check_output_is_file("/dev/null"); }), ErrorKind::kUsage);
-  EXPECT_NO_THROW(check_output_is_file("-"));
-  EXPECT_NO_THROW(check_output_is_file("does-not-exist.safetensors"));
+TEST(Output, RefusesDirectoriesButNotDevices) {
+  EXPECT_EQ(kind_of([] { check_output_not_directory("/tmp"); }), ErrorKind::kUsage);
+  EXPECT_NO_THROW(check_output_not_directory("/dev/null"));
+  EXPECT_NO_THROW(check_output_not_directory("-"));
+  EXPECT_NO_THROW(check_output_not_directory("does-not-exist.safetensors"));
 }
 
 TEST(Output, FormatFromFlagThenExtensionThenSafetensors) {

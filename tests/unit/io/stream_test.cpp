@@ -145,6 +145,32 @@ TEST(OutputStream, CommitReplacesExistingFileAtomically) {
   EXPECT_EQ(s, "new");
 }
 
+TEST(OutputStream, DeviceTargetIsWrittenDirectly) {
+  // Renaming a temporary file over /dev/null would replace the device node.
+  {
+    auto out = OutputStream::open("/dev/null");
+    EXPECT_FALSE(out->temp_path().has_value());
+    out->write("abc", 3);
+    out->commit();
+  }
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  if (::stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+    auto out = OutputStream::open("/dev/full");
+    std::vector<uint8_t> big(2 << 20, 1);
+    try {
+      out->write(big);
+      out->commit();
+      FAIL() << "writing to /dev/full must fail";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    }
+    ASSERT_EQ(::stat("/dev/full", &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+  }
+}
+
 TEST(OutputStream, MemorySink) {
   std::vector<uint8_t> sink;
   auto out = OutputStream::to_memory(&sink);

@@ -36,6 +36,9 @@ class Buffer {
   uint8_t* mutable_data();
   size_t size() const { return size_; }
   bool writable() const { return writable_; }
+  // True when this Buffer is the only one referring to its storage (no copies, no
+  // slices alive): its memory may then be reused. False for borrowed memory.
+  bool sole_owner() const { return storage_ && storage_.use_count() == 1; }
   bool empty() const { return size_ == 0; }
 
  private:

@@ -16,6 +16,10 @@ using detail::tensor_where;
 // Growth step when reading from a stream of unknown size: memory follows the bytes that
 // actually arrive, never a length the header merely claims.
 constexpr size_t kReadStep = size_t{1} << 20;
+// Up to this size a tensor's buffer is allocated at once even when the stream's length
+// is unknown: untouched pages cost address space, not memory, so a header that lies
+// about sizes still cannot make us use more memory than the data actually sent.
+constexpr uint64_t kDirectAllocLimit = uint64_t{1} << 30;
 
 uint64_t load_le64(const uint8_t* p) {
   uint64_t v = 0;
@@ -135,10 +139,24 @@ class StreamReader final : public TensorReader {
     position_ = end;
   }
 
+  // A buffer of `n` bytes to read into: the previous tensor's storage when the caller
+  // has dropped every reference to it and it is large enough (a pipeline passes tensors
+  // on one at a time, and fresh memory costs a page fault per page), else a new one.
+  Buffer take_buffer(uint64_t n) {
+    if (spare_.sole_owner() && spare_.size() >= n) return spare_.slice(0, static_cast<size_t>(n));
+    spare_ = Buffer::allocate(static_cast<size_t>(n));
+    return spare_.slice(0, static_cast<size_t>(n));
+  }
+
   Buffer read_bytes(uint64_t n, const std::string& name) {
-    if (size_checked_) {  // the stream is known to hold all of it
-      Buffer b = Buffer::allocate(n);
-      if (in_->read(b.mutable_data(), n) != n) throw invalid_input("truncated data", tensor_where(name));
+    if (size_checked_ || n <= kDirectAllocLimit) {
+      Buffer b = take_buffer(n);
+      uint64_t got = in_->read(b.mutable_data(), n);
+      if (got != n) {
+        if (size_checked_) throw invalid_input("truncated data", tensor_where(name));
+        throw invalid_input("truncated data (" + std::to_string(got) + " of " + std::to_string(n) + " bytes present)",
+                            tensor_where(name));
+      }
       return b;
     }
     size_t cap = static_cast<size_t>(std::min<uint64_t>(n, kReadStep));
@@ -171,6 +189,7 @@ class StreamReader final : public TensorReader {
   bool size_checked_;
   uint64_t position_ = 0;  // in the data buffer
   size_t next_ = 0;        // lowest index still readable
+  Buffer spare_;           // storage of the last tensor read, reused once released
 };
 
 std::unique_ptr<TensorReader> open_mapped(const InputStream& in) {

@@ -83,6 +83,17 @@ for ((r = 1; r <= reps; ++r)); do
   rm -f "$work/out.safetensors"
   record tconvert_bf16 "$(elapsed "$t0" "$t1")"
 
+  # The cast alone, without the file system: output to /dev/null.
+  t0=$(now); "$bin/tconvert" -q "$file" -o /dev/null --dtype bf16; t1=$(now)
+  record tconvert_bf16_null "$(elapsed "$t0" "$t1")"
+
+  # Peers for what the file system and pipes allow: cp of the file, and cat | cat.
+  t0=$(now); cp "$file" "$work/copy.safetensors"; t1=$(now)
+  rm -f "$work/copy.safetensors"
+  record peer_cp "$(elapsed "$t0" "$t1")"
+  t0=$(now); cat "$file" | cat | wc -c > /dev/null; t1=$(now)
+  record peer_cat_pipe "$(elapsed "$t0" "$t1")"
+
   pipe_round
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -127,7 +138,11 @@ rows = [
     ("tensor_stats over all tensors, in process (tk_bench_io stats)", "stats", ""),
     ("`tinfo --stats FILE > /dev/null` (wall)", "tinfo_stats", "target >= 2 GB/s: " + ("met" if gbs("tinfo_stats") >= 2 else "missed")),
     ("`tconvert FILE -o OUT.safetensors --dtype bf16` (wall, input bytes)", "tconvert_bf16", ""),
-    ("`cat FILE \\| tconvert - -o - \\| wc -c` (wall)", "pipe", "target >= 1 GB/s: " + ("met" if gbs("pipe") >= 1 else "missed")),
+    ("`tconvert FILE -o /dev/null --dtype bf16` (wall, input bytes; no file system)", "tconvert_bf16_null", ""),
+    ("peer: `cp FILE COPY` (file-system write of the same bytes)", "peer_cp", ""),
+    ("`cat FILE \\| tconvert - -o - \\| wc -c` (wall)", "pipe", "target >= 1 GB/s: " + ("met" if gbs("pipe") >= 1 else "missed")
+     + f"; {med('peer_cat_pipe') / med('pipe'):.2f}x the cat peer"),
+    ("peer: `cat FILE \\| cat \\| wc -c` (the same pipe with no work in the middle)", "peer_cat_pipe", ""),
 ]
 print("| measurement | median s | GB/s | note |")
 print("|---|---:|---:|---|")

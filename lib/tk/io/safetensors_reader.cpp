@@ -2,6 +2,7 @@
 // sequential reader (tensors in data-offset order) for pipes and memory streams.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
@@ -110,23 +111,52 @@ class StreamReader final : public TensorReader {
 
   Tensor read(size_t index) override {
     return located(in_->name(), [&] {
-      if (index >= infos_.size())
-        throw usage_error("tensor index " + std::to_string(index) + " out of range (" +
-                          std::to_string(infos_.size()) + " tensors)");
-      if (index < next_)
-        throw usage_error("this stream is read sequentially and has already passed this tensor",
-                          tensor_where(infos_[index].name));
-      for (; next_ < index; ++next_) skip_tensor(next_);
+      seek_to(index);
       const TensorInfo& info = infos_[index];
       Buffer bytes = read_bytes(info.nbytes, info.name);
-      position_ = offsets_[index] + info.nbytes;
-      next_ = index + 1;
-      if (position_ == data_size_) check_no_trailing_bytes();
+      finish_tensor(index);
       return Tensor(info.dtype, info.shape, std::move(bytes));
     });
   }
 
+  void read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink) override {
+    located(in_->name(), [&] {
+      if (piece_bytes == 0) throw internal_error("read_pieces with a piece size of 0");
+      seek_to(index);
+      const TensorInfo& info = infos_[index];
+      piece_.resize(static_cast<size_t>(std::min<uint64_t>(info.nbytes, piece_bytes)));
+      for (uint64_t done = 0; done < info.nbytes;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(info.nbytes - done, piece_bytes));
+        size_t got = in_->read(piece_.data(), n);
+        if (got != n)
+          throw invalid_input("truncated data (" + std::to_string(done + got) + " of " + std::to_string(info.nbytes) +
+                                  " bytes present)",
+                              tensor_where(info.name));
+        done += n;
+        sink({piece_.data(), n});
+      }
+      finish_tensor(index);
+    });
+  }
+
  private:
+  // Move to the start of tensor `index`, discarding the tensors before it.
+  void seek_to(size_t index) {
+    if (index >= infos_.size())
+      throw usage_error("tensor index " + std::to_string(index) + " out of range (" + std::to_string(infos_.size()) +
+                        " tensors)");
+    if (index < next_)
+      throw usage_error("this stream is read sequentially and has already passed this tensor",
+                        tensor_where(infos_[index].name));
+    for (; next_ < index; ++next_) skip_tensor(next_);
+  }
+
+  void finish_tensor(size_t index) {
+    position_ = offsets_[index] + infos_[index].nbytes;
+    next_ = index + 1;
+    if (position_ == data_size_) check_no_trailing_bytes();
+  }
+
   void skip_tensor(size_t i) {
     uint64_t end = offsets_[i] + infos_[i].nbytes;
     if (end <= position_) return;  // empty tensor
@@ -190,6 +220,7 @@ class StreamReader final : public TensorReader {
   uint64_t position_ = 0;  // in the data buffer
   size_t next_ = 0;        // lowest index still readable
   Buffer spare_;           // storage of the last tensor read, reused once released
+  std::vector<uint8_t> piece_;  // buffer of read_pieces
 };
 
 std::unique_ptr<TensorReader> open_mapped(const InputStream& in) {

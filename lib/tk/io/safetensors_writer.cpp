@@ -1,6 +1,7 @@
 // safetensors writer: the header first (canonical order, like the reference writer),
 // then each tensor's bytes as soon as every tensor before it has been written.
 #include <map>
+#include <optional>
 #include <set>
 
 #include "tk/core/error.h"
@@ -55,12 +56,8 @@ class SafetensorsWriter final : public TensorWriter {
   }
 
   void write(size_t index, const Tensor& tensor) override {
-    if (!begun_ || finished_) throw usage_error(finished_ ? "write() after finish()" : "write() before begin()", out_->name());
-    if (index >= infos_.size())
-      throw usage_error("tensor index " + std::to_string(index) + " out of range (" + std::to_string(infos_.size()) +
-                        " declared)", out_->name());
+    check_writable(index);
     const TensorInfo& info = infos_[index];
-    if (written_[index] || held_.count(index)) throw usage_error("tensor written twice", tensor_where(info.name));
     if (tensor.dtype() != info.dtype || tensor.shape() != info.shape)
       throw usage_error(std::string("tensor declared as ") + dtype_name(info.dtype) + " " + shape_to_string(info.shape) +
                             " but written as " + dtype_name(tensor.dtype()) + " " + shape_to_string(tensor.shape()),
@@ -70,13 +67,34 @@ class SafetensorsWriter final : public TensorWriter {
       return;
     }
     emit(index, tensor);
-    while (next_ < order_.size()) {
-      auto it = held_.find(order_[next_]);
-      if (it == held_.end()) break;
-      Tensor held = std::move(it->second);
-      held_.erase(it);
-      emit(order_[next_], held);
-    }
+    flush_held();
+  }
+
+  bool begin_pieces(size_t index) override {
+    check_writable(index);
+    if (order_[next_] != index) return false;
+    piece_index_ = index;
+    piece_left_ = infos_[index].nbytes;
+    return true;
+  }
+
+  void write_piece(std::span<const uint8_t> bytes) override {
+    if (!piece_index_) throw internal_error("write_piece() without a successful begin_pieces()", out_->name());
+    if (bytes.size() > piece_left_)
+      throw usage_error("more bytes written than declared", tensor_where(infos_[*piece_index_].name));
+    out_->write(bytes);
+    piece_left_ -= bytes.size();
+  }
+
+  void end_pieces() override {
+    if (!piece_index_) throw internal_error("end_pieces() without a successful begin_pieces()", out_->name());
+    size_t index = *piece_index_;
+    if (piece_left_ != 0)
+      throw usage_error(std::to_string(piece_left_) + " bytes fewer written than declared", tensor_where(infos_[index].name));
+    piece_index_.reset();
+    written_[index] = true;
+    ++next_;
+    flush_held();
   }
 
   void finish() override {
@@ -96,6 +114,26 @@ class SafetensorsWriter final : public TensorWriter {
   }
 
  private:
+  void check_writable(size_t index) const {
+    if (!begun_ || finished_) throw usage_error(finished_ ? "write() after finish()" : "write() before begin()", out_->name());
+    if (piece_index_) throw usage_error("a tensor is being written piece by piece", tensor_where(infos_[*piece_index_].name));
+    if (index >= infos_.size())
+      throw usage_error("tensor index " + std::to_string(index) + " out of range (" + std::to_string(infos_.size()) +
+                        " declared)", out_->name());
+    if (written_[index] || held_.count(index)) throw usage_error("tensor written twice", tensor_where(infos_[index].name));
+  }
+
+  // Write the held tensors that have become next in order.
+  void flush_held() {
+    while (next_ < order_.size()) {
+      auto it = held_.find(order_[next_]);
+      if (it == held_.end()) break;
+      Tensor held = std::move(it->second);
+      held_.erase(it);
+      emit(order_[next_], held);
+    }
+  }
+
   void emit(size_t index, const Tensor& tensor) {
     out_->write(tensor.data(), tensor.nbytes());
     written_[index] = true;
@@ -108,6 +146,8 @@ class SafetensorsWriter final : public TensorWriter {
   std::vector<bool> written_;
   std::map<size_t, Tensor> held_;
   size_t next_ = 0;  // position in order_ of the next tensor to write
+  std::optional<size_t> piece_index_;  // tensor being written piece by piece
+  uint64_t piece_left_ = 0;            // its bytes still to come
   bool begun_ = false, finished_ = false;
 };
 

@@ -98,6 +98,24 @@ std::optional<size_t> TensorReader::find(std::string_view name) const {
   return std::nullopt;
 }
 
+void TensorReader::read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink) {
+  if (piece_bytes == 0) throw internal_error("read_pieces with a piece size of 0");
+  Tensor tensor = read(index);
+  const uint8_t* p = tensor.data();
+  for (uint64_t left = tensor.nbytes(); left > 0;) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(left, piece_bytes));
+    sink({p, n});
+    p += n;
+    left -= n;
+  }
+}
+
+void TensorWriter::write_piece(std::span<const uint8_t>) {
+  throw internal_error("write_piece() without a successful begin_pieces()");
+}
+
+void TensorWriter::end_pieces() { throw internal_error("end_pieces() without a successful begin_pieces()"); }
+
 std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options) {
   if (path != "-") {
     struct stat st;

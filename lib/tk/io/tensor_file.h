@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +60,13 @@ class TensorReader {
   // kUsage when a sequential reader is asked to go back.
   virtual Tensor read(size_t index) = 0;
 
+  using PieceSink = std::function<void(std::span<const uint8_t>)>;
+  // Deliver the bytes of tensor `index` to `sink` in consecutive pieces of `piece_bytes`
+  // (the last one may be shorter), under the same ordering rules as read(). Sequential
+  // readers stream from the source through one piece-sized buffer and never hold the
+  // tensor whole; the default reads the tensor (zero-copy where possible) and slices it.
+  virtual void read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink);
+
  protected:
   std::vector<TensorInfo> infos_;
   Metadata metadata_;
@@ -75,6 +84,13 @@ class TensorWriter {
   // Write tensor `index` of the declared list; its dtype and shape must match. Tensors
   // may come in any order; ones that arrive early are held until their turn.
   virtual void write(size_t index, const Tensor& tensor) = 0;
+  // Start writing tensor `index` piece by piece instead of through write(). Returns false
+  // when the writer cannot take it that way now (it is not next in storage order, or the
+  // format needs tensors whole); the caller then uses write(). After true, write_piece()
+  // must receive exactly the tensor's declared bytes in order, then end_pieces().
+  virtual bool begin_pieces(size_t index) { return false; }
+  virtual void write_piece(std::span<const uint8_t> bytes);
+  virtual void end_pieces();
   // Complete the file and commit the output (rename into place). Throws when a declared
   // tensor was never written. Destroying a writer without finish() leaves no output.
   virtual void finish() = 0;

@@ -1,6 +1,8 @@
 #include "tk/io/transfer.h"
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 #include <unordered_map>
 
 #include "tk/core/error.h"
@@ -58,6 +60,57 @@ Tensor cast_tensor(const Tensor& tensor, DType to, bool saturate) {
   return out;
 }
 
+// Bytes per piece when streaming: large enough to amortise calls, small enough to stay
+// in cache between the read, the cast and the write.
+constexpr size_t kPieceBytes = size_t{1} << 20;
+
+// Elements per piece of `from` cast to `to`: a multiple of the element count that fills
+// whole bytes in both types (F4: 2, F6: 4), so every piece casts on its own.
+uint64_t piece_elements(DType from, DType to) {
+  auto whole = [](int bits) { return uint64_t{8} / std::gcd(uint64_t{8}, static_cast<uint64_t>(bits)); };
+  uint64_t unit = std::lcm(whole(dtype_bits(from)), whole(dtype_bits(to)));
+  uint64_t n = kPieceBytes * 8 / static_cast<uint64_t>(dtype_bits(from));
+  return std::max(unit, n / unit * unit);
+}
+
+void stream_item(TensorReader& reader, size_t index, const TensorInfo& in_info, DType to, TensorWriter& writer,
+                 bool saturate) {
+  const DType from = in_info.dtype;
+  if (from == to) {
+    reader.read_pieces(index, kPieceBytes, [&](std::span<const uint8_t> piece) { writer.write_piece(piece); });
+  } else {
+    const uint64_t elements = piece_elements(from, to);
+    std::vector<uint8_t> out(static_cast<size_t>(dtype_storage_bytes(to, elements)));
+    const size_t in_piece = static_cast<size_t>(dtype_storage_bytes(from, elements));
+    reader.read_pieces(index, in_piece, [&](std::span<const uint8_t> piece) {
+      uint64_t count = uint64_t{piece.size()} * 8 / static_cast<uint64_t>(dtype_bits(from));
+      cast_array(from, piece.data(), to, out.data(), count, CastOptions{saturate});
+      writer.write_piece({out.data(), static_cast<size_t>(dtype_storage_bytes(to, count))});
+    });
+  }
+  writer.end_pieces();
+}
+
+// Read an item whole (or take the one kept from the previous item), cast it and hand it
+// to the writer. Keeps it in `kept` when the next item copies the same tensor again.
+void copy_item(const std::vector<TransferSource>& sources, const TransferItem& item, const TensorInfo& in_info,
+               size_t out_index, DType out_dtype, std::optional<Tensor>& kept, bool read_again, TensorWriter& writer,
+               bool saturate) {
+  Tensor tensor;
+  if (kept) {
+    tensor = std::move(*kept);
+    kept.reset();
+  } else {
+    tensor = sources[item.source].reader->read(item.index);
+    if (tensor.dtype() != in_info.dtype || tensor.shape() != in_info.shape)
+      throw internal_error("reader returned a tensor that does not match its listing",
+                           sources[item.source].name + ": tensor '" + in_info.name + "'");
+  }
+  if (read_again) kept = tensor;
+  if (out_dtype != tensor.dtype()) tensor = cast_tensor(tensor, out_dtype, saturate);
+  writer.write(out_index, tensor);
+}
+
 }  // namespace
 
 std::vector<TensorInfo> transfer_output_infos(const std::vector<TransferSource>& sources,
@@ -102,25 +155,16 @@ TransferResult transfer(const std::vector<TransferSource>& sources, const std::v
   for (size_t pos = 0; pos < sequence.size(); ++pos) {
     const TransferItem& item = items[sequence[pos]];
     const TensorInfo& in_info = source_info(sources, item);
-    Tensor tensor;
-    if (kept) {
-      tensor = std::move(*kept);
-      kept.reset();
-    } else {
-      tensor = sources[item.source].reader->read(item.index);
-      if (tensor.dtype() != in_info.dtype || tensor.shape() != in_info.shape)
-        throw internal_error("reader returned a tensor that does not match its listing",
-                             sources[item.source].name + ": tensor '" + in_info.name + "'");
-    }
-    if (pos + 1 < sequence.size()) {
-      const TransferItem& next = items[sequence[pos + 1]];
-      if (next.source == item.source && next.index == item.index) kept = tensor;
-    }
     size_t k = sequence[pos];
-    result.bytes_in += tensor.nbytes();
-    if (out_infos[k].dtype != tensor.dtype()) tensor = cast_tensor(tensor, out_infos[k].dtype, options.saturate);
-    writer.write(k, tensor);
-    tensor = Tensor();
+    bool read_again = pos + 1 < sequence.size() && items[sequence[pos + 1]].source == item.source &&
+                      items[sequence[pos + 1]].index == item.index;
+    if (!kept && !read_again && writer.begin_pieces(k)) {
+      // Stream through one cache-sized piece at a time: no whole-tensor buffer.
+      stream_item(*sources[item.source].reader, item.index, in_info, out_infos[k].dtype, writer, options.saturate);
+    } else {
+      copy_item(sources, item, in_info, k, out_infos[k].dtype, kept, read_again, writer, options.saturate);
+    }
+    result.bytes_in += in_info.nbytes;
     ++result.tensors;
     result.bytes_out += out_infos[k].nbytes;
     progress.tensors_done = result.tensors;

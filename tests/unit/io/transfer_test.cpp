@@ -10,7 +10,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
@@ -271,6 +274,83 @@ TEST(Transfer, SafetensorsPipeToSafetensorsIsBitExact) {
     ASSERT_NE(it, src.end()) << name;
     EXPECT_TRUE(same_bytes(back->read(i), it->second)) << name;
   }
+}
+
+}  // namespace
+}  // namespace tk::io
+
+namespace tk::io {
+namespace {
+
+// A safetensors pipe (sequential reader) into a safetensors writer goes piece by piece:
+// the output must equal a whole-tensor cast, for tensors spanning many pieces and for
+// packed sub-byte targets whose pieces must end on whole bytes.
+TEST(TransferPieces, StreamedCastsEqualWholeTensorCasts) {
+  const int64_t n = (3 << 20) / 4 + 8;  // a little over 3 MiB of f32: four pieces
+  Tensor big = Tensor::empty(DType::kF32, {n});
+  float* v = big.mutable_data_as<float>();
+  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(0.001f * static_cast<float>(i)) * 5.0f + (i % 97 == 0 ? 1e30f : 0.0f);
+  for (DType to : {DType::kF32, DType::kBF16, DType::kF4, DType::kF6E2M3, DType::kF8E4M3}) {
+    std::vector<uint8_t> file;
+    {
+      auto w = safetensors_writer(OutputStream::to_memory(&file));
+      w->begin({{"big", DType::kF32, {n}, big.nbytes()}}, {});
+      w->write(0, big);
+      w->finish();
+    }
+    auto reader = safetensors_open(InputStream::from_buffer(Buffer::borrow_const(file.data(), file.size()), "pipe"), {});
+    ASSERT_FALSE(reader->random_access());
+    std::vector<uint8_t> out;
+    auto writer = safetensors_writer(OutputStream::to_memory(&out));
+    transfer({{reader.get(), "pipe"}}, {{0, 0, "big", to}}, *writer, {}, {.saturate = true});
+
+    auto result = safetensors_open(InputStream::from_buffer(Buffer::borrow_const(out.data(), out.size()), "out"), {});
+    Tensor got = result->read(0);
+    Tensor want = Tensor::empty(to, {n});
+    cast_array(DType::kF32, big.data(), to, want.mutable_data(), static_cast<uint64_t>(n), {.saturate = true});
+    ASSERT_EQ(got.nbytes(), want.nbytes()) << dtype_name(to);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.nbytes()), 0) << dtype_name(to);
+  }
+}
+
+TEST(TransferPieces, TruncatedPipeFails) {
+  // Through a real pipe (length unknown), so the truncation is found while streaming.
+  Tensor t = filled(DType::kF32, {1 << 19}, 3);  // 2 MiB
+  std::vector<uint8_t> file;
+  {
+    auto w = safetensors_writer(OutputStream::to_memory(&file));
+    w->begin({{"t", DType::kF32, t.shape(), t.nbytes()}}, {});
+    w->write(0, t);
+    w->finish();
+  }
+  file.resize(file.size() - 100);
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::thread feeder([&] {
+    size_t off = 0;
+    while (off < file.size()) {
+      ssize_t w = ::write(fds[1], file.data() + off, file.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    ::close(fds[1]);
+  });
+  int saved = ::dup(STDIN_FILENO);
+  ::dup2(fds[0], STDIN_FILENO);
+  ::close(fds[0]);
+  std::vector<uint8_t> out;
+  try {
+    auto reader = safetensors_open(InputStream::open("-"), {});
+    auto writer = safetensors_writer(OutputStream::to_memory(&out));
+    transfer({{reader.get(), "<stdin>"}}, {{0, 0, "t", std::nullopt}}, *writer, {});
+    ADD_FAILURE() << "expected a truncation error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("truncated data"), std::string::npos) << e.what();
+  }
+  feeder.join();
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
 }
 
 }  // namespace

@@ -5,10 +5,22 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "tk/core/dtype.h"
 
 namespace tk::detail {
+
+// Unaligned element access: the i-th T of an array at `base`.
+template <typename T> inline T load(const void* base, uint64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const uint8_t*>(base) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <typename T> inline void store(void* base, uint64_t i, T v) {
+  std::memcpy(static_cast<uint8_t*>(base) + i * sizeof(T), &v, sizeof(T));
+}
 
 // Arrays of at least this many elements are converted by several threads.
 inline constexpr uint64_t kParallelThreshold = uint64_t{1} << 16;

@@ -13,16 +13,6 @@
 namespace tk::detail {
 namespace {
 
-template <typename T> inline T load(const void* base, uint64_t i) {
-  T v;
-  std::memcpy(&v, static_cast<const uint8_t*>(base) + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T> inline void store(void* base, uint64_t i, T v) {
-  std::memcpy(static_cast<uint8_t*>(base) + i * sizeof(T), &v, sizeof(T));
-}
-
 // Round to nearest (ties to even) and clamp to T's range; NaN -> 0.
 template <typename T> inline T float_to_int(double v) {
   if (std::isnan(v)) return 0;

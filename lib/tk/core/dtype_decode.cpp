@@ -12,16 +12,6 @@
 namespace tk::detail {
 namespace {
 
-template <typename T> inline T load(const void* base, uint64_t i) {
-  T v;
-  std::memcpy(&v, static_cast<const uint8_t*>(base) + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <typename T> inline void store(void* base, uint64_t i, T v) {
-  std::memcpy(static_cast<uint8_t*>(base) + i * sizeof(T), &v, sizeof(T));
-}
-
 // Decode with Out = float or double; ints convert with one rounding to Out.
 template <typename Out> void decode_block(DType dtype, const void* src, uint64_t first, uint64_t n, Out* dst) {
   const auto* bytes = static_cast<const uint8_t*>(src);

@@ -2,6 +2,8 @@
 // makes before reading anything.
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,15 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no tk::Error thrown";
-  return ErrorKind::kInternal;
-}
+using test::kind_of;
 
 std::string message_of(const std::function<void()>& f) {
   try {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <functional>
 
 #include "tk/core/error.h"
@@ -10,15 +12,7 @@
 namespace tk::cli {
 namespace {
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no tk::Error thrown";
-  return ErrorKind::kInternal;
-}
+using test::kind_of;
 
 TEST(Rename, ParseSplitsAtTheFirstEquals) {
   RenameRule r = rename_rule_parse("a=b=c");

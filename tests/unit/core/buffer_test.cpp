@@ -1,6 +1,8 @@
 #include "tk/core/buffer.h"
 
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,15 +15,7 @@
 namespace tk {
 namespace {
 
-ErrorKind kind_of(const auto& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no exception";
-  return ErrorKind::kInternal;
-}
+using test::kind_of;
 
 TEST(Buffer, AllocateIsAlignedAndWritable) {
   for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}}) {

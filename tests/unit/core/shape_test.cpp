@@ -2,20 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include "tk/core/error.h"
 
 namespace tk {
 namespace {
 
-ErrorKind kind_of(const auto& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no exception";
-  return ErrorKind::kInternal;
-}
+using test::kind_of;
 
 TEST(Shape, Numel) {
   EXPECT_EQ(shape_numel({}), 1u);

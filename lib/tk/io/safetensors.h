@@ -31,8 +31,10 @@ SafetensorsHeader safetensors_parse_header(std::span<const uint8_t> json);
 // `__metadata__`, padded with spaces so that 8 + its length is a multiple of 8.
 std::vector<uint8_t> safetensors_make_header(const std::vector<TensorInfo>& tensors, const Metadata& metadata);
 
-// The order the reference writer stores tensors in: by dtype alignment, largest first,
-// then by name. Returns indices into `tensors`.
+// The order the reference writer stores tensors in: by its dtype enum, descending
+// (U64, I64, F64, C64, F32, ..., BF16, F16, ..., I8, U8, F6, F4, BOOL: alignment never
+// increases, so every tensor starts naturally aligned), then by name. Returns indices
+// into `tensors`.
 std::vector<size_t> safetensors_canonical_order(const std::vector<TensorInfo>& tensors);
 
 // Read a safetensors file from `in` (positioned at its start). Regular files are mapped

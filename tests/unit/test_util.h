@@ -2,6 +2,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
 
 #include "tk/core/error.h"
 
@@ -18,5 +24,36 @@ template <typename Fn> ErrorKind kind_of(Fn&& fn) {
   ADD_FAILURE() << "no tk::Error thrown";
   return ErrorKind::kInternal;
 }
+
+// A fresh directory under the test temporary directory, removed with its contents at
+// the end of the scope.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "tk") {
+    std::string tmpl = ::testing::TempDir() + prefix + "_XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Write `content` (any contiguous range of bytes or chars) to `name` inside the
+  // directory; returns the file's path.
+  template <typename Bytes> std::string write(const std::string& name, const Bytes& content) const {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(std::data(content)), static_cast<std::streamsize>(std::size(content)));
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace tk::test

@@ -2,6 +2,8 @@
 // big-endian data, 2.0/3.0 headers, every header rule, truncation, zero-copy mapping.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -57,22 +59,8 @@ std::unique_ptr<TensorReader> open_memory(const Bytes& b, const std::string& nam
   return npy_open(InputStream::from_buffer(to_buffer(b), "mem.npy"), name, {});
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "tk_npy_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string file(const std::string& name, const Bytes& content) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(content.data()), content.size());
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tk_npy") {}
 };
 
 std::unique_ptr<TensorReader> open_file(const std::string& path, bool mmap) {
@@ -123,7 +111,7 @@ TEST(Npy, RoundTripEveryNumpyDtype) {
     Tensor t = patterned(dtype, {2, 3, 5});
     Bytes file = write_npy(t);
     ASSERT_EQ((file.size() - t.nbytes()) % 64, 0u);
-    std::string path = dir.file(std::string(dtype_name(dtype)) + ".npy", file);
+    std::string path = dir.write(std::string(dtype_name(dtype)) + ".npy", file);
     for (int mode = 0; mode < 3; ++mode) {
       auto r = mode == 0 ? open_memory(file) : open_file(path, mode == 1);
       ASSERT_EQ(r->tensors().size(), 1u);
@@ -202,7 +190,7 @@ TEST(Npy, FortranOrderIsTransposedToCOrder) {
     for (int j = 0; j < 3; ++j)
       for (int k = 0; k < 4; ++k) f[i + 2 * j + 6 * k] = 100 * i + 10 * j + k;
   Bytes file = npy_bytes(dict_for("<i4", "(2, 3, 4)", true), as_bytes(f));
-  std::string path = dir.file("f.npy", file);
+  std::string path = dir.write("f.npy", file);
   for (int mode = 0; mode < 3; ++mode) {
     auto r = mode == 0 ? open_memory(file) : open_file(path, mode == 1);
     Tensor t = r->read(0);
@@ -249,7 +237,7 @@ TEST(Npy, BigEndianIsConvertedToLittleEndian) {
   // From a mapped file the swap goes to a private copy; the file is untouched.
   TempDir dir;
   Bytes file = npy_bytes(dict_for(">i4", "(2,)"), be_i4);
-  std::string path = dir.file("be.npy", file);
+  std::string path = dir.write("be.npy", file);
   EXPECT_EQ(open_file(path, true)->read(0).data_as<int32_t>()[0], 0x01020304);
   EXPECT_EQ(open_file(path, true)->read(0).data_as<int32_t>()[0], 0x01020304);
   EXPECT_EQ(open_file(path, false)->read(0).data_as<int32_t>()[1], -2);
@@ -290,7 +278,7 @@ TEST(Npy, TruncationAtEveryByteIsInvalidInput) {
   for (size_t n = 0; n < file.size(); ++n) {
     SCOPED_TRACE(n);
     Bytes cut(file.begin(), file.begin() + n);
-    std::string path = dir.file("cut.npy", cut);
+    std::string path = dir.write("cut.npy", cut);
     for (int mode = 0; mode < 3; ++mode) {
       try {
         auto r = mode == 0 ? open_memory(cut) : open_file(path, mode == 1);
@@ -308,14 +296,14 @@ TEST(Npy, TruncationAtEveryByteIsInvalidInput) {
                "truncated .npy data (expected 24 bytes, found 23)");
   Bytes longer = file;
   longer.push_back(0);
-  expect_error([&] { open_file(dir.file("long.npy", longer), true); }, ErrorKind::kInvalidInput,
+  expect_error([&] { open_file(dir.write("long.npy", longer), true); }, ErrorKind::kInvalidInput,
                "1 unexpected trailing bytes after the .npy data");
 }
 
 TEST(Npy, MappedFileIsReadWithoutCopy) {
   TempDir dir;
   Tensor t = patterned(DType::kF64, {4, 4});
-  std::string path = dir.file("m.npy", write_npy(t));
+  std::string path = dir.write("m.npy", write_npy(t));
   auto mapped = open_file(path, true);
   Tensor a = mapped->read(0), b = mapped->read(0);
   EXPECT_FALSE(a.buffer().writable());  // a view of the read-only mapping
@@ -329,7 +317,7 @@ TEST(Npy, MappedFileIsReadWithoutCopy) {
   EXPECT_EQ(tensor_bytes(c), tensor_bytes(t));
 
   // Fortran order cannot be a view: the transposed copy is private.
-  std::string fpath = dir.file("f.npy", npy_bytes(dict_for("<f8", "(2, 2)", true), Bytes(32, 1)));
+  std::string fpath = dir.write("f.npy", npy_bytes(dict_for("<f8", "(2, 2)", true), Bytes(32, 1)));
   EXPECT_TRUE(open_file(fpath, true)->read(0).buffer().writable());
 }
 

@@ -1,6 +1,8 @@
 // Sharded safetensors models: the committed two-shard model opened by index and by
 // directory, metadata merging, and every validation rule on hand-made indexes.
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 
 #include <cstring>
@@ -17,22 +19,8 @@ namespace {
 const std::string kModelDir = std::string(TK_TESTDATA_DIR) + "/sharded";
 const std::string kIndex = kModelDir + "/model.safetensors.index.json";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "tk_sharded_XXXXXX";
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  std::string write(const std::string& name, const std::string& content) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << content;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("tk_sharded") {}
 };
 
 // A safetensors file of U8 tensors, written by hand so that these tests depend only on

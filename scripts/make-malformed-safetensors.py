@@ -19,7 +19,6 @@ import sys
 REFERENCE_ACCEPTS = {
     "st-duplicate-tensor": "the reference keeps the last duplicate silently",
     "st-entry-array": "serde reads a struct from a sequence",
-    "st-dtype-fnuz": "F8_E4M3FNUZ is not in tensorkit's dtype table",
 }
 
 ENTRY = '"dtype":"U8","shape":[1],"data_offsets":[0,1]'
@@ -79,7 +78,6 @@ def corpus():
     files["st-unknown-dtype"] = one('"dtype":"F7","shape":[1],"data_offsets":[0,1]')
     files["st-dtype-lowercase"] = one('"dtype":"u8","shape":[1],"data_offsets":[0,1]')
     files["st-dtype-not-string"] = one('"dtype":1,"shape":[1],"data_offsets":[0,1]')
-    files["st-dtype-fnuz"] = one('"dtype":"F8_E4M3FNUZ","shape":[1],"data_offsets":[0,1]')
     files["st-missing-dtype"] = one('"shape":[1],"data_offsets":[0,1]')
     files["st-missing-shape"] = one('"dtype":"U8","data_offsets":[0,1]')
     files["st-missing-offsets"] = one('"dtype":"U8","shape":[1]')

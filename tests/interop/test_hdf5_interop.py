@@ -52,7 +52,8 @@ ST_NUMPY = {
     "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64,
     "F16": np.float16, "BF16": ml_dtypes.bfloat16, "F32": np.float32, "F64": np.float64,
     "C64": np.complex64, "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2,
-    "F8_E8M0": ml_dtypes.float8_e8m0fnu,
+    "F8_E8M0": ml_dtypes.float8_e8m0fnu, "F8_E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+    "F8_E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
 }
 
 
@@ -173,6 +174,8 @@ def safetensors_source():
         "cplx": (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64),
         "fp8/e4m3": rng.integers(0, 256, (4, 4), dtype=np.uint8).view(ml_dtypes.float8_e4m3fn),
         "fp8/e5m2": rng.integers(0, 256, 9, dtype=np.uint8).view(ml_dtypes.float8_e5m2),
+        "fp8/e4m3fnuz": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fnuz),
+        "fp8/e5m2fnuz": rng.integers(0, 256, (2, 5), dtype=np.uint8).view(ml_dtypes.float8_e5m2fnuz),
         "scalar": np.array(3.0, np.float32),
         "empty": np.zeros((2, 0), np.float16),
         "smooth": np.repeat(np.linspace(0, 1, 128, dtype=np.float32)[None, :], 256, axis=0),
@@ -196,8 +199,9 @@ def test_our_files_read_bit_exactly_by_h5py(workdir, compress):
             if arr.dtype == ml_dtypes.bfloat16:
                 assert d.dtype == np.float32, name  # the committed /bfloat16 type
                 assert np.array_equal(d[()], arr.astype(np.float32)), name
-            elif arr.dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
-                assert d.dtype == np.uint8 and d.attrs["tk_dtype"] in ("F8_E4M3", "F8_E5M2"), name
+            elif arr.dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fnuz,
+                               ml_dtypes.float8_e5m2fnuz):
+                assert d.dtype == np.uint8 and d.attrs["tk_dtype"] == ST_NAME[arr.dtype.name], name
                 assert d[()].tobytes() == arr.tobytes(), name
             else:
                 assert d.dtype == arr.dtype, name

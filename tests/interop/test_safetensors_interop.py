@@ -47,7 +47,9 @@ def arrays():
                            ("f64", np.float64, np.uint64), ("bf16", ml_dtypes.bfloat16, np.uint16),
                            ("f8_e4m3", ml_dtypes.float8_e4m3fn, np.uint8),
                            ("f8_e5m2", ml_dtypes.float8_e5m2, np.uint8),
-                           ("f8_e8m0", ml_dtypes.float8_e8m0fnu, np.uint8)]:
+                           ("f8_e8m0", ml_dtypes.float8_e8m0fnu, np.uint8),
+                           ("f8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, np.uint8),
+                           ("f8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, np.uint8)]:
         raw = rng_bytes(4 * 6 * np.dtype(bits).itemsize, len(out))
         out[name] = np.frombuffer(raw, dtype=bits).view(dt).reshape(4, 6)
     out["c64"] = (rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))).astype(np.complex64)
@@ -182,6 +184,49 @@ def test_f6_and_unusual_names_round_trip(tmp):
     assert py_read(read_bytes(out)) == tensors
     report = tinfo_json(src)
     assert {t["name"] for t in report["tensors"]} == set(tensors)
+
+
+def test_fnuz_reference_files_read_bit_exactly(tmp):
+    # Every code of both FNUZ types, written by the reference's numpy API: tconvert copies
+    # them bit-exactly, decodes them to f32 as ml_dtypes does, and encodes f32 back
+    # (-0, NaN of either sign, Inf and overflow included) to ml_dtypes' codes.
+    from safetensors.numpy import save
+    types = {"e4m3fnuz": ml_dtypes.float8_e4m3fnuz, "e5m2fnuz": ml_dtypes.float8_e5m2fnuz}
+    arrs = {name: np.arange(256, dtype=np.uint8).view(dt) for name, dt in types.items()}
+    data = bytes(save(arrs))
+    src = os.path.join(tmp, "fnuz.safetensors")
+    with open(src, "wb") as f:
+        f.write(data)
+    want = py_read(data)
+    assert want["e4m3fnuz"][0] == "F8_E4M3FNUZ" and want["e5m2fnuz"][0] == "F8_E5M2FNUZ"
+    out = os.path.join(tmp, "out.safetensors")
+    run(TCONVERT, src, "-o", out)
+    assert py_read(read_bytes(out)) == want
+
+    as_f32 = os.path.join(tmp, "f32.safetensors")
+    run(TCONVERT, "--dtype", "f32", src, "-o", as_f32)
+    got = py_read(read_bytes(as_f32))
+    for name, arr in arrs.items():
+        expected = arr.astype(np.float32)
+        decoded = np.frombuffer(got[name][2], dtype=np.float32)
+        assert got[name][0] == "F32"
+        assert np.array_equal(np.isnan(decoded), np.isnan(expected)), name
+        assert np.array_equal(decoded[~np.isnan(expected)], expected[~np.isnan(expected)]), name
+        assert np.isnan(expected).sum() == 1 and np.isnan(expected[0x80])
+
+    values = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1e6, -1e6, 1.0, -1.5, 240.0, 248.0,
+                       -57344.0, 61440.0, 1e-30, -1e-30, 2.0**-17, -(2.0**-18), 3.1e-3], dtype=np.float32)
+    f32_src = os.path.join(tmp, "values.safetensors")
+    with open(f32_src, "wb") as f:
+        f.write(bytes(save({"v": values})))
+    for spelling, dt in [("f8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz), ("e5m2fnuz", ml_dtypes.float8_e5m2fnuz)]:
+        enc = os.path.join(tmp, spelling + ".safetensors")
+        run(TCONVERT, "--dtype", spelling, f32_src, "-o", enc)
+        dtype, shape, raw = py_read(read_bytes(enc))["v"]
+        with np.errstate(all="ignore"):
+            expected = values.astype(dt).view(np.uint8)
+        assert dtype == np.dtype(dt).name.upper().replace("FLOAT8", "F8") and shape == [len(values)]
+        assert raw == expected.tobytes(), (spelling, list(raw), list(expected))
 
 
 # ---------------------------------------------------------------- byte identity

@@ -32,6 +32,8 @@ constexpr std::array<DTypeTraits, static_cast<size_t>(DType::kCount)> kTable = {
     {DType::kF6E2M3, "F6_E2M3", "f6_e2m3", 6, C::kFloat, 1},
     {DType::kF6E3M2, "F6_E3M2", "f6_e3m2", 6, C::kFloat, 1},
     {DType::kC64, "C64", "c64", 64, C::kComplex, 4},
+    {DType::kF8E4M3FNUZ, "F8_E4M3FNUZ", "f8_e4m3fnuz", 8, C::kFloat, 1},
+    {DType::kF8E5M2FNUZ, "F8_E5M2FNUZ", "f8_e5m2fnuz", 8, C::kFloat, 1},
 }};
 
 constexpr bool table_matches_enum() {
@@ -63,6 +65,8 @@ constexpr Alias kAliases[] = {
     {"float8_e4m3fn", DType::kF8E4M3},
     {"e5m2", DType::kF8E5M2},    {"fp8_e5m2", DType::kF8E5M2}, {"f8e5m2", DType::kF8E5M2},
     {"float8_e5m2", DType::kF8E5M2},
+    {"e4m3fnuz", DType::kF8E4M3FNUZ}, {"float8_e4m3fnuz", DType::kF8E4M3FNUZ},
+    {"e5m2fnuz", DType::kF8E5M2FNUZ}, {"float8_e5m2fnuz", DType::kF8E5M2FNUZ},
     {"e8m0", DType::kF8E8M0},    {"e8m0fnu", DType::kF8E8M0}, {"fp8_e8m0", DType::kF8E8M0},
     {"f8e8m0", DType::kF8E8M0},  {"f8_e8m0fnu", DType::kF8E8M0},
     {"float8_e8m0fnu", DType::kF8E8M0},

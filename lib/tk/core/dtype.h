@@ -23,6 +23,8 @@ enum class DType : uint8_t {
   kF6E2M3,  // OCP E2M3 (fp6): bias 1, no Inf/NaN, max 7.5
   kF6E3M2,  // OCP E3M2 (fp6): bias 3, no Inf/NaN, max 28
   kC64,     // complex64: two f32 (real, imaginary)
+  kF8E4M3FNUZ,  // E4M3 "fnuz": bias 8, no Inf, no -0, the one NaN is 0x80, max 240
+  kF8E5M2FNUZ,  // E5M2 "fnuz": bias 16, no Inf, no -0, the one NaN is 0x80, max 57344
   kCount
 };
 
@@ -64,6 +66,9 @@ uint64_t dtype_storage_bytes(DType dtype, uint64_t count);
 // Details, all as ml_dtypes does them unless noted:
 // - The sign of a NaN input is kept (E4M3: 0x7f / 0xff). F4 and F6 have no NaN: NaN
 //   encodes as the code of -0 (and -NaN as +0); Inf and overflow clamp to +-max.
+// - The FNUZ types have no -0: -0.0 and negatives that round to zero encode as +0
+//   (0x00), and NaN of either sign, +-Inf and (without `saturate`) finite overflow of
+//   either sign encode as the one NaN, 0x80. With `saturate`, overflow and Inf give +-max.
 // - F16 and BF16 NaN: f32_to_f16 keeps the top payload bits and sets the quiet bit (as
 //   F16C hardware does), f32_to_bf16 gives 0x7fc0 / 0xffc0; f16_to_f32 quiets NaNs.
 // - E8M0 has no mantissa, so "even" is the implicit bit: ties round up (1.5 -> 2). Zero,

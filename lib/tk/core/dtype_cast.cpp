@@ -64,7 +64,9 @@ template <typename In> bool encode_common(DType dtype, const In* src, uint64_t f
       return true;
     case DType::kF8E4M3:
     case DType::kF8E5M2:
-    case DType::kF8E8M0: {
+    case DType::kF8E8M0:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2FNUZ: {
       const FloatFormat& format = float_format(dtype);
       if constexpr (std::is_same_v<In, float>) {
         float_format_encode_f32_array(format, src, bytes + first, n, saturate);

@@ -55,7 +55,9 @@ template <typename Out> void decode_block(DType dtype, const void* src, uint64_t
     }
     case DType::kF8E4M3:
     case DType::kF8E5M2:
-    case DType::kF8E8M0: {
+    case DType::kF8E8M0:
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2FNUZ: {
       const float* table = minifloat_table(dtype);
       for (uint64_t i = 0; i < n; ++i) store<Out>(dst, i, static_cast<Out>(table[bytes[first + i]]));
       return;

@@ -10,17 +10,20 @@
 namespace tk::detail {
 namespace {
 
-//                                bits man bias signed zero  max     nan     inf   ieee  nan_mag
-constexpr FloatFormat kF16     = {16, 10, 15,  true, true, 0x7bff, 0x7e00, 0x7c00, true, 0};
-constexpr FloatFormat kBF16    = {16, 7,  127, true, true, 0x7f7f, 0x7fc0, 0x7f80, true, 0};
-constexpr FloatFormat kE4M3    = {8,  3,  7,   true, true, 0x7e,   0x7f,   0x7f,  false, 0x7f};
-constexpr FloatFormat kE5M2    = {8,  2,  15,  true, true, 0x7b,   0x7e,   0x7c,  true,  0};
-constexpr FloatFormat kE8M0    = {8,  0,  127, false, false, 0xfe, 0xff,   0xff,  false, 0xff};
+//                                bits man bias signed zero  max     nan     inf   ieee  nan_mag fnuz
+constexpr FloatFormat kF16     = {16, 10, 15,  true, true, 0x7bff, 0x7e00, 0x7c00, true, 0, false};
+constexpr FloatFormat kBF16    = {16, 7,  127, true, true, 0x7f7f, 0x7fc0, 0x7f80, true, 0, false};
+constexpr FloatFormat kE4M3    = {8,  3,  7,   true, true, 0x7e,   0x7f,   0x7f,  false, 0x7f, false};
+constexpr FloatFormat kE5M2    = {8,  2,  15,  true, true, 0x7b,   0x7e,   0x7c,  true,  0, false};
+constexpr FloatFormat kE8M0    = {8,  0,  127, false, false, 0xfe, 0xff,   0xff,  false, 0xff, false};
+// FNUZ: no Inf and no -0; 0x80 is the one NaN, and Inf and overflow encode to it.
+constexpr FloatFormat kE4M3FNUZ = {8, 3,  8,   true, true, 0x7f,   0x80,   0x80,  false, 0, true};
+constexpr FloatFormat kE5M2FNUZ = {8, 2,  16,  true, true, 0x7f,   0x80,   0x80,  false, 0, true};
 // Types without Inf or NaN: ml_dtypes encodes Inf and overflow as +-max and NaN as the
 // code of -0 (positive NaN) or +0 (negative NaN).
-constexpr FloatFormat kE2M1    = {4,  1,  1,   true, true, 0x7,    0x8,    0x7,   false, 0};
-constexpr FloatFormat kE2M3    = {6,  3,  1,   true, true, 0x1f,   0x20,   0x1f,  false, 0};
-constexpr FloatFormat kE3M2    = {6,  2,  3,   true, true, 0x1f,   0x20,   0x1f,  false, 0};
+constexpr FloatFormat kE2M1    = {4,  1,  1,   true, true, 0x7,    0x8,    0x7,   false, 0, false};
+constexpr FloatFormat kE2M3    = {6,  3,  1,   true, true, 0x1f,   0x20,   0x1f,  false, 0, false};
+constexpr FloatFormat kE3M2    = {6,  2,  3,   true, true, 0x1f,   0x20,   0x1f,  false, 0, false};
 
 const FloatFormat* find_format(DType dtype) {
   switch (dtype) {
@@ -29,6 +32,8 @@ const FloatFormat* find_format(DType dtype) {
     case DType::kF8E4M3: return &kE4M3;
     case DType::kF8E5M2: return &kE5M2;
     case DType::kF8E8M0: return &kE8M0;
+    case DType::kF8E4M3FNUZ: return &kE4M3FNUZ;
+    case DType::kF8E5M2FNUZ: return &kE5M2FNUZ;
     case DType::kF4: return &kE2M1;
     case DType::kF6E2M3: return &kE2M3;
     case DType::kF6E3M2: return &kE3M2;
@@ -62,6 +67,7 @@ double float_format_decode(const FloatFormat& f, uint32_t code) {
   const uint32_t exponent = magnitude >> f.mantissa_bits;
   const uint32_t fraction = magnitude & ((1u << f.mantissa_bits) - 1);
   const double sign = negative ? -1.0 : 1.0;
+  if (f.fnuz && code == f.nan_code) return std::numeric_limits<double>::quiet_NaN();
   if (f.ieee_specials && exponent == (1u << exponent_bits) - 1)
     return fraction ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
                     : sign * std::numeric_limits<double>::infinity();
@@ -82,6 +88,8 @@ const float* minifloat_table(DType dtype) {
   static const Table e4m3 = build_table(kE4M3);
   static const Table e5m2 = build_table(kE5M2);
   static const Table e8m0 = build_table(kE8M0);
+  static const Table e4m3fnuz = build_table(kE4M3FNUZ);
+  static const Table e5m2fnuz = build_table(kE5M2FNUZ);
   static const Table e2m1 = build_table(kE2M1);
   static const Table e2m3 = build_table(kE2M3);
   static const Table e3m2 = build_table(kE3M2);
@@ -89,6 +97,8 @@ const float* minifloat_table(DType dtype) {
     case DType::kF8E4M3: return e4m3.data();
     case DType::kF8E5M2: return e5m2.data();
     case DType::kF8E8M0: return e8m0.data();
+    case DType::kF8E4M3FNUZ: return e4m3fnuz.data();
+    case DType::kF8E5M2FNUZ: return e5m2fnuz.data();
     case DType::kF4: return e2m1.data();
     case DType::kF6E2M3: return e2m3.data();
     case DType::kF6E3M2: return e3m2.data();

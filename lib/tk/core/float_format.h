@@ -30,7 +30,17 @@ struct FloatFormat {
   // Decoding: which magnitudes are NaN / Inf.
   bool ieee_specials;     // all-ones exponent is Inf (mantissa 0) or NaN (F16, BF16, E5M2)
   uint32_t nan_magnitude; // the one NaN magnitude otherwise (E4M3: 0x7f, E8M0: 0xff); 0 if none
+  // FNUZ formats: no negative zero; the code with only the sign bit set is the one NaN.
+  // Codes 0 and nan_code (which is that code) are unsigned: encoding never flips their
+  // sign bit, so -0 gives +0 and -NaN, -Inf and negative overflow give nan_code.
+  bool fnuz;
 };
+
+// Apply the sign bit `sign` (0 or the top bit) to an unsigned-magnitude result `code`,
+// except where an FNUZ format has no signed variant (zero and the NaN).
+constexpr uint32_t float_format_apply_sign(const FloatFormat& f, uint32_t code, uint32_t sign) {
+  return (f.fnuz && (code == 0 || code == f.nan_code)) ? code : code ^ sign;
+}
 
 // The format of a narrow float dtype. Throws kInternal for other dtypes.
 const FloatFormat& float_format(DType dtype);
@@ -74,7 +84,7 @@ template <typename Bits> constexpr Bits round_shift_right_even(Bits m, int shift
 // unsigned format, negative values, zero and -Inf -> NaN (saturate: the smallest code);
 // Inf -> inf_code (saturate without an Inf code: max_code); zero -> signed zero; then
 // round, and magnitudes above max_code -> inf_code (saturate: max_code). The sign is
-// applied by flipping the top bit, as ml_dtypes does.
+// applied by flipping the top bit, as ml_dtypes does (FNUZ: not for zero and NaN).
 template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src value, bool saturate) {
   using T = SourceFloatBits<Src>;
   using Bits = typename T::Bits;
@@ -84,13 +94,13 @@ template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src v
   const Bits magnitude = bits & ~(Bits{1} << (kSrcBits - 1));
   const uint32_t sign = (f.is_signed && negative) ? (1u << (f.bits - 1)) : 0u;
 
-  if (magnitude > T::kExponentMask) return f.nan_code ^ sign;
+  if (magnitude > T::kExponentMask) return float_format_apply_sign(f, f.nan_code, sign);
   if (!f.is_signed && (negative || magnitude == 0)) return saturate ? 0u : f.nan_code;
   if (magnitude == T::kExponentMask) {
     const bool has_inf = f.ieee_specials;
-    return ((saturate && !has_inf) ? f.max_code : f.inf_code) ^ sign;
+    return float_format_apply_sign(f, (saturate && !has_inf) ? f.max_code : f.inf_code, sign);
   }
-  if (magnitude == 0) return sign;
+  if (magnitude == 0) return float_format_apply_sign(f, 0, sign);
 
   int exponent;
   Bits significand;  // implicit one at bit kMantissaBits
@@ -109,8 +119,8 @@ template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src v
   shift = std::min(shift, T::kMantissaBits + 2);  // beyond this everything rounds to 0
   const Bits rounded = round_shift_right_even(significand, shift);
   const uint64_t code = (static_cast<uint64_t>(std::max(base, 0)) << f.mantissa_bits) + rounded;
-  if (code > f.max_code) return (saturate ? f.max_code : f.inf_code) ^ sign;
-  return static_cast<uint32_t>(code) ^ sign;
+  if (code > f.max_code) return float_format_apply_sign(f, saturate ? f.max_code : f.inf_code, sign);
+  return float_format_apply_sign(f, static_cast<uint32_t>(code), sign);
 }
 
 }  // namespace tk::detail

@@ -151,6 +151,8 @@ void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8
   const uint32_t overflow = saturate ? f.max_code : f.inf_code;
   const uint32_t inf = (saturate && !f.ieee_specials) ? f.max_code : f.inf_code;
   const uint32_t half_minus_one = (1u << (shift - 1)) - 1;
+  // FNUZ: zero and the NaN take no sign. Codes fit in 8 bits, so ~0u matches nothing.
+  const uint32_t unsigned_a = f.fnuz ? 0u : ~0u, unsigned_b = f.fnuz ? f.nan_code : ~0u;
   for (size_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, src + i, sizeof u);
@@ -162,7 +164,7 @@ void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8
     r = r > max_code ? overflow : r;
     r = a == 0x7f800000u ? inf : r;
     r = a > 0x7f800000u ? nan_code : r;
-    codes[i] = static_cast<uint8_t>(r ^ sign);
+    codes[i] = static_cast<uint8_t>(r ^ ((r == unsigned_a || r == unsigned_b) ? 0u : sign));
   }
 }
 

@@ -102,6 +102,7 @@ Hid make_float(size_t size, size_t epos, size_t esize, size_t msize, size_t ebia
 bool is_narrow_float(DType dtype) {
   switch (dtype) {
     case DType::kF8E4M3: case DType::kF8E5M2: case DType::kF8E8M0:
+    case DType::kF8E4M3FNUZ: case DType::kF8E5M2FNUZ:
     case DType::kF4: case DType::kF6E2M3: case DType::kF6E3M2:
       return true;
     default:

@@ -71,7 +71,7 @@ std::string tensor_where(std::string_view name) {
 
 int safetensors_dtype_rank(DType dtype) {
   // The order of the reference's Dtype enum (0.8): BOOL, F4, F6_E2M3, F6_E3M2, U8, I8,
-  // F8_E5M2, F8_E4M3, F8_E8M0, (F8_E4M3FNUZ, F8_E5M2FNUZ), I16, U16, F16, BF16, I32,
+  // F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, I16, U16, F16, BF16, I32,
   // U32, F32, C64, F64, I64, U64.
   switch (dtype) {
     case DType::kBool: return 0;
@@ -83,6 +83,8 @@ int safetensors_dtype_rank(DType dtype) {
     case DType::kF8E5M2: return 6;
     case DType::kF8E4M3: return 7;
     case DType::kF8E8M0: return 8;
+    case DType::kF8E4M3FNUZ: return 9;
+    case DType::kF8E5M2FNUZ: return 10;
     case DType::kI16: return 11;
     case DType::kU16: return 12;
     case DType::kF16: return 13;

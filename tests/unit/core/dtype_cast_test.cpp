@@ -92,7 +92,8 @@ TEST(FastPaths, MinifloatArrayEncodeMatchesScalar) {
   std::mt19937 rng(7);
   for (int i = 0; i < 20000; ++i) in.push_back(std::ldexp(static_cast<float>(rng() % 4096) / 64.0f, -20 + i % 40));
   in.resize(in.size() / 8 * 8);
-  for (DType to : {DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3, DType::kF6E3M2}) {
+  for (DType to : {DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3, DType::kF6E3M2,
+                   DType::kF8E4M3FNUZ, DType::kF8E5M2FNUZ}) {
     for (bool saturate : {false, true}) {
       std::vector<uint8_t> packed(dtype_storage_bytes(to, in.size()));
       cast_array(DType::kF32, in.data(), to, packed.data(), in.size(), {.saturate = saturate});

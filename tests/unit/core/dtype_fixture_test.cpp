@@ -23,7 +23,8 @@ struct Narrow {
 const Narrow kNarrow[] = {
     {"f16", DType::kF16},         {"bf16", DType::kBF16},       {"f8_e4m3", DType::kF8E4M3},
     {"f8_e5m2", DType::kF8E5M2},  {"f8_e8m0", DType::kF8E8M0},  {"f4", DType::kF4},
-    {"f6_e2m3", DType::kF6E2M3},  {"f6_e3m2", DType::kF6E3M2},
+    {"f6_e2m3", DType::kF6E2M3},  {"f6_e3m2", DType::kF6E3M2},  {"f8_e4m3fnuz", DType::kF8E4M3FNUZ},
+    {"f8_e5m2fnuz", DType::kF8E5M2FNUZ},
 };
 
 template <typename T> std::vector<T> read_fixture(const std::string& name) {

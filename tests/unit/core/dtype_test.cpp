@@ -46,6 +46,8 @@ TEST(DTypeTable, NamesWidthsAndClasses) {
       {DType::kF6E2M3, "F6_E2M3", "f6_e2m3", 6, DTypeClass::kFloat, 1},
       {DType::kF6E3M2, "F6_E3M2", "f6_e3m2", 6, DTypeClass::kFloat, 1},
       {DType::kC64, "C64", "c64", 64, DTypeClass::kComplex, 4},
+      {DType::kF8E4M3FNUZ, "F8_E4M3FNUZ", "f8_e4m3fnuz", 8, DTypeClass::kFloat, 1},
+      {DType::kF8E5M2FNUZ, "F8_E5M2FNUZ", "f8_e5m2fnuz", 8, DTypeClass::kFloat, 1},
   };
   ASSERT_EQ(std::size(rows), static_cast<size_t>(DType::kCount));
   for (const Row& r : rows) {
@@ -96,6 +98,9 @@ TEST(DTypeNames, ParseAcceptsAliasesCaseInsensitively) {
       {"int16", DType::kI16},      {"uint16", DType::kU16},        {"int32", DType::kI32},
       {"uint32", DType::kU32},     {"int64", DType::kI64},         {"uint64", DType::kU64},
       {"complex64", DType::kC64},  {"boolean", DType::kBool},      {"Bool", DType::kBool},
+      {"e4m3fnuz", DType::kF8E4M3FNUZ}, {"float8_e4m3fnuz", DType::kF8E4M3FNUZ},
+      {"F8-E4M3FNUZ", DType::kF8E4M3FNUZ}, {"e5m2fnuz", DType::kF8E5M2FNUZ},
+      {"float8_e5m2fnuz", DType::kF8E5M2FNUZ}, {"E5M2FNUZ", DType::kF8E5M2FNUZ},
   };
   for (const auto& [text, dtype] : cases) EXPECT_EQ(dtype_parse(text), dtype) << text;
 }
@@ -180,6 +185,39 @@ TEST(MinifloatScalar, OverflowAndSpecialsWithoutSaturation) {
   EXPECT_EQ(enc(DType::kF6E2M3, -kNaN), 0x00);
   EXPECT_EQ(enc(DType::kF8E4M3, -0.0), 0x80);
   EXPECT_EQ(enc(DType::kF4, -0.0), 0x8);
+}
+
+TEST(MinifloatScalar, FnuzHaveOneNaNAndNoNegativeZero) {
+  for (DType d : {DType::kF8E4M3FNUZ, DType::kF8E5M2FNUZ}) {
+    SCOPED_TRACE(dtype_name(d));
+    EXPECT_TRUE(std::isnan(minifloat_to_f32(d, 0x80)));
+    EXPECT_EQ(std::bit_cast<uint32_t>(minifloat_to_f32(d, 0x00)), 0u);
+    EXPECT_EQ(enc(d, 1.0), 0x40);
+    EXPECT_EQ(enc(d, -1.0), 0xc0);
+    EXPECT_EQ(enc(d, -0.0), 0x00);
+    EXPECT_EQ(enc(d, -1e-30), 0x00);  // rounds to zero: +0, not the NaN code
+    EXPECT_EQ(enc(d, kNaN), 0x80);
+    EXPECT_EQ(enc(d, -kNaN), 0x80);
+    EXPECT_EQ(enc(d, kInf), 0x80);  // no Inf: NaN, unsigned
+    EXPECT_EQ(enc(d, -kInf), 0x80);
+    EXPECT_EQ(enc(d, 1e6), 0x80);
+    EXPECT_EQ(enc(d, -1e6), 0x80);
+    EXPECT_EQ(enc(d, 1e6, true), 0x7f);
+    EXPECT_EQ(enc(d, -1e6, true), 0xff);
+    EXPECT_EQ(enc(d, kInf, true), 0x7f);
+    EXPECT_EQ(enc(d, -kInf, true), 0xff);
+    EXPECT_EQ(enc(d, -kNaN, true), 0x80);
+    EXPECT_EQ(enc(d, -0.0, true), 0x00);
+  }
+  EXPECT_EQ(minifloat_to_f32(DType::kF8E4M3FNUZ, 0x7f), 240.0f);
+  EXPECT_EQ(minifloat_to_f32(DType::kF8E4M3FNUZ, 0xff), -240.0f);
+  EXPECT_EQ(minifloat_to_f32(DType::kF8E4M3FNUZ, 0x01), std::ldexp(1.0f, -10));
+  EXPECT_EQ(enc(DType::kF8E4M3FNUZ, 248.0), 0x80);  // tie between 240 and 256: even, overflow
+  EXPECT_EQ(enc(DType::kF8E4M3FNUZ, 247.9), 0x7f);
+  EXPECT_EQ(minifloat_to_f32(DType::kF8E5M2FNUZ, 0x7f), 57344.0f);
+  EXPECT_EQ(minifloat_to_f32(DType::kF8E5M2FNUZ, 0x01), std::ldexp(1.0f, -17));
+  EXPECT_EQ(enc(DType::kF8E5M2FNUZ, -std::ldexp(1.0, -17)), 0x81);
+  EXPECT_EQ(enc(DType::kF8E5M2FNUZ, -std::ldexp(1.0, -18)), 0x00);  // tie to even: zero
 }
 
 TEST(MinifloatScalar, E8M0RulesFollowTheReference) {

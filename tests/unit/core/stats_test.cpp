@@ -52,6 +52,7 @@ double ref_element(DType dtype, const uint8_t* p, uint64_t i) {
       return re;
     }
     case DType::kF8E4M3: case DType::kF8E5M2: case DType::kF8E8M0:
+    case DType::kF8E4M3FNUZ: case DType::kF8E5M2FNUZ:
       return minifloat_to_f32(dtype, p[i]);
     case DType::kF4: case DType::kF6E2M3: case DType::kF6E3M2: {
       const uint64_t w = static_cast<uint64_t>(dtype_bits(dtype));

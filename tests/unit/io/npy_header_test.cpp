@@ -57,7 +57,7 @@ TEST(NpyHeader, DescrTable) {
     EXPECT_EQ(npy_descr(dtype), std::string(descr));
   }
   for (DType d : {DType::kBF16, DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3,
-                  DType::kF6E3M2})
+                  DType::kF6E3M2, DType::kF8E4M3FNUZ, DType::kF8E5M2FNUZ})
     EXPECT_FALSE(npy_descr(d)) << dtype_name(d);
 }
 

@@ -397,7 +397,7 @@ TEST(Npy, WriterRefusesWhatNpyCannotHold) {
   expect_error([&] { npy_writer(OutputStream::to_memory(&sink))->begin({}, {}); }, ErrorKind::kUsage,
                "a .npy file holds one tensor (got 0); select one with -t");
   for (DType d : {DType::kBF16, DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3,
-                  DType::kF6E3M2}) {
+                  DType::kF6E3M2, DType::kF8E4M3FNUZ, DType::kF8E5M2FNUZ}) {
     TensorInfo info{"w", d, {8}, dtype_storage_bytes(d, 8)};
     expect_error([&] { npy_writer(OutputStream::to_memory(&sink))->begin({info}, {}); }, ErrorKind::kUsage,
                  std::string("dtype ") + dtype_name(d) +

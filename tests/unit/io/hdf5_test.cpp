@@ -88,7 +88,9 @@ void expect_same(TensorReader& reader, const std::vector<Named>& tensors, const 
     EXPECT_EQ(info.nbytes, want.tensor.nbytes()) << want.name;
     Tensor got = reader.read(*index);
     ASSERT_EQ(got.nbytes(), want.tensor.nbytes()) << want.name;
-    if (got.nbytes() > 0) EXPECT_EQ(std::memcmp(got.data(), want.tensor.data(), got.nbytes()), 0) << want.name;
+    if (got.nbytes() > 0) {
+      EXPECT_EQ(std::memcmp(got.data(), want.tensor.data(), got.nbytes()), 0) << want.name;
+    }
   }
 }
 

@@ -21,7 +21,6 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-Bytes to_bytes(std::string_view s) { return Bytes(s.begin(), s.end()); }
 
 // A file: little-endian length of `header`, the header, then `data`.
 Bytes st_file(const std::string& header, const Bytes& data = {}) {

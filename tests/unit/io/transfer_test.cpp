@@ -302,7 +302,9 @@ TEST(TransferPieces, StreamedCastsEqualWholeTensorCasts) {
     ASSERT_FALSE(reader->random_access());
     std::vector<uint8_t> out;
     auto writer = safetensors_writer(OutputStream::to_memory(&out));
-    transfer({{reader.get(), "pipe"}}, {{0, 0, "big", to}}, *writer, {}, {.saturate = true});
+    TransferOptions options;
+    options.saturate = true;
+    transfer({{reader.get(), "pipe"}}, {{0, 0, "big", to}}, *writer, {}, options);
 
     auto result = safetensors_open(InputStream::from_buffer(Buffer::borrow_const(out.data(), out.size()), "out"), {});
     Tensor got = result->read(0);

@@ -25,6 +25,22 @@ template <typename Fn> ErrorKind kind_of(Fn&& fn) {
   return ErrorKind::kInternal;
 }
 
+// Run `fn`; expect a tk::Error of `kind` whose message is exactly `message` and, when
+// `where` is given, whose location is exactly `where`.
+template <typename Fn>
+void expect_error_exact(Fn&& fn, ErrorKind kind, const std::string& message, const std::string& where = "") {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_EQ(std::string(e.what()), message);
+    if (!where.empty()) {
+      EXPECT_EQ(e.where(), where);
+    }
+  }
+}
+
 // A fresh directory under the test temporary directory, removed with its contents at
 // the end of the scope.
 class TempDir {

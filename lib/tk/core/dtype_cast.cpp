@@ -154,11 +154,11 @@ void encode_block_from_f32(DType dtype, const float* src, uint64_t first, uint64
   switch (dtype) {
     case DType::kF16:
       f32_to_f16_array(src, halves, n);
-      if (saturate) saturate_f16_array(src, halves, n);
+      if (saturate) saturate_half_array(src, halves, n, 0x7c00u, 0x7bffu);
       return;
     case DType::kBF16:
       f32_to_bf16_array(src, halves, n);
-      if (saturate) saturate_bf16_array(src, halves, n);
+      if (saturate) saturate_half_array(src, halves, n, 0x7f80u, 0x7f7fu);
       return;
     case DType::kF32:
       std::memcpy(static_cast<float*>(dst) + first, src, n * sizeof(float));

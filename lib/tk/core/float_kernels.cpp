@@ -110,21 +110,12 @@ void bf16_to_f32_array(const uint16_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) store_bits(dst + i, static_cast<uint32_t>(load_u16(src + i)) << 16);
 }
 
-void saturate_f16_array(const float* src, uint16_t* dst, size_t n) {
+void saturate_half_array(const float* src, uint16_t* dst, size_t n, uint16_t inf_code, uint16_t max_code) {
   for (size_t i = 0; i < n; ++i) {
     const bool finite = (load_bits(src + i) & 0x7fffffffu) < 0x7f800000u;
     const uint16_t code = load_u16(dst + i);
-    const bool inf = (code & 0x7fffu) == 0x7c00u;
-    store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | 0x7bffu) : code);
-  }
-}
-
-void saturate_bf16_array(const float* src, uint16_t* dst, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const bool finite = (load_bits(src + i) & 0x7fffffffu) < 0x7f800000u;
-    const uint16_t code = load_u16(dst + i);
-    const bool inf = (code & 0x7fffu) == 0x7f80u;
-    store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | 0x7f7fu) : code);
+    const bool inf = (code & 0x7fffu) == inf_code;
+    store_u16(dst + i, (finite && inf) ? static_cast<uint16_t>((code & 0x8000u) | max_code) : code);
   }
 }
 

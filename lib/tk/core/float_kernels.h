@@ -18,10 +18,10 @@ void bf16_to_f32_array(const uint16_t* src, float* dst, size_t n);
 void f32_to_f16_array_portable(const float* src, uint16_t* dst, size_t n);
 void f16_to_f32_array_portable(const uint16_t* src, float* dst, size_t n);
 
-// After an f32 -> F16/BF16 conversion: replace the +-Inf codes that came from finite
-// inputs by +-max (the saturating cast).
-void saturate_f16_array(const float* src, uint16_t* dst, size_t n);
-void saturate_bf16_array(const float* src, uint16_t* dst, size_t n);
+// After an f32 -> F16/BF16 conversion: replace the +-Inf codes (magnitude `inf_code`)
+// that came from finite inputs by +-max (magnitude `max_code`): the saturating cast.
+// F16: 0x7c00 / 0x7bff; BF16: 0x7f80 / 0x7f7f.
+void saturate_half_array(const float* src, uint16_t* dst, size_t n, uint16_t inf_code, uint16_t max_code);
 
 struct FloatFormat;
 // Encode n f32 values into one code byte each, exactly as float_format_encode does.

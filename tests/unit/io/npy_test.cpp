@@ -88,17 +88,7 @@ Tensor patterned(DType dtype, Shape shape) {
   return t;
 }
 
-// Run `f`, expect a tk::Error of `kind` whose message is exactly `message`.
-template <typename F>
-void expect_error(F&& f, ErrorKind kind, const std::string& message) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(std::string(e.what()), message);
-  }
-}
+using test::expect_error_exact;
 
 const DType kNumpyTypes[] = {DType::kBool, DType::kU8,  DType::kI8,  DType::kU16, DType::kI16,
                              DType::kU32,  DType::kI32, DType::kU64, DType::kI64, DType::kF16,
@@ -266,7 +256,7 @@ TEST(Npy, Version2And3Headers) {
   // Python 2's "3L" long literals are read from 1.0/2.0 files (as NumPy does), not 3.0.
   EXPECT_EQ(open_memory(npy_bytes(dict_for("<i8", "(3L,)"), as_bytes(v), 2))->tensors()[0].shape, Shape{3});
   std::string d = dict_for("<i8", "(3L,)");
-  expect_error([&] { open_memory(npy_bytes(d, as_bytes(v), 3)); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { open_memory(npy_bytes(d, as_bytes(v), 3)); }, ErrorKind::kInvalidInput,
                "malformed .npy header: expected ')' to close the shape tuple at offset " +
                    std::to_string(d.find('L')));
 }
@@ -292,11 +282,11 @@ TEST(Npy, TruncationAtEveryByteIsInvalidInput) {
   }
   // Whole header, short data: the message says how much is missing.
   Bytes cut(file.begin(), file.end() - 1);
-  expect_error([&] { open_memory(cut); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { open_memory(cut); }, ErrorKind::kInvalidInput,
                "truncated .npy data (expected 24 bytes, found 23)");
   Bytes longer = file;
   longer.push_back(0);
-  expect_error([&] { open_file(dir.write("long.npy", longer), true); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { open_file(dir.write("long.npy", longer), true); }, ErrorKind::kInvalidInput,
                "1 unexpected trailing bytes after the .npy data");
 }
 
@@ -370,21 +360,21 @@ TEST(Npy, PipesAreReadSequentially) {
     file.pop_back();
     Pipe pipe(file);
     auto r = npy_open(InputStream::open(pipe.path()), "piped", {});
-    expect_error([&] { r->read(0); }, ErrorKind::kInvalidInput, "truncated .npy data (expected 30 bytes, found 29)");
+    expect_error_exact([&] { r->read(0); }, ErrorKind::kInvalidInput, "truncated .npy data (expected 30 bytes, found 29)");
   }
   {
     Bytes file = write_npy(t);
     file.push_back(1);
     Pipe pipe(file);
     auto r = npy_open(InputStream::open(pipe.path()), "piped", {});
-    expect_error([&] { r->read(0); }, ErrorKind::kInvalidInput, "unexpected trailing bytes after the .npy data");
+    expect_error_exact([&] { r->read(0); }, ErrorKind::kInvalidInput, "unexpected trailing bytes after the .npy data");
   }
   {
     // A header that promises 2^40 bytes from a pipe that holds none: an error, not an
     // attempt to allocate a terabyte.
     Pipe pipe(npy_bytes(dict_for("|u1", "(1099511627776,)")));
     auto r = npy_open(InputStream::open(pipe.path()), "piped", {});
-    expect_error([&] { r->read(0); }, ErrorKind::kInvalidInput,
+    expect_error_exact([&] { r->read(0); }, ErrorKind::kInvalidInput,
                  "truncated .npy data (expected 1099511627776 bytes, found 0)");
   }
 }
@@ -392,14 +382,14 @@ TEST(Npy, PipesAreReadSequentially) {
 TEST(Npy, WriterRefusesWhatNpyCannotHold) {
   Bytes sink;
   TensorInfo a{"a", DType::kF32, {2}, 8}, b{"b", DType::kF32, {2}, 8};
-  expect_error([&] { npy_writer(OutputStream::to_memory(&sink))->begin({a, b}, {}); }, ErrorKind::kUsage,
+  expect_error_exact([&] { npy_writer(OutputStream::to_memory(&sink))->begin({a, b}, {}); }, ErrorKind::kUsage,
                "a .npy file holds one tensor (got 2); select one with -t");
-  expect_error([&] { npy_writer(OutputStream::to_memory(&sink))->begin({}, {}); }, ErrorKind::kUsage,
+  expect_error_exact([&] { npy_writer(OutputStream::to_memory(&sink))->begin({}, {}); }, ErrorKind::kUsage,
                "a .npy file holds one tensor (got 0); select one with -t");
   for (DType d : {DType::kBF16, DType::kF8E4M3, DType::kF8E5M2, DType::kF8E8M0, DType::kF4, DType::kF6E2M3,
                   DType::kF6E3M2, DType::kF8E4M3FNUZ, DType::kF8E5M2FNUZ}) {
     TensorInfo info{"w", d, {8}, dtype_storage_bytes(d, 8)};
-    expect_error([&] { npy_writer(OutputStream::to_memory(&sink))->begin({info}, {}); }, ErrorKind::kUsage,
+    expect_error_exact([&] { npy_writer(OutputStream::to_memory(&sink))->begin({info}, {}); }, ErrorKind::kUsage,
                  std::string("dtype ") + dtype_name(d) +
                      " cannot be stored in .npy (NumPy has no such type); convert it with --dtype f32");
   }

@@ -49,19 +49,7 @@ std::string index_json(const std::string& weight_map, const std::string& metadat
   return "{" + (metadata.empty() ? "" : "\"metadata\": " + metadata + ", ") + "\"weight_map\": " + weight_map + "}";
 }
 
-template <typename F>
-void expect_error(F&& f, ErrorKind kind, const std::string& message, const std::string& where = "") {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_EQ(std::string(e.what()), message);
-    if (!where.empty()) {
-      EXPECT_EQ(e.where(), where);
-    }
-  }
-}
+using test::expect_error_exact;
 
 std::vector<std::string> names(const TensorReader& r) {
   std::vector<std::string> out;
@@ -110,20 +98,20 @@ TEST(Sharded, OpensTheModelByDirectory) {
 
 TEST(Sharded, FindInDirectory) {
   TempDir dir;
-  expect_error([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
                "no *.safetensors.index.json or *.safetensors file in directory", dir.path());
   dir.write("b.safetensors", safetensors_bytes({{"x", "1"}}));
   EXPECT_EQ(sharded_find_in_directory(dir.path()), dir.path() + "/b.safetensors");
   dir.write("a.safetensors", safetensors_bytes({{"y", "2"}}));
-  expect_error([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
                "several .safetensors files and no index in directory: a.safetensors, b.safetensors; open one by path");
   dir.write("model.safetensors.index.json", index_json(R"({"x": "b.safetensors"})"));
   EXPECT_EQ(sharded_find_in_directory(dir.path()), dir.path() + "/model.safetensors.index.json");
   dir.write("other.safetensors.index.json", index_json(R"({"y": "a.safetensors"})"));
-  expect_error([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_find_in_directory(dir.path()); }, ErrorKind::kInvalidInput,
                "several shard indexes in directory: model.safetensors.index.json, "
                "other.safetensors.index.json; open one by path");
-  expect_error([&] { sharded_find_in_directory(dir.path() + "/missing"); }, ErrorKind::kIo,
+  expect_error_exact([&] { sharded_find_in_directory(dir.path() + "/missing"); }, ErrorKind::kIo,
                "failed to list directory: No such file or directory");
 }
 
@@ -160,10 +148,10 @@ TEST(Sharded, MissingShard) {
   TempDir dir;
   dir.write("a.safetensors", safetensors_bytes({{"w", "a"}}));
   std::string index = dir.write("i.json", index_json(R"({"w": "a.safetensors", "v": "b.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                "shard 'b.safetensors' listed in the index does not exist", index);
   std::string fixture = std::string(TK_TESTDATA_DIR) + "/malformed/index-missing-shard.index.json";
-  expect_error([&] { open_reader(fixture); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { open_reader(fixture); }, ErrorKind::kInvalidInput,
                "shard 'absent.safetensors' listed in the index does not exist", fixture);
 }
 
@@ -172,10 +160,10 @@ TEST(Sharded, MissingTensor) {
   dir.write("a.safetensors", safetensors_bytes({{"w", "a"}}));
   dir.write("b.safetensors", safetensors_bytes({{"v", "a"}}));
   std::string index = dir.write("i.json", index_json(R"({"w": "a.safetensors", "v": "a.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                "tensor 'v' listed in the index is missing from shard 'a.safetensors'", index);
   index = dir.write("j.json", index_json(R"({"w": "a.safetensors", "u": "b.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                "tensor 'u' listed in the index is missing from shard 'b.safetensors'", index);
 }
 
@@ -186,11 +174,11 @@ TEST(Sharded, ShardPathsMustStayInTheIndexDirectory) {
                             "./a.safetensors"}) {
     SCOPED_TRACE(shard);
     std::string index = dir.write("i.json", index_json(R"({"w": ")" + shard + R"("})"));
-    expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+    expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                  "shard '" + shard + "' of tensor 'w' is not a plain file name in the index's directory", index);
   }
   std::string fixture = std::string(TK_TESTDATA_DIR) + "/malformed/index-traversal.index.json";
-  expect_error([&] { sharded_open(fixture, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(fixture, {}); }, ErrorKind::kInvalidInput,
                "shard '../sharded/model-00001-of-00002.safetensors' of tensor 'w' is not a plain file name in "
                "the index's directory");
 }
@@ -200,10 +188,10 @@ TEST(Sharded, DuplicateNames) {
   dir.write("a.safetensors", safetensors_bytes({{"w", "a"}}));
   dir.write("b.safetensors", safetensors_bytes({{"v", "b"}, {"w", "c"}}));
   std::string index = dir.write("i.json", index_json(R"({"w": "a.safetensors", "v": "b.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                "tensor 'w' is stored in both shard 'a.safetensors' and shard 'b.safetensors'", index);
   index = dir.write("j.json", index_json(R"({"w": "a.safetensors", "w": "a.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
                "malformed shard index: duplicate key 'w'", index);
 }
 
@@ -225,7 +213,7 @@ TEST(Sharded, MalformedIndexes) {
   for (const auto& [json, message] : cases) {
     SCOPED_TRACE(json);
     std::string index = dir.write("i.json", json);
-    expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput, message, index);
+    expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput, message, index);
   }
   std::string index = dir.write("j.json", "{\"weight_map\": {\"w\": ");
   try {
@@ -236,10 +224,10 @@ TEST(Sharded, MalformedIndexes) {
     EXPECT_EQ(std::string(e.what()).rfind(m, 0), 0u) << e.what();
   }
   index = dir.write("k.json", index_json(R"({"w": "not.safetensors"})"));
-  expect_error([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput, "shard is not a safetensors file",
+  expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput, "shard is not a safetensors file",
                dir.path() + "/not.safetensors");
   std::string fixture = std::string(TK_TESTDATA_DIR) + "/malformed/index-no-weight-map.index.json";
-  expect_error([&] { open_reader(fixture); }, ErrorKind::kInvalidInput, m + "no \"weight_map\" object", fixture);
+  expect_error_exact([&] { open_reader(fixture); }, ErrorKind::kInvalidInput, m + "no \"weight_map\" object", fixture);
 }
 
 }  // namespace

@@ -312,11 +312,10 @@ void OutputStream::commit() {
     return;
   }
   if (path_ == "-") {
-    // A failed close of stdout (full disk behind a redirect) must be reported.
-    if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) {
-      // fsync on pipes fails with EINVAL; anything else is a real error.
-      throw errno_error("failed to flush", name_, errno);
-    }
+    // Write errors surfaced in write(); the tool closes stdout at exit and reports a
+    // failed close there. No fsync: it would force a redirected file to disk.
+    if (options_.durable && ::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS)
+      throw errno_error("fsync failed", name_, errno);
     committed_ = true;
     return;
   }

@@ -3,12 +3,17 @@
 // file metadata; attributes of datasets are not exposed (tk_dtype / tk_shape, which
 // describe our narrow float types, are consumed here). Datasets that cannot be a tensor
 // are listed, comma-separated, under the metadata key "hdf5.skipped".
-#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <vector>
+
+#include <hdf5_hl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include "tk/io/hdf5.h"
 #include "tk/io/hdf5_types.h"
@@ -33,6 +38,57 @@ struct DatasetEntry {
   H5Z_filter_t missing_filter = -1;  // a filter of its pipeline this process lacks
 };
 
+// A pipe copied into a temporary file, so that HDF5 reads it like any file: one copy of
+// the data, in the page cache, instead of a memory image that HDF5 would copy again.
+// The name is removed as soon as HDF5 has opened the file (remove_name()), so nothing is
+// left behind; the open descriptor keeps the data until the reader is destroyed.
+class SpoolFile {
+ public:
+  SpoolFile() = default;
+  SpoolFile(const SpoolFile&) = delete;
+  SpoolFile& operator=(const SpoolFile&) = delete;
+  ~SpoolFile() {
+    remove_name();
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Copy the rest of `in` into a new temporary file; returns its size in bytes. False
+  // when no temporary file can be created (the caller falls back to memory).
+  bool fill(InputStream& in, uint64_t* bytes) {
+    const char* dir = std::getenv("TMPDIR");
+    path_ = std::string(dir && *dir ? dir : "/tmp") + "/tk-hdf5-XXXXXX";
+    fd_ = ::mkstemp(path_.data());
+    if (fd_ < 0) {
+      path_.clear();
+      return false;
+    }
+    std::vector<uint8_t> chunk(1 << 20);
+    uint64_t total = 0;
+    for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) {
+      for (size_t done = 0; done < got;) {
+        ssize_t w = ::write(fd_, chunk.data() + done, got - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) throw errno_error("cannot buffer the HDF5 stream in a temporary file", in.name(), errno);
+        done += static_cast<size_t>(w);
+      }
+      total += got;
+    }
+    *bytes = total;
+    return true;
+  }
+
+  const std::string& path() const { return path_; }
+
+  void remove_name() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 class Hdf5Reader final : public TensorReader {
  public:
   Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions& options);
@@ -51,6 +107,8 @@ class Hdf5Reader final : public TensorReader {
 
   std::string name_;
   uint64_t file_size_ = 0;
+  Buffer image_;  // the file image of a memory stream; outlives file_
+  SpoolFile spool_;  // the copy of a pipe; outlives file_
   Hid file_;
   std::vector<DatasetEntry> entries_;
   std::vector<std::string> skipped_;
@@ -78,20 +136,20 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     std::string path = in->path();
     in.reset();
     file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-  } else {
-    // Pipes and memory: the whole stream becomes an in-memory file image.
-    Buffer image = in->read_all();
+  } else if (!in->path().empty() && spool_.fill(*in, &file_size_)) {
+    // A pipe: copied once into a temporary file, then opened as a file.
     in.reset();
-    file_size_ = image.size();
-    if (image.empty()) throw invalid_input("empty file, not HDF5", name_);
-    hdf5::check_status(H5Pset_fapl_core(fapl.get(), 1 << 20, false), ErrorKind::kInternal,
-                       "cannot select the in-memory driver", name_);
-    hdf5::check_status(H5Pset_file_image(fapl.get(), const_cast<uint8_t*>(image.data()), image.size()),
-                       ErrorKind::kUnavailable, "cannot copy the HDF5 image", name_);
-    // Each image needs a name of its own: HDF5 refuses to open one name twice.
-    static std::atomic<uint64_t> counter{0};
-    std::string label = "tk-image-" + std::to_string(counter++);
-    file_ = Hid(H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl.get()));
+    if (file_size_ == 0) throw invalid_input("empty file, not HDF5", name_);
+    file_ = Hid(H5Fopen(spool_.path().c_str(), H5F_ACC_RDONLY, fapl.get()));
+    spool_.remove_name();
+  } else {
+    // A memory stream: opened in place, read-only; HDF5 neither copies nor frees it.
+    image_ = in->read_all();
+    in.reset();
+    file_size_ = image_.size();
+    if (image_.empty()) throw invalid_input("empty file, not HDF5", name_);
+    file_ = Hid(H5LTopen_file_image(const_cast<uint8_t*>(image_.data()), image_.size(),
+                                    H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE));
   }
   if (!file_.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "not a readable HDF5 file", name_);
 }

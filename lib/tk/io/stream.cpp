@@ -208,14 +208,23 @@ Buffer InputStream::read_all() {
     position_ = memory_.size();
     return rest;
   }
-  std::vector<uint8_t> data;
-  if (size_ && *size_ > position_) data.reserve(*size_ - position_);
-  uint8_t chunk[1 << 16];
-  size_t got;
-  while ((got = read(chunk, sizeof chunk)) > 0) data.insert(data.end(), chunk, chunk + got);
-  Buffer b = Buffer::allocate(data.size());
-  if (!data.empty()) std::memcpy(b.mutable_data(), data.data(), data.size());
-  return b;
+  // Read straight into an aligned buffer, doubling it as data arrives (its size is
+  // known up front for regular files).
+  size_t cap = size_ && *size_ > position_ ? static_cast<size_t>(*size_ - position_) + 1 : kReadChunk;
+  Buffer b = Buffer::allocate(cap);
+  size_t have = 0;
+  for (;;) {
+    if (have == cap) {
+      Buffer bigger = Buffer::allocate(cap * 2);
+      std::memcpy(bigger.mutable_data(), b.data(), have);
+      b = std::move(bigger);
+      cap *= 2;
+    }
+    size_t got = read(b.mutable_data() + have, cap - have);
+    if (got == 0) break;
+    have += got;
+  }
+  return b.slice(0, have);
 }
 
 // ---------------------------------------------------------------- OutputStream

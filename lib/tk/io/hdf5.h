@@ -23,8 +23,8 @@
 namespace tk::io {
 
 // Open an HDF5 file from `in`: regular files by path; pipes are copied once into a
-// temporary file (its name removed as soon as it is open); memory streams are opened in
-// place as a read-only file image.
+// temporary file (its name removed as soon as it is open); memory streams are opened as a
+// file image.
 std::unique_ptr<TensorReader> hdf5_open(std::unique_ptr<InputStream> in, const ReadOptions& options);
 
 // Write HDF5 to `out`: directly to its temporary file, or built in memory and copied

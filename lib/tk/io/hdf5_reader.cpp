@@ -3,13 +3,13 @@
 // file metadata; attributes of datasets are not exposed (tk_dtype / tk_shape, which
 // describe our narrow float types, are consumed here). Datasets that cannot be a tensor
 // are listed, comma-separated, under the metadata key "hdf5.skipped".
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <vector>
 
-#include <hdf5_hl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -107,7 +107,7 @@ class Hdf5Reader final : public TensorReader {
 
   std::string name_;
   uint64_t file_size_ = 0;
-  Buffer image_;  // the file image of a memory stream; outlives file_
+  Buffer image_;  // the file image of a memory stream
   SpoolFile spool_;  // the copy of a pipe; outlives file_
   Hid file_;
   std::vector<DatasetEntry> entries_;
@@ -143,13 +143,20 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     file_ = Hid(H5Fopen(spool_.path().c_str(), H5F_ACC_RDONLY, fapl.get()));
     spool_.remove_name();
   } else {
-    // A memory stream: opened in place, read-only; HDF5 neither copies nor frees it.
+    // A memory stream: handed to HDF5 as a file image (which HDF5 copies; the
+    // high-level H5LTopen_file_image avoids the copy but leaks on every open in 1.10).
     image_ = in->read_all();
     in.reset();
     file_size_ = image_.size();
     if (image_.empty()) throw invalid_input("empty file, not HDF5", name_);
-    file_ = Hid(H5LTopen_file_image(const_cast<uint8_t*>(image_.data()), image_.size(),
-                                    H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE));
+    hdf5::check_status(H5Pset_fapl_core(fapl.get(), 1 << 20, false), ErrorKind::kInternal,
+                       "cannot select the in-memory driver", name_);
+    hdf5::check_status(H5Pset_file_image(fapl.get(), const_cast<uint8_t*>(image_.data()), image_.size()),
+                       ErrorKind::kUnavailable, "cannot copy the HDF5 image", name_);
+    // Each image needs a name of its own: HDF5 refuses to open one name twice.
+    static std::atomic<uint64_t> counter{0};
+    std::string label = "tk-image-" + std::to_string(counter++);
+    file_ = Hid(H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl.get()));
   }
   if (!file_.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "not a readable HDF5 file", name_);
 }

@@ -1,0 +1,38 @@
+// Lossless compression of tensor bytes: each element's bytes are split into streams
+// that compress well apart (bf16/f16: exponent byte and sign+mantissa byte; f32: four
+// byte planes; f64: eight), and each stream of each chunk is entropy-coded on its own
+// (zstd, or Huffman where that wins), or stored raw when coding does not reach 0.95x.
+// Other dtypes get plain zstd per chunk. Chunks are independent, so both directions run
+// in parallel. The frame is self-describing: dtype, element count, chunk table, and an
+// XXH3 of the decoded bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tk/core/dtype.h"
+
+namespace tk::codec {
+
+struct LosslessOptions {
+  int level = 3;                  // zstd level for streams coded with zstd
+  uint32_t chunk_bytes = 1 << 20; // bytes of input per chunk (256 KiB .. 1 MiB sensible)
+  int threads = 0;                // 0: OpenMP default; 1: serial
+};
+
+// Compress `bytes`, which hold elements of `dtype` (any dtype; byte grouping applies to
+// the float dtypes), into a self-describing frame.
+std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> bytes,
+                                       const LosslessOptions& options = {});
+
+// Size of the bytes a frame decodes to. Throws kInvalidInput when `frame` is not one.
+uint64_t lossless_decoded_size(std::span<const uint8_t> frame);
+
+// Decode `frame` into `out`, which must be exactly lossless_decoded_size() bytes, and
+// check the XXH3 of the result. Throws kInvalidInput on any corruption (bad magic,
+// truncated frame, stream that does not decode, checksum mismatch); never reads or
+// writes out of bounds on malformed input.
+void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out, int threads = 0);
+
+}  // namespace tk::codec

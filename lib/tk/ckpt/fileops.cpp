@@ -1,0 +1,259 @@
+#include "tk/ckpt/fileops.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <random>
+
+#include "tk/core/error.h"
+
+namespace tk::ckpt {
+
+namespace {
+
+std::mutex g_hook_mutex;
+FaultHook g_hook;
+
+// TK_CKPT_FAULT="write:N[:errno]": fail the N-th call of that kind in this process.
+struct EnvFault {
+  bool active = false;
+  FaultPoint point = FaultPoint::kWrite;
+  uint64_t nth = 0;
+  int err = EIO;
+};
+
+EnvFault parse_env_fault() {
+  EnvFault fault;
+  const char* text = std::getenv("TK_CKPT_FAULT");
+  if (!text || !*text) return fault;
+  char kind[16] = {};
+  unsigned long long nth = 0;
+  int err = EIO;
+  int fields = std::sscanf(text, "%15[a-z]:%llu:%d", kind, &nth, &err);
+  if (fields < 2 || nth == 0) return fault;
+  std::string k = kind;
+  if (k == "write") fault.point = FaultPoint::kWrite;
+  else if (k == "fsync") fault.point = FaultPoint::kFsync;
+  else if (k == "rename") fault.point = FaultPoint::kRename;
+  else return fault;
+  fault.active = true;
+  fault.nth = nth;
+  fault.err = fields == 3 ? err : EIO;
+  return fault;
+}
+
+std::atomic<uint64_t> g_calls[3];
+
+// The errno to fail this call with, or 0 to let it run.
+int injected_fault(FaultPoint point, const std::string& path) {
+  static const EnvFault env = parse_env_fault();
+  uint64_t n = ++g_calls[static_cast<int>(point)];
+  if (env.active && env.point == point && env.nth == n) return env.err;
+  std::lock_guard<std::mutex> lock(g_hook_mutex);
+  return g_hook ? g_hook(point, path) : 0;
+}
+
+}  // namespace
+
+void set_fault_hook(FaultHook hook) {
+  std::lock_guard<std::mutex> lock(g_hook_mutex);
+  g_hook = std::move(hook);
+}
+
+namespace fs {
+
+File& File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+File create_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw errno_error("failed to create", path, errno);
+  return File(fd, path);
+}
+
+File open_read(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw errno_error("failed to open for reading", path, errno);
+  return File(fd, path);
+}
+
+void write_all(File& file, std::span<const uint8_t> bytes) {
+  // Pieces of at most 64 MiB: each is one write() and one chance for a fault.
+  constexpr size_t kPiece = size_t(64) << 20;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    size_t n = std::min(kPiece, bytes.size() - done);
+    if (int err = injected_fault(FaultPoint::kWrite, file.path())) throw errno_error("failed to write", file.path(), err);
+    ssize_t w = ::write(file.fd(), bytes.data() + done, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw errno_error("failed to write", file.path(), errno);
+    }
+    if (w == 0) throw errno_error("failed to write", file.path(), ENOSPC);
+    done += static_cast<size_t>(w);
+  }
+}
+
+void pread_all(const File& file, uint64_t offset, std::span<uint8_t> out, const char* what) {
+  size_t done = 0;
+  while (done < out.size()) {
+    ssize_t r = ::pread(file.fd(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw errno_error("failed to read", file.path(), errno);
+    }
+    if (r == 0) throw invalid_input(std::string("truncated ") + what, file.path());
+    done += static_cast<size_t>(r);
+  }
+}
+
+uint64_t file_size(const File& file) {
+  struct stat st;
+  if (::fstat(file.fd(), &st) != 0) throw errno_error("failed to stat", file.path(), errno);
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void fsync_file(File& file) {
+  if (int err = injected_fault(FaultPoint::kFsync, file.path())) throw errno_error("failed to fsync", file.path(), err);
+  if (::fsync(file.fd()) != 0) throw errno_error("failed to fsync", file.path(), errno);
+}
+
+void fsync_dir(const std::string& dir) {
+  if (int err = injected_fault(FaultPoint::kFsync, dir)) throw errno_error("failed to fsync", dir, err);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw errno_error("failed to open directory", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw errno_error("failed to fsync", dir, err);
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  if (int err = injected_fault(FaultPoint::kRename, to)) throw errno_error("failed to rename " + from + " to", to, err);
+  if (::rename(from.c_str(), to.c_str()) != 0) throw errno_error("failed to rename " + from + " to", to, errno);
+}
+
+void make_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw errno_error("failed to create directory", dir, errno);
+}
+
+void make_dirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw errno_error("failed to create directory", dir, ec.value());
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw errno_error("failed to list directory", dir, errno);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
+  std::string tmp = path + ".tmp-" + unique_suffix();
+  try {
+    File file = create_file(tmp);
+    write_all(file, bytes);
+    fsync_file(file);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  try {
+    rename_path(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  fsync_dir(std::filesystem::path(path).parent_path().string());
+}
+
+std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
+  File file = open_read(path);
+  uint64_t size = file_size(file);
+  if (size > max_bytes) throw invalid_input("file too large (" + std::to_string(size) + " bytes)", path);
+  std::vector<uint8_t> bytes(size);
+  pread_all(file, 0, bytes, "file");
+  return bytes;
+}
+
+std::string unique_suffix() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" +
+         std::to_string(salt % 1000000);
+}
+
+DirLock::DirLock(const std::string& dir) {
+  std::string path = dir + "/.lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw errno_error("failed to open lock file", path, errno);
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    char pid[32] = {};
+    ssize_t n = ::pread(fd_, pid, sizeof pid - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : std::string("unknown");
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      throw usage_error("checkpoint directory is in use by another writer (pid " + holder + ")", dir);
+    }
+    throw errno_error("failed to lock", path, err);
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) {
+    [[maybe_unused]] ssize_t w = ::pwrite(fd_, pid.data(), pid.size(), 0);
+  }
+}
+
+DirLock::~DirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
+}  // namespace fs
+}  // namespace tk::ckpt

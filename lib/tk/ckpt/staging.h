@@ -1,0 +1,41 @@
+// The staging pool behind copy-mode snapshots: large aligned buffers reused from save
+// to save, so that a snapshot costs one memcpy and no page faults once warm. Internal
+// to lib/tk/ckpt.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "tk/core/buffer.h"
+
+namespace tk::ckpt {
+
+class StagingPool {
+ public:
+  // At most `bytes` held in all (0: twice the largest request so far). A request larger
+  // than the limit is still served when nothing else is held.
+  void set_limit(uint64_t bytes) { limit_ = bytes; }
+  // A buffer of at least `bytes`, waiting while the pool is at its limit.
+  Buffer acquire(uint64_t bytes);
+  // Give a buffer from acquire() back; no other copy of it may remain.
+  void release(Buffer buffer);
+  uint64_t held_bytes() const;
+
+ private:
+  uint64_t limit() const { return limit_ ? limit_ : 2 * largest_; }
+
+  mutable std::mutex mutex_;
+  std::condition_variable released_;
+  std::vector<Buffer> free_;
+  uint64_t held_ = 0;    // bytes allocated, free or lent
+  uint64_t lent_ = 0;    // bytes lent out
+  uint64_t largest_ = 0;
+  uint64_t limit_ = 0;
+};
+
+// memcpy split across `threads` threads in large pieces.
+void parallel_copy(void* dst, const void* src, uint64_t bytes, int threads);
+
+}  // namespace tk::ckpt

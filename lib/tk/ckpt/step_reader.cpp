@@ -1,0 +1,162 @@
+#include "tk/ckpt/step_reader.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tk/ckpt/fileops.h"
+#include "tk/codec/lossless.h"
+#include "tk/core/error.h"
+#include "tk/io/safetensors.h"
+
+namespace tk::ckpt {
+
+namespace {
+
+// Raw tensors are read and hashed in pieces small enough to stay in cache between the
+// read and the hash.
+constexpr size_t kReadPiece = size_t(1) << 20;
+
+std::string step_path(const std::string& root, uint64_t step) { return root + "/" + step_dir_name(step); }
+
+Manifest load_step(const std::string& root, uint64_t step) {
+  std::string dir = step_path(root, step);
+  if (!fs::is_dir(dir)) throw invalid_input("no such step " + std::to_string(step), root);
+  return read_manifest(dir);
+}
+
+}  // namespace
+
+std::string tensor_where(uint64_t step, const std::string& name) {
+  return step_dir_name(step) + ": tensor '" + name + "'";
+}
+
+StepReader::StepReader(std::string root, uint64_t step) : root_(std::move(root)) {
+  manifest_ = load_step(root_, step);
+  if (manifest_.info.step != step) throw invalid_input("manifest names another step", manifest_.info.dir);
+  for (const auto& e : manifest_.info.entries) {
+    if (!e.source_step || sources_.count(*e.source_step)) continue;
+    if (*e.source_step >= step)
+      throw invalid_input("refers to a later step " + std::to_string(*e.source_step), tensor_where(step, e.name));
+    try {
+      sources_.emplace(*e.source_step, load_step(root_, *e.source_step));
+    } catch (const Error& err) {
+      throw invalid_input("base step " + std::to_string(*e.source_step) + " is missing or damaged (" + err.what() + ")",
+                          tensor_where(step, e.name));
+    }
+  }
+}
+
+const TensorEntry& StepReader::source_entry(const TensorEntry& entry) const {
+  const Manifest& src = sources_.at(*entry.source_step);
+  for (const auto& b : src.info.entries) {
+    if (b.name != entry.name) continue;
+    if (b.dtype != entry.dtype || b.shape != entry.shape || (b.encoding != "raw" && b.encoding != "lossless"))
+      throw invalid_input("base tensor in step " + std::to_string(src.info.step) + " does not match",
+                          tensor_where(manifest_.info.step, entry.name));
+    return b;
+  }
+  throw invalid_input("base tensor missing from step " + std::to_string(src.info.step),
+                      tensor_where(manifest_.info.step, entry.name));
+}
+
+void StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
+  std::string where = tensor_where(step, e.name);
+  std::string path = step_path(root_, step) + "/" + e.shard;
+  fs::File file = [&] {
+    try {
+      return fs::open_read(path);
+    } catch (const Error& err) {
+      throw invalid_input(std::string("shard missing or unreadable: ") + err.what(), where);
+    }
+  }();
+  uint64_t size = fs::file_size(file);
+  if (e.offset > size || e.stored_bytes > size - e.offset) throw invalid_input("shard " + e.shard + " is truncated", where);
+  bool raw = e.encoding == "raw" || e.encoding == "xor";
+  if (raw) {
+    if (e.stored_bytes != out.size()) throw invalid_input("stored size does not match", where);
+    for (size_t done = 0; done < out.size(); done += kReadPiece) {
+      size_t n = std::min(kReadPiece, out.size() - done);
+      fs::pread_all(file, e.offset + done, out.subspan(done, n), "shard");
+    }
+    return;
+  }
+  std::vector<uint8_t> frame(e.stored_bytes);
+  fs::pread_all(file, e.offset, frame, "shard");
+  try {
+    if (codec::lossless_decoded_size(frame) != out.size()) throw invalid_input("decoded size does not match");
+    codec::lossless_decompress(frame, out, 1);
+  } catch (const Error& err) {
+    throw invalid_input(std::string("corrupt data: ") + err.what(), where);
+  }
+}
+
+void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const {
+  const uint64_t step = manifest_.info.step;
+  if (out.size() != e.nbytes) throw internal_error("restore buffer has the wrong size", tensor_where(step, e.name));
+  if (e.encoding == "raw" || e.encoding == "lossless") {
+    read_stored(step, e, out);
+  } else {
+    const TensorEntry& base = source_entry(e);
+    read_stored(*e.source_step, base, out);
+    if (XXH3_64bits(out.data(), out.size()) != base.xxh3)
+      throw invalid_input("checksum mismatch", tensor_where(*e.source_step, base.name));
+    if (e.encoding != "ref") {
+      std::unique_ptr<uint8_t[]> delta(new uint8_t[e.nbytes]);
+      read_stored(step, e, {delta.get(), e.nbytes});
+      uint8_t* o = out.data();
+      const uint8_t* d = delta.get();
+      for (uint64_t i = 0; i < e.nbytes; ++i) o[i] ^= d[i];
+    }
+  }
+  if (XXH3_64bits(out.data(), out.size()) != e.xxh3) throw invalid_input("checksum mismatch", tensor_where(step, e.name));
+}
+
+std::vector<std::string> StepReader::check_layout() const {
+  std::vector<std::string> problems;
+  const std::string dir = manifest_.info.dir;
+  for (const auto& sh : manifest_.shards) {
+    std::string path = dir + "/" + sh.file;
+    std::string where = step_dir_name(manifest_.info.step) + "/" + sh.file;
+    try {
+      fs::File file = fs::open_read(path);
+      uint64_t size = fs::file_size(file);
+      if (size != sh.bytes) {
+        problems.push_back(where + ": size " + std::to_string(size) + " bytes, manifest says " + std::to_string(sh.bytes));
+        continue;
+      }
+      uint8_t prefix[8];
+      fs::pread_all(file, 0, prefix, "safetensors header");
+      uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];
+      if (n > io::kSafetensorsMaxHeader || n > size - 8) {
+        problems.push_back(where + ": bad safetensors header length");
+        continue;
+      }
+      std::vector<uint8_t> json(n);
+      fs::pread_all(file, 8, json, "safetensors header");
+      io::SafetensorsHeader header = io::safetensors_parse_header(json);
+      if (8 + n + header.data_size != size) problems.push_back(where + ": safetensors data size does not match the file");
+      for (const auto& e : manifest_.info.entries) {
+        if (e.shard != sh.file) continue;
+        auto it = std::find_if(header.tensors.begin(), header.tensors.end(), [&](const io::TensorInfo& t) { return t.name == e.name; });
+        if (it == header.tensors.end()) {
+          problems.push_back(tensor_where(manifest_.info.step, e.name) + ": not in " + sh.file);
+          continue;
+        }
+        size_t k = static_cast<size_t>(it - header.tensors.begin());
+        if (8 + n + header.offsets[k] != e.offset || it->nbytes != e.stored_bytes)
+          problems.push_back(tensor_where(manifest_.info.step, e.name) + ": offset or size in " + sh.file + " disagrees with the manifest");
+      }
+    } catch (const Error& err) {
+      std::string msg = err.what();
+      problems.push_back(where + ": " + msg);
+    }
+  }
+  return problems;
+}
+
+}  // namespace tk::ckpt

@@ -1,0 +1,43 @@
+// Reading committed steps: decode one tensor entry (raw, compressed, reference or XOR
+// delta against its source step) into caller memory and check its XXH3; verify a whole
+// step. Internal to lib/tk/ckpt.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+
+#include "tk/ckpt/manifest.h"
+
+namespace tk::ckpt {
+
+class StepReader {
+ public:
+  // Reads `step` of checkpoint directory `root`, loading the manifests of the steps
+  // it refers to. Throws kInvalidInput when the step does not exist or a manifest is
+  // damaged.
+  StepReader(std::string root, uint64_t step);
+
+  const Manifest& manifest() const { return manifest_; }
+  // Decode `entry` (one of manifest().info.entries) into `out` (entry.nbytes bytes) and
+  // check its checksum. Safe to call from several threads at once. Throws kInvalidInput
+  // "checksum mismatch" naming the step and tensor, kIo when a shard cannot be read.
+  void read(const TensorEntry& entry, std::span<uint8_t> out) const;
+  // Everything verify() checks except tensor contents: shard files present with the
+  // recorded sizes and valid safetensors headers agreeing with the manifest.
+  std::vector<std::string> check_layout() const;
+
+ private:
+  void read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  const TensorEntry& source_entry(const TensorEntry& entry) const;
+
+  std::string root_;
+  Manifest manifest_;
+  std::map<uint64_t, Manifest> sources_;  // manifests of referenced steps
+};
+
+// Where a tensor of a step is named in messages: "step-7: tensor 'w'".
+std::string tensor_where(uint64_t step, const std::string& name);
+
+}  // namespace tk::ckpt

@@ -1,0 +1,173 @@
+#include "tk/ckpt/tier.h"
+
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "tk/ckpt/fileops.h"
+#include "tk/ckpt/manifest.h"
+#include "tk/core/error.h"
+
+namespace tk::ckpt {
+
+void check_checkpoint_dir(const std::string& dir) {
+  if (!fs::is_dir(dir)) throw invalid_input("not a directory", dir);
+  for (const auto& name : fs::list_dir(dir))
+    if (!is_checkpoint_entry_name(name))
+      throw invalid_input("not a checkpoint directory (unexpected entry '" + name + "')", dir);
+}
+
+size_t cleanup_leftovers(const std::string& dir) {
+  size_t removed = 0;
+  for (const auto& name : fs::list_dir(dir)) {
+    if (!is_leftover_name(name)) continue;
+    fs::remove_tree(dir + "/" + name);
+    ++removed;
+  }
+  if (removed) fs::fsync_dir(dir);
+  return removed;
+}
+
+void write_latest(const std::string& dir, uint64_t step) {
+  std::string text = step_dir_name(step) + "\n";
+  fs::write_file_atomic(dir + "/latest", {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+}
+
+void repair_latest(const std::string& dir) {
+  auto steps = committed_steps(dir);
+  std::string path = dir + "/latest";
+  if (steps.empty()) {
+    if (fs::exists(path)) {
+      ::unlink(path.c_str());
+      fs::fsync_dir(dir);
+    }
+    return;
+  }
+  std::string want = step_dir_name(steps.back()) + "\n";
+  std::string have;
+  if (fs::exists(path)) {
+    auto bytes = fs::read_file(path, 4096);
+    have.assign(bytes.begin(), bytes.end());
+  }
+  if (have != want) write_latest(dir, steps.back());
+}
+
+void remove_step(const std::string& dir, uint64_t step) {
+  std::string path = dir + "/" + step_dir_name(step);
+  std::string aside = path + ".del-" + fs::unique_suffix();
+  fs::rename_path(path, aside);
+  fs::fsync_dir(dir);
+  fs::remove_tree(aside);
+}
+
+std::vector<StepInfo> list_steps(const std::string& dir) {
+  std::vector<StepInfo> steps;
+  for (uint64_t s : committed_steps(dir)) steps.push_back(read_manifest(dir + "/" + step_dir_name(s)).info);
+  return steps;
+}
+
+namespace {
+
+void copy_file(const std::string& from, const std::string& to) {
+  fs::File in = fs::open_read(from);
+  fs::File out = fs::create_file(to);
+  uint64_t size = fs::file_size(in);
+  uint64_t done = 0;
+  // The kernel copies without a round trip through user memory; a plain read/write
+  // loop serves file systems that refuse.
+  while (done < size) {
+    ssize_t n = ::copy_file_range(in.fd(), nullptr, out.fd(), nullptr, size - done, 0);
+    if (n <= 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  if (done < size) {
+    std::vector<uint8_t> buf(size_t(8) << 20);
+    while (done < size) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - done));
+      fs::pread_all(in, done, {buf.data(), n}, "file");
+      fs::write_all(out, {buf.data(), n});
+      done += n;
+    }
+  }
+  fs::fsync_file(out);
+}
+
+}  // namespace
+
+void copy_step(const std::string& from, const std::string& to, uint64_t step) {
+  const std::string name = step_dir_name(step);
+  Manifest m = read_manifest(from + "/" + name);
+  const std::string final_dir = to + "/" + name;
+  if (fs::exists(final_dir + "/" + kManifestName)) return;  // already there
+  const std::string tmp = final_dir + ".tmp-" + fs::unique_suffix();
+  try {
+    fs::make_dir(tmp);
+    for (const auto& sh : m.shards) copy_file(from + "/" + name + "/" + sh.file, tmp + "/" + sh.file);
+    copy_file(from + "/" + name + "/" + kManifestName, tmp + "/" + kManifestName);  // manifest last
+    fs::fsync_dir(tmp);
+    fs::rename_path(tmp, final_dir);
+  } catch (...) {
+    fs::remove_tree(tmp);
+    throw;
+  }
+  fs::fsync_dir(to);
+  auto steps = committed_steps(to);
+  if (!steps.empty() && steps.back() == step) write_latest(to, step);
+}
+
+std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint32_t keep_last, uint32_t keep_every) {
+  if (steps.empty() || (keep_last == 0 && keep_every == 0)) return {};
+  std::vector<uint64_t> ids;
+  std::map<uint64_t, std::optional<uint64_t>> parent;
+  for (const auto& s : steps) {
+    ids.push_back(s.step);
+    parent[s.step] = s.parent;
+  }
+  std::sort(ids.begin(), ids.end());
+  std::set<uint64_t> keep;
+  keep.insert(ids.back());  // the newest, always
+  size_t n = ids.size();
+  if (keep_last == 0) keep.insert(ids.begin(), ids.end());
+  for (size_t i = n - std::min<size_t>(n, keep_last); i < n; ++i) keep.insert(ids[i]);
+  if (keep_every > 0)
+    for (uint64_t s : ids)
+      if (s % keep_every == 0) keep.insert(s);
+  // Parents of kept steps (and theirs) stay.
+  std::vector<uint64_t> todo(keep.begin(), keep.end());
+  while (!todo.empty()) {
+    uint64_t s = todo.back();
+    todo.pop_back();
+    auto it = parent.find(s);
+    if (it != parent.end() && it->second && !keep.count(*it->second)) {
+      keep.insert(*it->second);
+      todo.push_back(*it->second);
+    }
+  }
+  std::vector<uint64_t> victims;
+  for (uint64_t s : ids)
+    if (!keep.count(s)) victims.push_back(s);
+  return victims;
+}
+
+std::vector<uint64_t> flush_steps(const std::string& from, const std::string& to) {
+  if (!fs::exists(from)) throw errno_error("no such checkpoint directory", from, ENOENT);
+  check_checkpoint_dir(from);
+  fs::make_dirs(to);
+  check_checkpoint_dir(to);
+  fs::DirLock lock(to);
+  cleanup_leftovers(to);
+  auto have = committed_steps(to);
+  std::vector<uint64_t> copied;
+  for (uint64_t s : committed_steps(from)) {
+    if (std::binary_search(have.begin(), have.end(), s)) continue;
+    copy_step(from, to, s);
+    copied.push_back(s);
+  }
+  repair_latest(to);
+  return copied;
+}
+
+}  // namespace tk::ckpt

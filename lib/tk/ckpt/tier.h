@@ -1,0 +1,32 @@
+// Operations on a whole checkpoint directory (a tier): checking that a directory is
+// one, removing what killed writers left, the `latest` pointer, deleting and copying
+// steps with the commit protocol. Internal to lib/tk/ckpt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tk/ckpt/checkpoint.h"
+
+namespace tk::ckpt {
+
+// Throws kInvalidInput when `dir` is not a directory, or holds anything a checkpoint
+// directory cannot (an empty directory is fine).
+void check_checkpoint_dir(const std::string& dir);
+// Remove temp and half-deleted entries ("step-N.tmp-*", "step-N.del-*", "latest.tmp-*").
+// Only the lock holder may call this. Returns how many were removed.
+size_t cleanup_leftovers(const std::string& dir);
+// Point `latest` at `step`: written beside it, fsynced, renamed over it, dir fsynced.
+void write_latest(const std::string& dir, uint64_t step);
+// Make `latest` name the newest committed step (a writer killed between the step's
+// rename and the pointer update leaves it one behind); remove it when there is none.
+void repair_latest(const std::string& dir);
+// Delete a step: rename it aside first (so it disappears atomically), fsync, then remove.
+void remove_step(const std::string& dir, uint64_t step);
+// Manifests of every committed step, oldest first.
+std::vector<StepInfo> list_steps(const std::string& dir);
+// Copy committed step `step` of `from` into `to` with the full commit protocol.
+void copy_step(const std::string& from, const std::string& to, uint64_t step);
+
+}  // namespace tk::ckpt

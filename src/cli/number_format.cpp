@@ -2,9 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <iterator>
 
 #include <fmt/format.h>
+
+#include "tk/core/error.h"
 
 namespace tk::cli {
 
@@ -37,6 +41,36 @@ nlohmann::json json_number(double value, bool keep_infinity) {
 
 std::string count_noun(uint64_t n, const char* singular, const char* plural) {
   return fmt::format("{} {}", n, n == 1 ? singular : plural);
+}
+
+}  // namespace tk::cli
+
+namespace tk::cli {
+
+uint64_t bytes_parse(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw usage_error("not a byte count: '" + text + "'", flag);
+  }
+  std::string unit = text.substr(used);
+  for (const char* suffix : {"iB", "B", "i"})
+    if (unit.size() > 1 && unit.ends_with(suffix) && unit.size() == 1 + std::strlen(suffix)) {
+      unit.resize(1);
+      break;
+    }
+  double scale = 1;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M") scale = 1024.0 * 1024;
+  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
+  else throw usage_error("not a byte count: '" + text + "' (use a number with K, M, G or T)", flag);
+  double bytes = value * scale;
+  if (!(bytes >= 0) || bytes > 9.0e18) throw usage_error("byte count out of range: '" + text + "'", flag);
+  return static_cast<uint64_t>(bytes + 0.5);
 }
 
 }  // namespace tk::cli

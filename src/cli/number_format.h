@@ -23,3 +23,12 @@ nlohmann::json json_number(double value, bool keep_infinity = false);
 std::string count_noun(uint64_t n, const char* singular, const char* plural);
 
 }  // namespace tk::cli
+
+namespace tk::cli {
+
+// Parse a byte count for a command line: "4096", "64K", "512MiB", "1.5G", "2GB" (K, M,
+// G, T with or without "i"/"iB"/"B" are powers of 1024). Throws kUsage naming `flag`
+// on anything else.
+uint64_t bytes_parse(const std::string& text, const std::string& flag);
+
+}  // namespace tk::cli

@@ -168,6 +168,8 @@ class Checkpointer {
 
   // Newest committed step, if any.
   virtual std::optional<uint64_t> latest() const = 0;
+  // Committed step numbers, ascending, without reading their manifests.
+  virtual std::vector<uint64_t> steps() const = 0;
   // Committed steps, oldest first, read from their manifests.
   virtual std::vector<StepInfo> list() const = 0;
   // One step's manifest; throws kInvalidInput when the step does not exist or its

@@ -81,6 +81,7 @@ class Engine final : public Checkpointer {
   SaveStats wait(SaveHandle handle) override;
   void wait_all() override;
   std::optional<uint64_t> latest() const override;
+  std::vector<uint64_t> steps() const override { return committed_steps(dir_); }
   std::vector<StepInfo> list() const override;
   StepInfo info(uint64_t step) const override;
   std::vector<NamedTensor> restore(uint64_t step) const override;
@@ -387,6 +388,9 @@ uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pe
       std::vector<io::TensorInfo> ordered;
       for (size_t k : order) ordered.push_back(infos[k]);
       std::vector<uint8_t> header = io::safetensors_make_header(ordered, meta);
+      // The file starts with the header's length, 8 bytes little-endian.
+      uint64_t header_bytes = header.size();
+      for (int b = 7; b >= 0; --b) header.insert(header.begin(), static_cast<uint8_t>(header_bytes >> (8 * b)));
       const std::string name = shard_name(g);
       fs::File file = fs::create_file(tmp_dir + "/" + name);
       fs::write_all(file, header);
@@ -455,12 +459,16 @@ SaveStats Engine::process(Job& job) {
     fs::remove_tree(tmp_dir);
     throw;
   }
-  // The step is committed once the rename is durable; `latest` is a convenience for
-  // other readers (the engine itself scans for manifests), so failures past this point
-  // do not undo the step.
+  // The step is committed once the rename is durable and `latest` names it. A failure
+  // before that takes the step back, so that a failed save leaves no step behind.
   auto t2 = Clock::now();
-  fs::fsync_dir(dir_);
-  write_latest(dir_, job.step);
+  try {
+    fs::fsync_dir(dir_);
+    write_latest(dir_, job.step);
+  } catch (...) {
+    uncommit_step(dir_, job.step);
+    throw;
+  }
   if (full) {
     manifest.info.dir = final_dir;
     last_full_ = std::move(manifest);
@@ -473,7 +481,14 @@ SaveStats Engine::process(Job& job) {
     flush_queue_.emplace_back(job.step, Clock::now());
     flush_cv_.notify_one();
   }
-  if (options_.keep_last > 0 || options_.keep_every > 0) apply_retention();
+  // The save is done; a retention step that fails is tried again after the next commit
+  // (or by gc()) and must not make a committed save look failed.
+  if (options_.keep_last > 0 || options_.keep_every > 0) {
+    try {
+      apply_retention();
+    } catch (const Error&) {
+    }
+  }
   stats.commit_seconds += seconds_since(t2);
   return stats;
 }

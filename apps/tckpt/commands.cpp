@@ -1,0 +1,232 @@
+// tckpt save / ls / restore / verify / gc / flush.
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/number_format.h"
+#include "cli/output.h"
+#include "cli/report.h"
+#include "cli/std_streams.h"
+#include "tckpt.h"
+#include "tk/ckpt/checkpoint.h"
+#include "tk/core/error.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::tckpt {
+
+namespace {
+
+using nlohmann::json;
+
+ckpt::Options engine_options(const EngineFlags& e) {
+  ckpt::Options o;
+  o.durable_dir = e.durable;
+  o.keep_last = e.keep_last;
+  o.keep_every = e.keep_every;
+  o.compression = e.compress == "lossless" ? ckpt::Compression::kLossless : ckpt::Compression::kNone;
+  o.incremental = e.incremental;
+  o.full_every = e.full_every;
+  if (!e.shard_size.empty()) o.shard_bytes = cli::bytes_parse(e.shard_size, "--shard-size");
+  return o;
+}
+
+std::unique_ptr<ckpt::Checkpointer> open_read_only(const std::string& dir) {
+  ckpt::Options o;
+  o.read_only = true;
+  return ckpt::Checkpointer::open(dir, o);
+}
+
+uint64_t chosen_step(const ckpt::Checkpointer& ck, const std::optional<uint64_t>& step) {
+  if (step) return *step;
+  auto latest = ck.latest();
+  if (!latest) throw invalid_input("no committed step", ck.dir());
+  return *latest;
+}
+
+}  // namespace
+
+int run_save(cli::Tool& tool, const SaveOptions& o) {
+  std::vector<std::string> inputs = o.inputs.empty() ? std::vector<std::string>{"-"} : o.inputs;
+  if (std::count(inputs.begin(), inputs.end(), "-") > 1) throw usage_error("standard input can be read only once");
+  cli::check_binary_input(inputs, cli::stdin_is_terminal());
+  ckpt::Metadata metadata;
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const auto& kv : o.metadata) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw usage_error("expected KEY=VALUE, got '" + kv + "'", "--metadata");
+    extra.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  ckpt::Options options = engine_options(o.engine);
+
+  // Read everything first: a bad input must not cost a step.
+  cli::TensorSelection selection = tool.options().selection();
+  std::vector<ckpt::NamedTensor> tensors;
+  std::set<std::string> names;
+  for (const auto& path : inputs) {
+    auto reader = io::open_reader(path);
+    for (size_t i = 0; i < reader->tensors().size(); ++i) {
+      const auto& info = reader->tensors()[i];
+      if (!selection.selects(info.name)) continue;
+      if (!names.insert(info.name).second)
+        throw usage_error("tensor '" + info.name + "' appears in more than one input", io::input_display_name(path));
+      tensors.push_back({info.name, reader->read(i)});
+    }
+    metadata.insert(reader->metadata().begin(), reader->metadata().end());
+  }
+  selection.check_all_patterns_used();
+  for (auto& [k, v] : extra) metadata[k] = v;
+
+  auto ck = ckpt::Checkpointer::open(o.dir, options);
+  uint64_t step = o.step ? *o.step : (ck->latest() ? *ck->latest() + 1 : 0);
+  ckpt::SaveStats s = ck->save(step, std::move(tensors), metadata);
+  ck->wait_all();  // the durable copy too, when there is a tier
+  double seconds = s.write_seconds + s.commit_seconds;
+  std::string parts = fmt::format("{} stored", s.tensors_stored);
+  if (o.engine.incremental) parts += fmt::format(", {} unchanged, {} as deltas", s.tensors_referenced, s.tensors_delta);
+  tool.summary(fmt::format("step {} committed: {}, {} ({}), wrote {} in {:.2f} s{}", step,
+                           cli::count_noun(s.tensors_stored + s.tensors_referenced + s.tensors_delta, "tensor", "tensors"),
+                           cli::format_bytes(s.logical_bytes), parts, cli::format_bytes(s.written_bytes), seconds,
+                           o.engine.durable.empty() ? "" : ", flushed to " + o.engine.durable));
+  if (tool.options().json) {
+    json doc = {{"dir", o.dir},
+                {"step", step},
+                {"tensors_stored", s.tensors_stored},
+                {"tensors_referenced", s.tensors_referenced},
+                {"tensors_delta", s.tensors_delta},
+                {"logical_bytes", s.logical_bytes},
+                {"written_bytes", s.written_bytes},
+                {"write_seconds", s.write_seconds},
+                {"commit_seconds", s.commit_seconds}};
+    cli::write_json(doc, *tool.options().json);
+  }
+  return cli::kExitOk;
+}
+
+int run_ls(cli::Tool& tool, const StepOptions& o) {
+  auto ck = open_read_only(o.dir);
+  std::vector<ckpt::StepInfo> steps = ck->list();
+  std::set<uint64_t> durable;
+  if (!o.durable.empty()) {
+    auto tier = open_read_only(o.durable);
+    for (uint64_t s : tier->steps()) durable.insert(s);
+  }
+  cli::TextTable table({"STEP", "CREATED", "TENSORS", "SIZE", "STORED", "STATE", "PARENT"});
+  json rows = json::array();
+  for (const auto& s : steps) {
+    bool flushed = durable.count(s.step) > 0;
+    std::string state = flushed ? "flushed" : "committed";
+    table.add_row({std::to_string(s.step), s.created, std::to_string(s.tensors), cli::format_bytes(s.logical_bytes),
+                   cli::format_bytes(s.stored_bytes), state, s.parent ? std::to_string(*s.parent) : "-"});
+    rows.push_back({{"step", s.step},
+                    {"created", s.created},
+                    {"tensors", s.tensors},
+                    {"logical_bytes", s.logical_bytes},
+                    {"stored_bytes", s.stored_bytes},
+                    {"state", state},
+                    {"parent", s.parent ? json(*s.parent) : json(nullptr)},
+                    {"metadata", s.metadata}});
+  }
+  if (tool.options().text_report()) cli::write_stdout(table.render());
+  if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", rows}}, *tool.options().json);
+  return cli::kExitOk;
+}
+
+int run_restore(cli::Tool& tool, const StepOptions& o) {
+  io::FileFormat format = cli::output_format(o.output, o.format);
+  cli::check_binary_output(o.output, cli::stdout_is_terminal());
+  cli::check_output_not_directory(o.output);
+  auto ck = open_read_only(o.dir);
+  uint64_t step = chosen_step(*ck, o.step);
+  ckpt::StepInfo info = ck->info(step);
+
+  cli::TensorSelection selection = tool.options().selection();
+  std::vector<ckpt::NamedTensor> tensors;
+  std::vector<io::TensorInfo> infos;
+  for (const auto& e : info.entries) {
+    if (!selection.selects(e.name)) continue;
+    tensors.push_back({e.name, Tensor::empty(e.dtype, e.shape)});
+    infos.push_back({e.name, e.dtype, e.shape, e.nbytes});
+  }
+  selection.check_all_patterns_used();
+  ck->restore_into(step, tensors);  // checks every checksum before anything is written
+
+  io::WriteOptions write_options;
+  write_options.format = format;
+  auto writer = io::open_writer(o.output, write_options);
+  io::Metadata metadata(info.metadata.begin(), info.metadata.end());
+  std::vector<size_t> order = writer->begin(infos, metadata);
+  uint64_t bytes = 0;
+  for (size_t i : order) {
+    writer->write(i, tensors[i].tensor);
+    bytes += tensors[i].tensor.nbytes();
+  }
+  writer->finish();
+  tool.summary(fmt::format("step {}: {}, {} restored and verified", step,
+                           cli::count_noun(tensors.size(), "tensor", "tensors"), cli::format_bytes(bytes)));
+  if (tool.options().json)
+    cli::write_json({{"dir", o.dir}, {"step", step}, {"output", o.output}, {"tensors", tensors.size()}, {"bytes", bytes}},
+                    *tool.options().json);
+  return cli::kExitOk;
+}
+
+int run_verify(cli::Tool& tool, const StepOptions& o) {
+  auto ck = open_read_only(o.dir);
+  std::vector<uint64_t> steps = o.step ? std::vector<uint64_t>{*o.step} : ck->steps();
+  cli::TextTable table({"STEP", "RESULT", "TENSORS", "SIZE"});
+  json rows = json::array();
+  std::vector<std::string> problems;
+  for (uint64_t s : steps) {
+    ckpt::VerifyReport r = ck->verify(s);
+    table.add_row({std::to_string(s), r.ok() ? "ok" : "FAILED", std::to_string(r.tensors_checked),
+                   cli::format_bytes(r.bytes_checked)});
+    rows.push_back({{"step", s}, {"ok", r.ok()}, {"tensors", r.tensors_checked}, {"bytes", r.bytes_checked},
+                    {"problems", r.problems}});
+    problems.insert(problems.end(), r.problems.begin(), r.problems.end());
+  }
+  if (tool.options().text_report()) cli::write_stdout(table.render());
+  if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", rows}}, *tool.options().json);
+  if (problems.empty()) {
+    tool.summary(fmt::format("{} verified", cli::count_noun(steps.size(), "step", "steps")));
+    return cli::kExitOk;
+  }
+  // All but the last problem as lines of their own; the last becomes the error itself.
+  for (size_t i = 0; i + 1 < problems.size(); ++i) tool.warning(problems[i]);
+  throw invalid_input(problems.back() + (problems.size() > 1 ? fmt::format(" ({} problems)", problems.size()) : ""));
+}
+
+int run_gc(cli::Tool& tool, const GcOptions& o) {
+  if (!std::filesystem::exists(o.dir)) throw errno_error("no such checkpoint directory", o.dir, ENOENT);
+  auto ck = ckpt::Checkpointer::open(o.dir, engine_options(o.engine));
+  ckpt::GcReport r = ck->gc();
+  std::vector<std::string> removed;
+  for (uint64_t s : r.removed_steps) removed.push_back(std::to_string(s));
+  tool.summary(fmt::format("removed {}{}, {} freed; removed {}",
+                           cli::count_noun(removed.size(), "step", "steps"),
+                           removed.empty() ? "" : " (" + fmt::format("{}", fmt::join(removed, ", ")) + ")",
+                           cli::format_bytes(r.bytes_freed),
+                           cli::count_noun(r.removed_temp_dirs, "leftover temp entry", "leftover temp entries")));
+  if (tool.options().json)
+    cli::write_json({{"dir", o.dir},
+                     {"removed_steps", r.removed_steps},
+                     {"bytes_freed", r.bytes_freed},
+                     {"removed_temp_entries", r.removed_temp_dirs}},
+                    *tool.options().json);
+  return cli::kExitOk;
+}
+
+int run_flush(cli::Tool& tool, const FlushOptions& o) {
+  std::vector<uint64_t> copied = ckpt::flush_steps(o.dir, o.to);
+  std::vector<std::string> names;
+  for (uint64_t s : copied) names.push_back(std::to_string(s));
+  tool.summary(fmt::format("copied {}{} to {}", cli::count_noun(copied.size(), "step", "steps"),
+                           names.empty() ? "" : " (" + fmt::format("{}", fmt::join(names, ", ")) + ")", o.to));
+  if (tool.options().json) cli::write_json({{"from", o.dir}, {"to", o.to}, {"copied", copied}}, *tool.options().json);
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tckpt

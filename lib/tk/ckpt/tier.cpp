@@ -23,7 +23,8 @@ void check_checkpoint_dir(const std::string& dir) {
 size_t cleanup_leftovers(const std::string& dir) {
   size_t removed = 0;
   for (const auto& name : fs::list_dir(dir)) {
-    if (!is_leftover_name(name)) continue;
+    bool uncommitted = parse_step_dir_name(name) && !fs::exists(dir + "/" + name + "/" + kManifestName);
+    if (!is_leftover_name(name) && !uncommitted) continue;
     fs::remove_tree(dir + "/" + name);
     ++removed;
   }
@@ -61,6 +62,20 @@ void remove_step(const std::string& dir, uint64_t step) {
   fs::rename_path(path, aside);
   fs::fsync_dir(dir);
   fs::remove_tree(aside);
+}
+
+void uncommit_step(const std::string& dir, uint64_t step) noexcept {
+  std::string path = dir + "/" + step_dir_name(step);
+  try {
+    remove_step(dir, step);
+  } catch (...) {
+    ::unlink((path + "/" + kManifestName).c_str());
+    fs::remove_tree(path);
+  }
+  try {
+    repair_latest(dir);
+  } catch (...) {
+  }
 }
 
 std::vector<StepInfo> list_steps(const std::string& dir) {

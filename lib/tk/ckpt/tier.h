@@ -14,7 +14,8 @@ namespace tk::ckpt {
 // Throws kInvalidInput when `dir` is not a directory, or holds anything a checkpoint
 // directory cannot (an empty directory is fine).
 void check_checkpoint_dir(const std::string& dir);
-// Remove temp and half-deleted entries ("step-N.tmp-*", "step-N.del-*", "latest.tmp-*").
+// Remove temp and half-deleted entries ("step-N.tmp-*", "step-N.del-*", "latest.tmp-*",
+// step-N without a manifest).
 // Only the lock holder may call this. Returns how many were removed.
 size_t cleanup_leftovers(const std::string& dir);
 // Point `latest` at `step`: written beside it, fsynced, renamed over it, dir fsynced.
@@ -24,6 +25,10 @@ void write_latest(const std::string& dir, uint64_t step);
 void repair_latest(const std::string& dir);
 // Delete a step: rename it aside first (so it disappears atomically), fsync, then remove.
 void remove_step(const std::string& dir, uint64_t step);
+// Take back a step whose commit failed after its rename: as remove_step, or, when the
+// rename aside fails too, unlink its manifest (which un-commits it) and remove the rest;
+// then point `latest` at what is left. Best effort, never throws.
+void uncommit_step(const std::string& dir, uint64_t step) noexcept;
 // Manifests of every committed step, oldest first.
 std::vector<StepInfo> list_steps(const std::string& dir);
 // Copy committed step `step` of `from` into `to` with the full commit protocol.

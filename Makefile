@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
 
-.PHONY: all deps build test demo test-asan fuzz bench-io clean
+.PHONY: all deps build test demo test-asan fuzz bench-io crash-test clean
 
 all: build
 
@@ -42,6 +42,12 @@ fuzz: deps
 	@cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors
 	@mkdir -p fuzz-corpus/safetensors && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
 	./build-fuzz/tests/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 fuzz-corpus/safetensors
+
+# Crash-consistency proof of the checkpoint engine: 200 SIGKILLs at random points of a
+# saving writer, then faults injected into every write, fsync and rename of a save.
+crash-test: build
+	python3 tests/crash/ckpt_crash.py --writer $(BUILD)/tests/crash/tk_ckpt_crash_writer \
+	  --work $(BUILD)/test-tmp/ckpt-crash --kills 200
 
 bench-io: build
 	bash scripts/bench/io.sh

@@ -8,7 +8,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 apt_packages=(
-  build-essential cmake pkg-config git
+  build-essential gfortran cmake pkg-config git
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libhdf5-dev hdf5-tools libzstd-dev zstd
   libgtest-dev libgmock-dev

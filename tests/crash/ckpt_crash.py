@@ -42,7 +42,7 @@ def configs(block_dir):
         "incremental": ["--incremental", "--full-every", "4"],
         "lossless": ["--compression", "lossless", "--shard-bytes", str(2 << 20)],
         "incremental-lossless": ["--incremental", "--full-every", "3", "--compression", "lossless"],
-        "durable": ["--durable", durable, "--keep-last", "4"],
+        "durable": ["--durable", durable, "--incremental", "--full-every", "3", "--keep-last", "4"],
         "retention": ["--incremental", "--full-every", "3", "--keep-last", "3", "--keep-every", "5"],
     }
 
@@ -358,8 +358,14 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--fault-limit", type=int, default=None,
                    help="largest N tried per call kind (default: 8 for short runs, 200 for 200+ kills)")
+    p.add_argument("--configs", default=",".join(CONFIG_ORDER),
+                   help="comma-separated configurations to rotate through (default: all)")
     p.add_argument("--keep", action="store_true", help="keep the directories of passing blocks")
     args = p.parse_args()
+    args.configs = args.configs.split(",")
+    unknown = set(args.configs) - set(CONFIG_ORDER)
+    if unknown:
+        p.error(f"unknown configurations: {', '.join(sorted(unknown))}")
     full = args.kills >= 200
     if args.fault_limit is None:
         args.fault_limit = 200 if full else 8
@@ -372,12 +378,13 @@ def main():
     try:
         block = 0
         while stats["kills"] < args.kills:
-            cfg = CONFIG_ORDER[block % len(CONFIG_ORDER)]
+            cfg = args.configs[block % len(args.configs)]
             kill_block(args, rng, block, cfg, min(args.kills_per_block, args.kills - stats["kills"]), stats)
             block += 1
         t_kills = time.monotonic() - t0
         for cfg in FAULT_CONFIGS_FULL if full else FAULT_CONFIGS_SHORT:
-            fault_config(args, cfg, args.fault_limit, stats)
+            if cfg in args.configs:
+                fault_config(args, cfg, args.fault_limit, stats)
     except Failure as e:
         print(f"ckpt_crash: FAILED after {stats['kills']} kills (seed {args.seed}): {e}", file=sys.stderr)
         print(f"ckpt_crash: directories kept under {args.work}", file=sys.stderr)

@@ -200,7 +200,8 @@ class Checkpointer {
 
 // Retention as a pure function, so it can be tested on its own: which of `steps` (with
 // their parents) to delete under keep_last / keep_every. Never the newest step, never
-// the parent of a kept step.
+// the parent of a kept step. Newest first, the order to delete them in: a writer killed
+// between two deletions then never leaves an incremental step without its parent.
 std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint32_t keep_last,
                                         uint32_t keep_every);
 

@@ -505,6 +505,9 @@ GcReport Engine::apply_retention() {
     if (flushing_) busy.insert(flushing_->first);
   }
   if (last_full_) busy.insert(last_full_->info.step);  // the parent of the next incremental save
+  // A step that stays keeps its parent, or it could not be read (nor copied) any more.
+  for (const auto& info : steps)
+    if (busy.count(info.step) && info.parent) busy.insert(*info.parent);
   for (uint64_t s : victims) {
     if (busy.count(s)) continue;
     auto it = std::find_if(steps.begin(), steps.end(), [&](const StepInfo& i) { return i.step == s; });

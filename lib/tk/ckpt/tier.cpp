@@ -161,9 +161,10 @@ std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint
       todo.push_back(*it->second);
     }
   }
+  // Children before their parents (a parent's step is always the smaller).
   std::vector<uint64_t> victims;
-  for (uint64_t s : ids)
-    if (!keep.count(s)) victims.push_back(s);
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it)
+    if (!keep.count(*it)) victims.push_back(*it);
   return victims;
 }
 

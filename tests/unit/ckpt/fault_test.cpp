@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -270,8 +272,11 @@ std::set<uint64_t> reference_victims(const std::vector<StepInfo>& steps, uint32_
   return victims;
 }
 
+// The victims as a set; they must come newest first, so that deleting them in that order
+// never orphans an incremental step when the deleting process is killed halfway.
 std::set<uint64_t> victims_of(const std::vector<StepInfo>& steps, uint32_t keep_last, uint32_t keep_every) {
   std::vector<uint64_t> v = retention_victims(steps, keep_last, keep_every);
+  EXPECT_TRUE(std::is_sorted(v.rbegin(), v.rend())) << "victims not newest first";
   std::set<uint64_t> out(v.begin(), v.end());
   EXPECT_EQ(out.size(), v.size()) << "a victim named twice";
   return out;
@@ -323,7 +328,49 @@ TEST(Retention, MatchesTheReferenceOnRandomSteps) {
       }
     }
     ASSERT_EQ(got, reference_victims(steps, keep_last, keep_every));
+    // Deleted in the order given, every prefix (a writer killed between deletions) leaves
+    // each remaining incremental step with its parent.
+    std::vector<uint64_t> order = retention_victims(steps, keep_last, keep_every);
+    std::set<uint64_t> gone;
+    for (uint64_t victim : order) {
+      gone.insert(victim);
+      for (const auto& s : steps) {
+        if (!gone.count(s.step) && s.parent) {
+          ASSERT_FALSE(gone.count(*s.parent)) << "step " << s.step << " orphaned after deleting " << victim;
+        }
+      }
+    }
   }
+}
+
+// Steps still waiting for the durable tier are not deleted on the main tier; neither
+// may their parents be, or they are left unreadable there.
+TEST(Retention, KeepsTheParentOfAStepWaitingForTheDurableTier) {
+  TempDir dir("ckpt_fault");
+  Options o;
+  o.durable_dir = dir.path() + "/durable";
+  o.incremental = true;
+  o.full_every = 2;
+  o.keep_last = 1;
+  auto ck = Checkpointer::open(dir.path() + "/ckpt", o);
+  {
+    // A slow durable tier: every call there takes 50 ms, so steps queue up for it.
+    std::string durable = o.durable_dir;
+    HookScope hook([durable](FaultPoint, const std::string& path) {
+      if (path.rfind(durable, 0) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return 0;
+    });
+    for (uint64_t s = 1; s <= 6; ++s) {
+      ck->save(s, tensors_for(s));
+      for (const auto& info : ck->list()) {
+        if (info.parent) {
+          EXPECT_TRUE(ck->verify(info.step).ok()) << "step " << info.step << " after saving " << s;
+        }
+      }
+    }
+    ck->wait_all();
+  }
+  for (const auto& info : ck->list()) EXPECT_TRUE(ck->verify(info.step).ok()) << "step " << info.step;
 }
 
 TEST(Retention, EngineKeepsWhatRetentionSays) {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <ostream>
 #include <random>
 #include <set>
 #include <string>
@@ -102,6 +103,7 @@ struct Mode {
   const char* name;
   Options options;
 };
+void PrintTo(const Mode& mode, std::ostream* os) { *os << mode.name; }
 
 Options mode_options(bool incremental, Compression compression, uint64_t shard_bytes) {
   Options o;

@@ -203,6 +203,7 @@ int run_gc(cli::Tool& tool, const GcOptions& o) {
   if (!std::filesystem::exists(o.dir)) throw errno_error("no such checkpoint directory", o.dir, ENOENT);
   auto ck = ckpt::Checkpointer::open(o.dir, engine_options(o.engine));
   ckpt::GcReport r = ck->gc();
+  std::sort(r.removed_steps.begin(), r.removed_steps.end());
   std::vector<std::string> removed;
   for (uint64_t s : r.removed_steps) removed.push_back(std::to_string(s));
   tool.summary(fmt::format("removed {}{}, {} freed; removed {}",

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--durable", bench.durable, "Second tier for the flush (default: beside --dir)")
       ->type_name("DIR2");
   bench_cmd->add_option("--size", bench.size, "Bytes of state (default 1GiB)")->type_name("BYTES");
-  bench_cmd->add_option("--tensors", bench.tensors, "Number of tensors in the state (default 64)")
+  bench_cmd->add_option("--count", bench.tensors, "Number of tensors in the state (default 64)")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--repeat", bench.repeat, "Repetitions; medians are reported (default 3)")
       ->check(CLI::PositiveNumber);

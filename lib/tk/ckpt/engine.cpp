@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <variant>
 
 #include "tk/ckpt/checkpoint.h"
@@ -94,7 +95,8 @@ class Engine final : public Checkpointer {
   void worker_loop();
   SaveStats process(Job& job);
   std::vector<Pending> encode(const Job& job, const Manifest* parent, bool full);
-  uint64_t write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards);
+  uint64_t write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
+                      const Metadata& metadata);
   GcReport apply_retention();
   void flusher_loop();
   void load_incremental_state();
@@ -117,6 +119,7 @@ class Engine final : public Checkpointer {
   // Incremental state, touched by the worker only.
   std::optional<Manifest> last_full_;
   uint32_t since_full_ = 0;
+  size_t leftovers_removed_ = 0;  // by open(), reported by the first gc()
 
   // Tier flush.
   std::condition_variable flush_cv_;
@@ -137,10 +140,11 @@ Engine::Engine(std::string dir, const Options& options) : Checkpointer(std::move
     check_checkpoint_dir(dir_);
     return;
   }
+  if (fs::exists(dir_) && !fs::is_dir(dir_)) throw invalid_input("not a directory", dir_);
   fs::make_dirs(dir_);
   check_checkpoint_dir(dir_);
   lock_ = std::make_unique<fs::DirLock>(dir_);
-  cleanup_leftovers(dir_);
+  leftovers_removed_ = cleanup_leftovers(dir_);
   repair_latest(dir_);
   last_step_ = latest();
   if (!options_.durable_dir.empty()) {
@@ -347,7 +351,8 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
   return pending;
 }
 
-uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards) {
+uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
+                           const Metadata& metadata) {
   // Assign stored tensors to shards in manifest order.
   std::vector<std::vector<size_t>> groups;
   uint64_t group_bytes = 0;
@@ -383,7 +388,9 @@ uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pe
         info.nbytes = p.data.size();
         infos.push_back(std::move(info));
       }
-      io::Metadata meta = {{"format", "pt"}};
+      // The caller's metadata goes into every shard as well, so that a full step of a
+      // model file is that file again.
+      io::Metadata meta(metadata.begin(), metadata.end());
       std::vector<size_t> order = io::safetensors_canonical_order(infos);
       std::vector<io::TensorInfo> ordered;
       for (size_t k : order) ordered.push_back(infos[k]);
@@ -429,7 +436,7 @@ SaveStats Engine::process(Job& job) {
   Manifest manifest;
   try {
     fs::make_dir(tmp_dir);
-    stats.written_bytes = write_step(tmp_dir, pending, manifest.shards);
+    stats.written_bytes = write_step(tmp_dir, pending, manifest.shards, job.metadata);
     stats.write_seconds = seconds_since(t0);
     auto t1 = Clock::now();
 
@@ -673,7 +680,7 @@ GcReport Engine::gc() {
   wait_all();
   GcReport report;
   if (options_.keep_last > 0 || options_.keep_every > 0) report = apply_retention();
-  report.removed_temp_dirs = cleanup_leftovers(dir_);
+  report.removed_temp_dirs = cleanup_leftovers(dir_) + std::exchange(leftovers_removed_, 0);
   return report;
 }
 

@@ -303,7 +303,8 @@ TEST(Checkpoint, IncrementalStoresOnlyWhatChanged) {
   EXPECT_FALSE(ck->info(5).parent);
 
   // A damaged base makes the dependent step fail verification too, naming the base.
-  const auto& base = ck->info(1).entries[0];
+  StepInfo first = ck->info(1);
+  const TensorEntry& base = first.entries[0];
   flip_bit(dir + "/step-1/" + base.shard, base.offset + 8);
   VerifyReport r = ck->verify(2);
   ASSERT_FALSE(r.ok());

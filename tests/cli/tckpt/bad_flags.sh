@@ -1,0 +1,1 @@
+tckpt save ck --metadata novalue "$TD/tiny.safetensors"

@@ -1,0 +1,1 @@
+tckpt ls nowhere

@@ -1,0 +1,492 @@
+// The byte-grouped lossless frame. Layout, all integers little-endian:
+//
+//   offset size
+//   0      4    magic "TKLZ"
+//   4      1    version (1)
+//   5      1    dtype (tk::DType value)
+//   6      1    streams per chunk: the plane width of the dtype (bf16/f16 2, f32/c64 4,
+//               f64 8), 1 for every other dtype (its bytes as they are)
+//   7      1    flags (0)
+//   8      8    element count
+//   16     4    chunk bytes: decoded bytes per chunk (the last chunk may be shorter)
+//   20     4    chunk count
+//   24     8    header checksum: XXH3-64 of the chunk table seeded with XXH3-64 of [0, 24)
+//   32          chunk table, per chunk: u64 checksum (XXH3-64 of the chunk's decoded bytes,
+//               seeded by its zstd streams: see ChunkChecksum), then per stream u8
+//               method and u32 coded length
+//               payload: the coded streams, chunk by chunk, stream by stream
+//
+// The checksum is kept per chunk rather than over the whole tensor so that it is
+// computed while the chunk is in cache and by the thread that coded it; together the
+// chunk checksums cover every decoded byte, and the header checksum covers the rest.
+#include "tk/codec/lossless.h"
+
+#include <omp.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tk/codec/byte_planes.h"
+#include "tk/codec/huffman.h"
+#include "tk/core/buffer.h"
+#include "tk/core/error.h"
+
+namespace tk::codec {
+namespace {
+
+constexpr uint8_t kMagic[4] = {'T', 'K', 'L', 'Z'};
+constexpr uint8_t kVersion = 1;
+constexpr size_t kHeaderBytes = 32;
+constexpr size_t kChunkHashBytes = 8;
+constexpr size_t kStreamEntryBytes = 5;
+constexpr uint32_t kMinChunkBytes = 256;
+constexpr uint32_t kMaxChunkBytes = 64u << 20;
+constexpr uint32_t kChunkAlignment = 64;  // a multiple of every plane width
+
+enum class Method : uint8_t { kRaw = 0, kConstant = 1, kZstd = 2, kHuffman = 3 };
+constexpr uint8_t kMethodCount = 4;
+
+template <typename T> T load_le(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <typename T> void store_le(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
+
+// Bytes per element split into planes; 1 for dtypes whose bytes are coded as they are.
+int plane_width(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+    case DType::kBF16: return 2;
+    case DType::kF32:
+    case DType::kC64: return 4;
+    case DType::kF64: return 8;
+    default: return 1;
+  }
+}
+
+// Coded streams reach at most this many bytes, else they are stored raw.
+size_t coded_limit(size_t raw) { return raw - (raw + 19) / 20; }
+// Sampled entropy (bits per byte) above which a plane is stored raw untried: Huffman
+// needs at least the entropy, and 0.95 x 8 = 7.6 bits is the most it may spend; the
+// margin covers the sampling error.
+constexpr double kRawEntropyBits = 7.7;
+
+int thread_count(int requested, size_t chunks) {
+  const size_t t = requested > 0 ? static_cast<size_t>(requested) : static_cast<size_t>(omp_get_max_threads());
+  return static_cast<int>(std::max<size_t>(1, std::min(t, chunks)));
+}
+
+struct CCtxFree {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+};
+struct DCtxFree {
+  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
+};
+
+// Keeps the error of the lowest failing chunk, so that the error reported does not
+// depend on the thread count or scheduling: chunks above a failed one are skipped,
+// chunks below it still run.
+class FirstError {
+ public:
+  void record(size_t chunk, std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_ || chunk < chunk_) {
+      chunk_ = chunk;
+      error_ = std::move(error);
+      first_failed_.store(chunk, std::memory_order_relaxed);
+    }
+  }
+  bool skip(size_t chunk) const { return first_failed_.load(std::memory_order_relaxed) < chunk; }
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::atomic<size_t> first_failed_{SIZE_MAX};
+  size_t chunk_ = 0;
+  std::exception_ptr error_;
+};
+
+// ---- the frame header and chunk table ----
+
+struct Frame {
+  DType dtype = DType::kU8;
+  int width = 1;
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+  uint32_t chunk_bytes = 0;
+  uint64_t chunks = 0;
+  const uint8_t* table = nullptr;
+  const uint8_t* payload = nullptr;
+  std::vector<uint64_t> offsets;  // payload offset of each chunk, and the payload size last
+
+  size_t entry_bytes() const { return kChunkHashBytes + kStreamEntryBytes * width; }
+  size_t chunk_size(uint64_t c) const {
+    return static_cast<size_t>(std::min<uint64_t>(chunk_bytes, bytes - c * chunk_bytes));
+  }
+};
+
+[[noreturn]] void corrupt(const std::string& what) { throw invalid_input("corrupt lossless frame: " + what); }
+
+uint64_t header_checksum(const uint8_t* header, const uint8_t* table, size_t table_bytes) {
+  return XXH3_64bits_withSeed(table, table_bytes, XXH3_64bits(header, 24));
+}
+
+Frame parse_frame(std::span<const uint8_t> frame) {
+  if (frame.size() < kHeaderBytes) {
+    if (frame.size() >= 4 && std::memcmp(frame.data(), kMagic, 4) != 0)
+      throw invalid_input("not a lossless frame (bad magic)");
+    corrupt("truncated header");
+  }
+  const uint8_t* h = frame.data();
+  if (std::memcmp(h, kMagic, 4) != 0) throw invalid_input("not a lossless frame (bad magic)");
+  if (h[4] != kVersion) throw invalid_input("unsupported lossless frame version " + std::to_string(h[4]));
+  Frame f;
+  if (h[5] >= static_cast<uint8_t>(DType::kCount)) corrupt("unknown dtype " + std::to_string(h[5]));
+  f.dtype = static_cast<DType>(h[5]);
+  f.width = plane_width(f.dtype);
+  if (h[6] != f.width) corrupt("stream count does not match the dtype");
+  if (h[7] != 0) corrupt("unknown flags");
+  f.elements = load_le<uint64_t>(h + 8);
+  f.bytes = dtype_storage_bytes(f.dtype, f.elements);
+  f.chunk_bytes = load_le<uint32_t>(h + 16);
+  if (f.chunk_bytes < kMinChunkBytes || f.chunk_bytes > kMaxChunkBytes || f.chunk_bytes % kChunkAlignment)
+    corrupt("bad chunk size " + std::to_string(f.chunk_bytes));
+  f.chunks = load_le<uint32_t>(h + 20);
+  if (f.chunks != (f.bytes + f.chunk_bytes - 1) / f.chunk_bytes) corrupt("chunk count does not match the size");
+  const uint64_t table_bytes = f.chunks * f.entry_bytes();
+  if (table_bytes > frame.size() - kHeaderBytes) corrupt("truncated chunk table");
+  f.table = h + kHeaderBytes;
+  if (header_checksum(h, f.table, table_bytes) != load_le<uint64_t>(h + 24)) corrupt("header checksum mismatch");
+  f.payload = f.table + table_bytes;
+  const uint64_t payload_bytes = frame.size() - kHeaderBytes - table_bytes;
+
+  f.offsets.resize(f.chunks + 1);
+  uint64_t offset = 0;
+  for (uint64_t c = 0; c < f.chunks; ++c) {
+    f.offsets[c] = offset;
+    const uint8_t* entry = f.table + c * f.entry_bytes() + kChunkHashBytes;
+    const size_t stream_bytes = f.chunk_size(c) / f.width;
+    for (int s = 0; s < f.width; ++s, entry += kStreamEntryBytes) {
+      const uint8_t method = entry[0];
+      const uint32_t length = load_le<uint32_t>(entry + 1);
+      if (method >= kMethodCount) corrupt("unknown method " + std::to_string(method));
+      const bool ok = static_cast<Method>(method) == Method::kRaw        ? length == stream_bytes
+                      : static_cast<Method>(method) == Method::kConstant ? length == 1
+                                                                          : length >= 1 && length <= stream_bytes;
+      if (!ok) corrupt("bad stream length in chunk " + std::to_string(c));
+      if (length > payload_bytes - offset) corrupt("truncated payload");
+      offset += length;
+    }
+  }
+  if (offset != payload_bytes) corrupt("trailing bytes after the payload");
+  f.offsets[f.chunks] = offset;
+  return f;
+}
+
+// ---- compression ----
+
+// Per-thread coding state, kept between calls (OpenMP threads persist), so that many
+// small tensors do not pay for tables and contexts each time; buffers only grow.
+struct CompressState {
+  CompressState() : cctx(ZSTD_createCCtx()) {
+    if (!cctx) throw unavailable("cannot create a zstd context");
+  }
+  HuffmanEncoder huffman;
+  std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx;
+  std::vector<uint8_t> planes;   // the chunk split into planes
+  std::vector<uint8_t> scratch;  // zstd output when a Huffman coding already sits in place
+  std::vector<uint8_t> slot;     // the coded chunk before it joins the frame
+};
+
+CompressState& compress_state(size_t chunk_bytes) {
+  thread_local std::unique_ptr<CompressState> state;
+  if (!state) state = std::make_unique<CompressState>();
+  if (state->planes.size() < chunk_bytes) {
+    state->planes.resize(chunk_bytes);
+    state->scratch.resize(chunk_bytes);
+    state->slot.resize(chunk_bytes + kHuffmanSlack);
+  }
+  return *state;
+}
+
+struct Coded {
+  Method method;
+  size_t length;
+};
+
+// zstd into dst of `capacity` bytes; 0 when it does not fit.
+size_t try_zstd(CompressState& st, std::span<const uint8_t> src, uint8_t* dst, size_t capacity, int level) {
+  if (capacity == 0) return 0;
+  const size_t r = ZSTD_compressCCtx(st.cctx.get(), dst, capacity, src.data(), src.size(), level);
+  return ZSTD_isError(r) ? 0 : r;
+}
+
+// Code one byte plane of a float chunk into `out` (room for its raw size plus
+// kHuffmanSlack): constant, Huffman, zstd or raw, whichever is smallest of those tried.
+// zstd is tried only when one byte value covers more than half the plane (zeros,
+// sparse tensors): there runs and matches beat Huffman's floor of one bit per symbol,
+// elsewhere zstd codes literals with Huffman anyway, only slower.
+Coded code_plane(CompressState& st, std::span<const uint8_t> plane, uint8_t* out, int level) {
+  const size_t raw = plane.size();
+  const size_t limit = coded_limit(raw);
+  // Planes of nearly random bytes (the low mantissa bytes of trained weights) cannot
+  // reach 0.95 bits per bit: a sample tells without a full histogram.
+  if (sampled_entropy_bits(plane) > kRawEntropyBits) {
+    std::memcpy(out, plane.data(), raw);
+    return {Method::kRaw, raw};
+  }
+  const size_t planned = st.huffman.plan(plane);
+  const ByteStreamStats& stats = st.huffman.stats();
+  if (stats.distinct == 1) {
+    out[0] = stats.top_value;
+    return {Method::kConstant, 1};
+  }
+  Coded best{Method::kRaw, raw};
+  if (planned <= limit) best = {Method::kHuffman, st.huffman.encode(plane, out)};
+  if (stats.top_count * 2 > raw) {
+    uint8_t* dst = best.method == Method::kRaw ? out : st.scratch.data();
+    const size_t z = try_zstd(st, plane, dst, std::min(limit, best.length - 1), level);
+    if (z) {
+      if (dst != out) std::memcpy(out, dst, z);
+      best = {Method::kZstd, z};
+    }
+  }
+  if (best.method == Method::kRaw) std::memcpy(out, plane.data(), raw);
+  return best;
+}
+
+// Code the bytes of a dtype without planes: zstd, or raw.
+Coded code_bytes(CompressState& st, std::span<const uint8_t> bytes, uint8_t* out, int level) {
+  const size_t z = try_zstd(st, bytes, out, coded_limit(bytes.size()), level);
+  if (z) return {Method::kZstd, z};
+  std::memcpy(out, bytes.data(), bytes.size());
+  return {Method::kRaw, bytes.size()};
+}
+
+// Code one chunk into `out`; fill its table entry; return the payload bytes written.
+// The chunk checksum: XXH3-64 of the decoded bytes, seeded with a hash of the chunk's
+// zstd-coded streams. The zstd format has bits its decoder ignores (an unused header
+// flag, spare bits of table descriptions); hashing those streams makes every damaged
+// bit count. Huffman streams need no such help: their decoder checks every bit.
+class ChunkChecksum {
+ public:
+  void add_stream(Method method, const uint8_t* coded, size_t length) {
+    if (method == Method::kZstd) seed_ = XXH3_64bits_withSeed(coded, length, seed_);
+  }
+  uint64_t finish(const uint8_t* decoded, size_t size) const { return XXH3_64bits_withSeed(decoded, size, seed_); }
+
+ private:
+  uint64_t seed_ = 0;
+};
+
+// Code one chunk into `out`; fill its table entry; return the payload bytes written.
+size_t compress_chunk(CompressState& st, int width, std::span<const uint8_t> chunk, uint8_t* out,
+                      uint8_t* entry, int level) {
+  uint8_t* const checksum = entry;
+  entry += kChunkHashBytes;
+  ChunkChecksum sum;
+  size_t written = 0;
+  auto record = [&](const Coded& c) {
+    entry[0] = static_cast<uint8_t>(c.method);
+    store_le<uint32_t>(entry + 1, static_cast<uint32_t>(c.length));
+    entry += kStreamEntryBytes;
+    sum.add_stream(c.method, out + written, c.length);
+    written += c.length;
+  };
+  if (width == 1) {
+    record(code_bytes(st, chunk, out, level));
+  } else {
+    const size_t count = chunk.size() / width;
+    uint8_t* planes[8];
+    for (int s = 0; s < width; ++s) planes[s] = st.planes.data() + s * count;
+    split_planes(width, chunk.data(), count, planes);
+    for (int s = 0; s < width; ++s) record(code_plane(st, {planes[s], count}, out + written, level));
+  }
+  store_le<uint64_t>(checksum, sum.finish(chunk.data(), chunk.size()));
+  return written;
+}
+
+// ---- decompression ----
+
+struct DecompressState {
+  DecompressState() : dctx(ZSTD_createDCtx()) {
+    if (!dctx) throw unavailable("cannot create a zstd context");
+  }
+  HuffmanDecoder huffman;
+  std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
+  std::vector<uint8_t> planes;
+};
+
+DecompressState& decompress_state(size_t chunk_bytes) {
+  thread_local std::unique_ptr<DecompressState> state;
+  if (!state) state = std::make_unique<DecompressState>();
+  if (state->planes.size() < chunk_bytes) state->planes.resize(chunk_bytes);
+  return *state;
+}
+
+// Decode one coded stream into exactly dst.size() bytes.
+void decode_stream(DecompressState& st, Method method, std::span<const uint8_t> src, std::span<uint8_t> dst) {
+  switch (method) {
+    case Method::kRaw: std::memcpy(dst.data(), src.data(), dst.size()); return;
+    case Method::kConstant: std::memset(dst.data(), src[0], dst.size()); return;
+    case Method::kZstd: {
+      const size_t r = ZSTD_decompressDCtx(st.dctx.get(), dst.data(), dst.size(), src.data(), src.size());
+      if (ZSTD_isError(r)) corrupt(std::string("zstd: ") + ZSTD_getErrorName(r));
+      if (r != dst.size()) corrupt("zstd stream decodes to the wrong size");
+      return;
+    }
+    case Method::kHuffman: st.huffman.decode(src, dst); return;
+  }
+}
+
+void decompress_chunk(DecompressState& st, const Frame& f, uint64_t c, uint8_t* out) {
+  const size_t size = f.chunk_size(c);
+  const uint8_t* entry = f.table + c * f.entry_bytes();
+  const uint64_t expected = load_le<uint64_t>(entry);
+  entry += kChunkHashBytes;
+  const uint8_t* src = f.payload + f.offsets[c];
+  const size_t count = size / f.width;
+  const uint8_t* planes[8];
+  ChunkChecksum sum;
+  for (int s = 0; s < f.width; ++s, entry += kStreamEntryBytes) {
+    const Method method = static_cast<Method>(entry[0]);
+    const uint32_t length = load_le<uint32_t>(entry + 1);
+    sum.add_stream(method, src, length);
+    try {
+      if (f.width == 1) {
+        decode_stream(st, method, {src, length}, {out, size});
+      } else if (method == Method::kRaw) {
+        planes[s] = src;  // merged straight from the frame
+      } else {
+        uint8_t* plane = st.planes.data() + s * count;
+        decode_stream(st, method, {src, length}, {plane, count});
+        planes[s] = plane;
+      }
+    } catch (const Error& e) {
+      throw e.with_context("chunk " + std::to_string(c) + ", stream " + std::to_string(s));
+    }
+    src += length;
+  }
+  if (f.width > 1) merge_planes(f.width, planes, count, out);
+  if (sum.finish(out, size) != expected)
+    throw invalid_input("corrupt lossless frame: checksum mismatch", "chunk " + std::to_string(c));
+}
+
+}  // namespace
+
+std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> bytes, const LosslessOptions& options) {
+  if (options.chunk_bytes < kMinChunkBytes || options.chunk_bytes > kMaxChunkBytes ||
+      options.chunk_bytes % kChunkAlignment)
+    throw usage_error("chunk size must be a multiple of 64 bytes between 256 B and 64 MiB, not " +
+                      std::to_string(options.chunk_bytes));
+  if (options.level < ZSTD_minCLevel() || options.level > ZSTD_maxCLevel())
+    throw usage_error("zstd level must be between " + std::to_string(ZSTD_minCLevel()) + " and " +
+                      std::to_string(ZSTD_maxCLevel()) + ", not " + std::to_string(options.level));
+  if (options.threads < 0) throw usage_error("threads must be >= 0");
+  if (static_cast<uint8_t>(dtype) >= static_cast<uint8_t>(DType::kCount)) throw usage_error("unknown dtype");
+  const int bits = dtype_bits(dtype);
+  const uint64_t elements = static_cast<uint64_t>(bytes.size()) * 8 / bits;
+  if (dtype_storage_bytes(dtype, elements) != bytes.size())
+    throw invalid_input(std::to_string(bytes.size()) + " bytes are not a whole number of " + dtype_name(dtype) +
+                        " elements");
+
+  const int width = plane_width(dtype);
+  const size_t n = bytes.size();
+  const uint32_t chunk_bytes = options.chunk_bytes;
+  const uint64_t chunks = (n + chunk_bytes - 1) / chunk_bytes;
+  if (chunks > UINT32_MAX) throw usage_error("too many chunks; use a larger chunk size");
+  const size_t entry_bytes = kChunkHashBytes + kStreamEntryBytes * width;
+  std::vector<uint8_t> table(chunks * entry_bytes);
+
+  // Chunks are coded in parallel, each into its thread's slot, and appended to the
+  // frame in chunk order. Every chunk codes to at most its raw size, so the reserved
+  // capacity is never exceeded and the frame is written once, without reallocation.
+  std::vector<uint8_t> frame;
+  frame.reserve(kHeaderBytes + table.size() + n);
+  frame.resize(kHeaderBytes + table.size());
+  FirstError error;
+  const int threads = thread_count(options.threads, chunks);
+#pragma omp parallel num_threads(threads)
+  {
+    CompressState* st = nullptr;
+    try {
+      st = &compress_state(std::min<size_t>(chunk_bytes, n));
+    } catch (...) {
+      error.record(0, std::current_exception());
+    }
+#pragma omp for ordered schedule(dynamic, 1)
+    for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+      size_t coded = 0;
+      if (st && !error.skip(static_cast<size_t>(c))) {
+        try {
+          const size_t begin = static_cast<size_t>(c) * chunk_bytes;
+          const size_t size = std::min<size_t>(chunk_bytes, n - begin);
+          coded = compress_chunk(*st, width, bytes.subspan(begin, size), st->slot.data(),
+                                 table.data() + c * entry_bytes, options.level);
+        } catch (...) {
+          error.record(static_cast<size_t>(c), std::current_exception());
+        }
+      }
+#pragma omp ordered
+      if (coded) frame.insert(frame.end(), st->slot.data(), st->slot.data() + coded);
+    }
+  }
+  error.rethrow();
+
+  uint8_t* header = frame.data();
+  std::memcpy(header, kMagic, 4);
+  header[4] = kVersion;
+  header[5] = static_cast<uint8_t>(dtype);
+  header[6] = static_cast<uint8_t>(width);
+  header[7] = 0;
+  store_le<uint64_t>(header + 8, elements);
+  store_le<uint32_t>(header + 16, chunk_bytes);
+  store_le<uint32_t>(header + 20, static_cast<uint32_t>(chunks));
+  std::memcpy(header + kHeaderBytes, table.data(), table.size());
+  store_le<uint64_t>(header + 24, header_checksum(header, table.data(), table.size()));
+  return frame;
+}
+
+uint64_t lossless_decoded_size(std::span<const uint8_t> frame) { return parse_frame(frame).bytes; }
+
+void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out, int threads) {
+  if (threads < 0) throw usage_error("threads must be >= 0");
+  const Frame f = parse_frame(frame);
+  if (out.size() != f.bytes)
+    throw usage_error("output holds " + std::to_string(out.size()) + " bytes; the frame decodes to " +
+                      std::to_string(f.bytes));
+  FirstError error;
+  const size_t chunk_bytes = static_cast<size_t>(std::min<uint64_t>(f.chunk_bytes, f.bytes));
+  const int team = thread_count(threads, f.chunks);
+#pragma omp parallel num_threads(team)
+  {
+    DecompressState* st = nullptr;
+    try {
+      st = &decompress_state(chunk_bytes);
+    } catch (...) {
+      error.record(0, std::current_exception());
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t c = 0; c < static_cast<int64_t>(f.chunks); ++c) {
+      if (!st || error.skip(static_cast<size_t>(c))) continue;
+      try {
+        decompress_chunk(*st, f, static_cast<uint64_t>(c), out.data() + static_cast<size_t>(c) * f.chunk_bytes);
+      } catch (...) {
+        error.record(static_cast<size_t>(c), std::current_exception());
+      }
+    }
+  }
+  error.rethrow();
+}
+
+}  // namespace tk::codec

@@ -1,0 +1,239 @@
+// The lossless frame: bit-exact round trips for every dtype and awkward size, the method
+// chosen per stream, identical frames for any thread count, and corruption (every
+// truncation, every bit flip of small frames) rejected as invalid input.
+#include "tk/codec/lossless.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "test_util.h"
+#include "tk/core/dtype.h"
+#include "tk/core/error.h"
+
+namespace tk::codec {
+namespace {
+
+using test::kind_of;
+
+constexpr size_t kHeaderBytes = 32;
+enum Method : uint8_t { kRaw = 0, kConstant = 1, kZstd = 2, kHuffman = 3 };
+
+// Trained-weight-like bytes for a dtype: N(0, 0.02) cast to float dtypes; for integers
+// and the rest, small values around zero with occasional large ones.
+std::vector<uint8_t> weights(DType dtype, uint64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> values(count);
+  for (auto& v : values) v = dtype_is_float(dtype) || dtype == DType::kC64 ? normal(rng) : normal(rng) * 500;
+  std::vector<uint8_t> bytes(dtype_storage_bytes(dtype, count));
+  cast_array(DType::kF32, values.data(), dtype, bytes.data(), count, {.saturate = true});
+  return bytes;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+std::vector<uint8_t> round_trip(DType dtype, const std::vector<uint8_t>& bytes, const LosslessOptions& options = {}) {
+  const std::vector<uint8_t> frame = lossless_compress(dtype, bytes, options);
+  EXPECT_EQ(lossless_decoded_size(frame), bytes.size());
+  std::vector<uint8_t> back(bytes.size(), 0xa5);
+  lossless_decompress(frame, back, options.threads);
+  EXPECT_TRUE(back == bytes) << dtype_name(dtype) << ", " << bytes.size() << " bytes";
+  return frame;
+}
+
+// Methods of every stream of every chunk, read from the chunk table.
+std::vector<uint8_t> methods(const std::vector<uint8_t>& frame) {
+  uint32_t chunks;
+  std::memcpy(&chunks, frame.data() + 20, 4);
+  const int streams = frame[6];
+  std::vector<uint8_t> m;
+  for (uint32_t c = 0; c < chunks; ++c)
+    for (int s = 0; s < streams; ++s) m.push_back(frame[kHeaderBytes + c * (8 + 5 * streams) + 8 + 5 * s]);
+  return m;
+}
+
+TEST(Lossless, RoundTripsEveryDTypeAndSize) {
+  LosslessOptions small;
+  small.chunk_bytes = 1024;
+  for (int d = 0; d < static_cast<int>(DType::kCount); ++d) {
+    const DType dtype = static_cast<DType>(d);
+    // Counts that fill whole bytes for every width (multiples of 4 for the 6-bit types),
+    // including one element, an odd number, and sizes around and across chunk bounds.
+    for (uint64_t count : {0, 4, 12, 100, 256, 1000, 4096, 12345 * 4}) {
+      if (dtype_bits(dtype) % 8 == 0 || count % 4 == 0) {
+        const auto bytes = weights(dtype, count, static_cast<uint32_t>(d * 1000 + count));
+        round_trip(dtype, bytes, small);
+        round_trip(dtype, bytes);
+      }
+    }
+    if (dtype_bits(dtype) % 8 == 0) round_trip(dtype, weights(dtype, 1, 1), small);
+    if (dtype_bits(dtype) % 8 == 0) round_trip(dtype, weights(dtype, 777, 2), small);
+  }
+}
+
+TEST(Lossless, ChoosesAMethodPerStream) {
+  LosslessOptions o;
+  o.chunk_bytes = 64 * 1024;
+  // bf16 weights: the exponent is Huffman-coded, sign+mantissa stored raw.
+  const auto bf16 = weights(DType::kBF16, 100000, 1);
+  const auto f = round_trip(DType::kBF16, bf16, o);
+  for (size_t i = 0; i < methods(f).size(); i += 2) {
+    EXPECT_EQ(methods(f)[i], kHuffman);
+    EXPECT_EQ(methods(f)[i + 1], kRaw);
+  }
+  EXPECT_LT(f.size(), bf16.size() / 1.45);
+  // All zero: every stream constant, a few bytes per chunk.
+  const std::vector<uint8_t> zeros(400000, 0);
+  const auto z = round_trip(DType::kF32, zeros, o);
+  for (uint8_t m : methods(z)) EXPECT_EQ(m, kConstant);
+  // Random bytes do not compress: raw, and the frame barely grows.
+  const auto r = round_trip(DType::kF16, random_bytes(300000, 2), o);
+  for (uint8_t m : methods(r)) EXPECT_EQ(m, kRaw);
+  EXPECT_LT(r.size(), 300000 + 200u);
+  const auto ru = round_trip(DType::kU8, random_bytes(300000, 3), o);
+  for (uint8_t m : methods(ru)) EXPECT_EQ(m, kRaw);
+  // A sparse f32 tensor (95% zeros): zstd beats Huffman on the skewed planes.
+  std::vector<float> sparse(100000, 0.0f);
+  std::mt19937 rng(4);
+  for (size_t i = 0; i < sparse.size(); i += 20) sparse[i] = std::normal_distribution<float>(0, 1)(rng);
+  std::vector<uint8_t> sb(sparse.size() * 4);
+  std::memcpy(sb.data(), sparse.data(), sb.size());
+  const auto s = round_trip(DType::kF32, sb, o);
+  EXPECT_EQ(methods(s)[0], kZstd);
+  // Integers go to zstd whole.
+  const auto i32 = round_trip(DType::kI32, weights(DType::kI32, 100000, 5), o);
+  EXPECT_EQ(methods(i32)[0], kZstd);
+  EXPECT_EQ(i32[6], 1) << "one stream per chunk";
+}
+
+TEST(Lossless, SameFrameForEveryThreadCount) {
+  LosslessOptions o;
+  o.chunk_bytes = 16 * 1024;
+  const auto bytes = weights(DType::kBF16, 300001, 6);
+  o.threads = 1;
+  const auto one = lossless_compress(DType::kBF16, bytes, o);
+  for (int threads : {2, 3, 0}) {
+    o.threads = threads;
+    EXPECT_EQ(lossless_compress(DType::kBF16, bytes, o), one) << threads << " threads";
+    std::vector<uint8_t> back(bytes.size());
+    lossless_decompress(one, back, threads);
+    EXPECT_EQ(back, bytes);
+  }
+}
+
+TEST(Lossless, DecodedSizeAndHeader) {
+  const auto bytes = weights(DType::kF64, 1000, 7);
+  const auto frame = lossless_compress(DType::kF64, bytes);
+  EXPECT_EQ(lossless_decoded_size(frame), 8000u);
+  EXPECT_EQ(std::memcmp(frame.data(), "TKLZ", 4), 0);
+  EXPECT_EQ(frame[5], static_cast<uint8_t>(DType::kF64));
+  EXPECT_EQ(frame[6], 8);
+  const auto empty = lossless_compress(DType::kBF16, {});
+  EXPECT_EQ(empty.size(), kHeaderBytes);
+  EXPECT_EQ(lossless_decoded_size(empty), 0u);
+  std::vector<uint8_t> none;
+  lossless_decompress(empty, none);
+  EXPECT_EQ(kind_of([] { lossless_decoded_size(std::vector<uint8_t>{'n', 'o', 'p', 'e', 0, 0}); }),
+            ErrorKind::kInvalidInput);
+}
+
+TEST(Lossless, RejectsBadArguments) {
+  const auto bytes = weights(DType::kBF16, 1000, 8);
+  LosslessOptions o;
+  o.chunk_bytes = 1000;  // not a multiple of 64
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kBF16, bytes, o); }), ErrorKind::kUsage);
+  o.chunk_bytes = 128;
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kBF16, bytes, o); }), ErrorKind::kUsage);
+  o = {};
+  o.level = 1000;
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kBF16, bytes, o); }), ErrorKind::kUsage);
+  o = {};
+  o.threads = -1;
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kBF16, bytes, o); }), ErrorKind::kUsage);
+  // 1001 bytes are not a whole number of bf16 elements, 1 byte not of F6.
+  const std::vector<uint8_t> odd(1001, 0);
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kBF16, odd, {}); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(kind_of([&] { lossless_compress(DType::kF6E2M3, {odd.data(), 1}, {}); }), ErrorKind::kInvalidInput);
+  const auto frame = lossless_compress(DType::kBF16, bytes);
+  std::vector<uint8_t> wrong(bytes.size() + 2);
+  EXPECT_EQ(kind_of([&] { lossless_decompress(frame, wrong); }), ErrorKind::kUsage);
+}
+
+// Small frames covering every method: three chunks each, so that the chunk table,
+// several payloads and the last (short) chunk are all hit.
+std::vector<std::pair<DType, std::vector<uint8_t>>> small_inputs() {
+  std::vector<std::pair<DType, std::vector<uint8_t>>> inputs;
+  inputs.emplace_back(DType::kBF16, weights(DType::kBF16, 1200, 10));  // Huffman + raw
+  std::vector<uint8_t> f32 = weights(DType::kBF16, 700, 11);           // bf16 widened: constant planes
+  std::vector<uint8_t> wide(f32.size() * 2, 0);
+  for (size_t i = 0; i < f32.size() / 2; ++i) std::memcpy(wide.data() + 4 * i + 2, f32.data() + 2 * i, 2);
+  inputs.emplace_back(DType::kF32, wide);
+  inputs.emplace_back(DType::kI16, weights(DType::kI16, 1200, 12));  // zstd
+  return inputs;
+}
+
+TEST(Lossless, EveryTruncationIsInvalidInput) {
+  LosslessOptions o;
+  o.chunk_bytes = 1024;
+  for (const auto& [dtype, bytes] : small_inputs()) {
+    const auto frame = round_trip(dtype, bytes, o);
+    std::vector<uint8_t> back(bytes.size());
+    for (size_t len = 0; len < frame.size(); ++len) {
+      const std::span<const uint8_t> cut(frame.data(), len);
+      EXPECT_EQ(kind_of([&] { lossless_decoded_size(cut); }), ErrorKind::kInvalidInput) << len;
+      EXPECT_EQ(kind_of([&] { lossless_decompress(cut, back, 1); }), ErrorKind::kInvalidInput) << len;
+    }
+    // Trailing garbage is corruption too.
+    std::vector<uint8_t> longer = frame;
+    longer.push_back(0);
+    EXPECT_EQ(kind_of([&] { lossless_decompress(longer, back); }), ErrorKind::kInvalidInput);
+  }
+}
+
+TEST(Lossless, EveryBitFlipIsInvalidInput) {
+  LosslessOptions o;
+  o.chunk_bytes = 1024;
+  for (const auto& [dtype, bytes] : small_inputs()) {
+    const auto frame = lossless_compress(dtype, bytes, o);
+    std::vector<uint8_t> back(bytes.size());
+    for (size_t bit = 0; bit < 8 * frame.size(); ++bit) {
+      std::vector<uint8_t> bad = frame;
+      bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      const ErrorKind kind = kind_of([&] {
+        back.assign(lossless_decoded_size(bad), 0);
+        lossless_decompress(bad, back, 1);
+      });
+      ASSERT_EQ(kind, ErrorKind::kInvalidInput) << dtype_name(dtype) << ", bit " << bit << " of " << 8 * frame.size();
+    }
+  }
+}
+
+TEST(Lossless, RandomDamageNeverCrashes) {
+  LosslessOptions o;
+  o.chunk_bytes = 1024;
+  std::mt19937 rng(13);
+  for (const auto& [dtype, bytes] : small_inputs()) {
+    const auto frame = lossless_compress(dtype, bytes, o);
+    std::vector<uint8_t> back(bytes.size());
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<uint8_t> bad = frame;
+      // Overwrite a run of bytes after the header checksum, which would catch it first.
+      const size_t at = kHeaderBytes + rng() % (bad.size() - kHeaderBytes);
+      const size_t len = std::min<size_t>(1 + rng() % 16, bad.size() - at);
+      for (size_t i = 0; i < len; ++i) bad[at + i] = static_cast<uint8_t>(rng());
+      if (bad == frame) continue;
+      EXPECT_EQ(kind_of([&] { lossless_decompress(bad, back, 1); }), ErrorKind::kInvalidInput);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tk::codec

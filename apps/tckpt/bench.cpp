@@ -157,6 +157,7 @@ int run_bench(cli::Tool& tool, const BenchOptions& o) {
 
   {
     ckpt::Options opts;
+    if (const char* t = std::getenv("TK_THREADS")) opts.threads = std::atoi(t);
     auto ck = ckpt::Checkpointer::open(fast, opts);
     // Warm-up: page the staging pool in, so copy-mode stalls are the steady state.
     ck->wait(ck->save_async(0, state, {}, ckpt::Snapshot::kCopy));

@@ -2,6 +2,9 @@
 // encodes, writes and commits saves in order, and one flusher that copies committed
 // steps to the durable tier.
 #include <omp.h>
+// Inlined so that XXH3 is compiled for this machine's vector width (the shared
+// library is built for the baseline): checksums run at memory speed.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -116,9 +119,20 @@ class Engine final : public Checkpointer {
   std::optional<uint64_t> last_step_;
   bool stop_ = false;
 
-  // Incremental state, touched by the worker only.
+  // Incremental state, touched by the worker only. `last_full_` is the parent of the
+  // next incremental step and the base of its XOR deltas; `holder_` maps each tensor of
+  // the newest step to its checksum and the step whose entry holds its bytes, so that
+  // an unchanged tensor refers straight to that step.
+  struct Holder {
+    DType dtype;
+    Shape shape;
+    uint64_t xxh3;
+    uint64_t step;
+  };
   std::optional<Manifest> last_full_;
+  std::map<std::string, Holder> holder_;
   uint32_t since_full_ = 0;
+  void remember_holders(const StepInfo& step);
   size_t leftovers_removed_ = 0;  // by open(), reported by the first gc()
 
   // Tier flush.
@@ -181,12 +195,19 @@ void Engine::load_incremental_state() {
   auto steps = committed_steps(dir_);
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     Manifest m = read_manifest(dir_ + "/" + step_dir_name(*it));
+    if (it == steps.rbegin()) remember_holders(m.info);
     if (!m.info.parent) {
       last_full_ = std::move(m);
       break;
     }
     ++since_full_;
   }
+}
+
+void Engine::remember_holders(const StepInfo& step) {
+  holder_.clear();
+  for (const auto& e : step.entries)
+    holder_[e.name] = {e.dtype, e.shape, e.xxh3, e.encoding == "ref" ? *e.source_step : step.step};
 }
 
 SaveHandle Engine::save_async(uint64_t step, std::vector<NamedTensor> tensors, Metadata metadata, Snapshot snapshot) {
@@ -220,7 +241,7 @@ SaveHandle Engine::save_async(uint64_t step, std::vector<NamedTensor> tensors, M
     for (size_t i = 0; i < tensors.size(); ++i) {
       const Tensor& src = tensors[i].tensor;
       Buffer slice = job.staging.slice(offsets[i], src.nbytes());
-      parallel_copy(slice.mutable_data(), src.data(), src.nbytes(), options_.threads);
+      snapshot_copy(slice.mutable_data(), src.data(), src.nbytes());
       copies.push_back({std::move(tensors[i].name), Tensor(src.dtype(), src.shape(), slice)});
     }
     job.tensors = std::move(copies);
@@ -314,17 +335,20 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
     p.data = bytes;
     e.encoding = "raw";
 
-    auto b = full ? base.end() : base.find(e.name);
-    if (b != base.end() && b->second->dtype == e.dtype && b->second->shape == e.shape) {
-      const TensorEntry& be = *b->second;
-      if (be.xxh3 == e.xxh3) {
+    if (!full) {
+      auto h = holder_.find(e.name);
+      if (h != holder_.end() && h->second.dtype == e.dtype && h->second.shape == e.shape && h->second.xxh3 == e.xxh3) {
         e.encoding = "ref";
-        e.source_step = parent->info.step;
+        e.source_step = h->second.step;
         p.data = {};
         continue;
       }
-      // Changed: try the XOR with the parent's value, which is mostly zero bits when
-      // the tensor changed little.
+    }
+    auto b = full ? base.end() : base.find(e.name);
+    if (b != base.end() && b->second->dtype == e.dtype && b->second->shape == e.shape) {
+      const TensorEntry& be = *b->second;
+      // Changed since the newest step: try the XOR with the parent's value, which is
+      // mostly zero bits when the tensor changed little.
       if (!parent_reader) parent_reader = std::make_unique<StepReader>(dir_, parent->info.step);
       std::vector<uint8_t> delta(e.nbytes);
       parent_reader->read(be, delta);
@@ -476,6 +500,7 @@ SaveStats Engine::process(Job& job) {
     uncommit_step(dir_, job.step);
     throw;
   }
+  if (options_.incremental) remember_holders(manifest.info);
   if (full) {
     manifest.info.dir = final_dir;
     last_full_ = std::move(manifest);
@@ -512,9 +537,10 @@ GcReport Engine::apply_retention() {
     if (flushing_) busy.insert(flushing_->first);
   }
   if (last_full_) busy.insert(last_full_->info.step);  // the parent of the next incremental save
-  // A step that stays keeps its parent, or it could not be read (nor copied) any more.
-  for (const auto& info : steps)
-    if (busy.count(info.step) && info.parent) busy.insert(*info.parent);
+  // A step that stays keeps what it depends on, or it could not be read (nor copied).
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+    if (busy.count(it->step))
+      for (uint64_t d : step_dependencies(*it)) busy.insert(d);
   for (uint64_t s : victims) {
     if (busy.count(s)) continue;
     auto it = std::find_if(steps.begin(), steps.end(), [&](const StepInfo& i) { return i.step == s; });

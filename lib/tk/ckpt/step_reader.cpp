@@ -1,10 +1,14 @@
 #include "tk/ckpt/step_reader.h"
 
+// Inlined so that XXH3 is compiled for this machine's vector width (the shared
+// library is built for the baseline): checksums run at memory speed.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "tk/ckpt/fileops.h"
@@ -37,33 +41,43 @@ std::string tensor_where(uint64_t step, const std::string& name) {
 StepReader::StepReader(std::string root, uint64_t step) : root_(std::move(root)) {
   manifest_ = load_step(root_, step);
   if (manifest_.info.step != step) throw invalid_input("manifest names another step", manifest_.info.dir);
-  for (const auto& e : manifest_.info.entries) {
-    if (!e.source_step || sources_.count(*e.source_step)) continue;
-    if (*e.source_step >= step)
-      throw invalid_input("refers to a later step " + std::to_string(*e.source_step), tensor_where(step, e.name));
-    try {
-      sources_.emplace(*e.source_step, load_step(root_, *e.source_step));
-    } catch (const Error& err) {
-      throw invalid_input("base step " + std::to_string(*e.source_step) + " is missing or damaged (" + err.what() + ")",
-                          tensor_where(step, e.name));
+  // Every step whose bytes this one uses, directly or through them (refs point at the
+  // step holding the bytes; an XOR delta's base is a full step).
+  std::vector<const Manifest*> todo = {&manifest_};
+  while (!todo.empty()) {
+    const Manifest* m = todo.back();
+    todo.pop_back();
+    for (const auto& e : m->info.entries) {
+      if (!e.source_step || sources_.count(*e.source_step)) continue;
+      if (*e.source_step >= m->info.step)
+        throw invalid_input("refers to a later step " + std::to_string(*e.source_step), tensor_where(m->info.step, e.name));
+      try {
+        auto [it, inserted] = sources_.emplace(*e.source_step, load_step(root_, *e.source_step));
+        todo.push_back(&it->second);
+      } catch (const Error& err) {
+        throw invalid_input("base step " + std::to_string(*e.source_step) + " is missing or damaged (" + err.what() + ")",
+                            tensor_where(m->info.step, e.name));
+      }
     }
   }
 }
 
-const TensorEntry& StepReader::source_entry(const TensorEntry& entry) const {
+const TensorEntry& StepReader::source_entry(uint64_t step, const TensorEntry& entry) const {
   const Manifest& src = sources_.at(*entry.source_step);
   for (const auto& b : src.info.entries) {
     if (b.name != entry.name) continue;
-    if (b.dtype != entry.dtype || b.shape != entry.shape || (b.encoding != "raw" && b.encoding != "lossless"))
+    bool whole = b.encoding == "raw" || b.encoding == "lossless";
+    // A reference may land on bytes stored whole or as a delta; a delta's base is whole.
+    bool fits = entry.encoding == "ref" ? b.encoding != "ref" : whole;
+    if (b.dtype != entry.dtype || b.shape != entry.shape || !fits)
       throw invalid_input("base tensor in step " + std::to_string(src.info.step) + " does not match",
-                          tensor_where(manifest_.info.step, entry.name));
+                          tensor_where(step, entry.name));
     return b;
   }
-  throw invalid_input("base tensor missing from step " + std::to_string(src.info.step),
-                      tensor_where(manifest_.info.step, entry.name));
+  throw invalid_input("base tensor missing from step " + std::to_string(src.info.step), tensor_where(step, entry.name));
 }
 
-void StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
+uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
   std::string where = tensor_where(step, e.name);
   std::string path = step_path(root_, step) + "/" + e.shard;
   fs::File file = [&] {
@@ -78,11 +92,16 @@ void StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint
   bool raw = e.encoding == "raw" || e.encoding == "xor";
   if (raw) {
     if (e.stored_bytes != out.size()) throw invalid_input("stored size does not match", where);
+    // Hash each piece right after reading it, while it is still in cache.
+    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
+    if (!state) throw std::bad_alloc();
+    XXH3_64bits_reset(state.get());
     for (size_t done = 0; done < out.size(); done += kReadPiece) {
       size_t n = std::min(kReadPiece, out.size() - done);
       fs::pread_all(file, e.offset + done, out.subspan(done, n), "shard");
+      XXH3_64bits_update(state.get(), out.data() + done, n);
     }
-    return;
+    return XXH3_64bits_digest(state.get());
   }
   std::vector<uint8_t> frame(e.stored_bytes);
   fs::pread_all(file, e.offset, frame, "shard");
@@ -92,27 +111,29 @@ void StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint
   } catch (const Error& err) {
     throw invalid_input(std::string("corrupt data: ") + err.what(), where);
   }
+  return XXH3_64bits(out.data(), out.size());
 }
 
-void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const {
-  const uint64_t step = manifest_.info.step;
+void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const { read_entry(manifest_.info.step, e, out); }
+
+uint64_t StepReader::read_entry(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
   if (out.size() != e.nbytes) throw internal_error("restore buffer has the wrong size", tensor_where(step, e.name));
+  uint64_t hash = 0;
   if (e.encoding == "raw" || e.encoding == "lossless") {
-    read_stored(step, e, out);
+    hash = read_stored(step, e, out);
+  } else if (e.encoding == "ref") {
+    hash = read_entry(*e.source_step, source_entry(step, e), out);  // checks the holder's checksum
   } else {
-    const TensorEntry& base = source_entry(e);
-    read_stored(*e.source_step, base, out);
-    if (XXH3_64bits(out.data(), out.size()) != base.xxh3)
-      throw invalid_input("checksum mismatch", tensor_where(*e.source_step, base.name));
-    if (e.encoding != "ref") {
-      std::unique_ptr<uint8_t[]> delta(new uint8_t[e.nbytes]);
-      read_stored(step, e, {delta.get(), e.nbytes});
-      uint8_t* o = out.data();
-      const uint8_t* d = delta.get();
-      for (uint64_t i = 0; i < e.nbytes; ++i) o[i] ^= d[i];
-    }
+    read_entry(*e.source_step, source_entry(step, e), out);
+    std::unique_ptr<uint8_t[]> delta(new uint8_t[e.nbytes]);
+    read_stored(step, e, {delta.get(), e.nbytes});
+    uint8_t* o = out.data();
+    const uint8_t* d = delta.get();
+    for (uint64_t i = 0; i < e.nbytes; ++i) o[i] ^= d[i];
+    hash = XXH3_64bits(out.data(), out.size());
   }
-  if (XXH3_64bits(out.data(), out.size()) != e.xxh3) throw invalid_input("checksum mismatch", tensor_where(step, e.name));
+  if (hash != e.xxh3) throw invalid_input("checksum mismatch", tensor_where(step, e.name));
+  return hash;
 }
 
 std::vector<std::string> StepReader::check_layout() const {

@@ -29,12 +29,15 @@ class StepReader {
   std::vector<std::string> check_layout() const;
 
  private:
-  void read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
-  const TensorEntry& source_entry(const TensorEntry& entry) const;
+  // Both return the XXH3 of what they wrote to `out`; read_entry has checked it.
+  uint64_t read_entry(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  uint64_t read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  // The entry of the same tensor in the step `entry` (of step `step`) takes bytes from.
+  const TensorEntry& source_entry(uint64_t step, const TensorEntry& entry) const;
 
   std::string root_;
   Manifest manifest_;
-  std::map<uint64_t, Manifest> sources_;  // manifests of referenced steps
+  std::map<uint64_t, Manifest> sources_;  // manifests of the steps it takes bytes from
 };
 
 // Where a tensor of a step is named in messages: "step-7: tensor 'w'".

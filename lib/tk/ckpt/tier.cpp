@@ -133,13 +133,21 @@ void copy_step(const std::string& from, const std::string& to, uint64_t step) {
   if (!steps.empty() && steps.back() == step) write_latest(to, step);
 }
 
+std::vector<uint64_t> step_dependencies(const StepInfo& step) {
+  std::set<uint64_t> deps;
+  if (step.parent) deps.insert(*step.parent);
+  for (const auto& e : step.entries)
+    if (e.source_step) deps.insert(*e.source_step);
+  return {deps.begin(), deps.end()};
+}
+
 std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint32_t keep_last, uint32_t keep_every) {
   if (steps.empty() || (keep_last == 0 && keep_every == 0)) return {};
   std::vector<uint64_t> ids;
-  std::map<uint64_t, std::optional<uint64_t>> parent;
+  std::map<uint64_t, std::vector<uint64_t>> deps;
   for (const auto& s : steps) {
     ids.push_back(s.step);
-    parent[s.step] = s.parent;
+    deps[s.step] = step_dependencies(s);
   }
   std::sort(ids.begin(), ids.end());
   std::set<uint64_t> keep;
@@ -150,16 +158,15 @@ std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint
   if (keep_every > 0)
     for (uint64_t s : ids)
       if (s % keep_every == 0) keep.insert(s);
-  // Parents of kept steps (and theirs) stay.
+  // What kept steps depend on (and what that depends on) stays.
   std::vector<uint64_t> todo(keep.begin(), keep.end());
   while (!todo.empty()) {
     uint64_t s = todo.back();
     todo.pop_back();
-    auto it = parent.find(s);
-    if (it != parent.end() && it->second && !keep.count(*it->second)) {
-      keep.insert(*it->second);
-      todo.push_back(*it->second);
-    }
+    auto it = deps.find(s);
+    if (it == deps.end()) continue;
+    for (uint64_t d : it->second)
+      if (keep.insert(d).second) todo.push_back(d);
   }
   // Children before their parents (a parent's step is always the smaller).
   std::vector<uint64_t> victims;

@@ -31,6 +31,9 @@ void remove_step(const std::string& dir, uint64_t step);
 void uncommit_step(const std::string& dir, uint64_t step) noexcept;
 // Manifests of every committed step, oldest first.
 std::vector<StepInfo> list_steps(const std::string& dir);
+// The steps a step needs to be read: its parent and every step its entries take bytes
+// from (references and XOR bases).
+std::vector<uint64_t> step_dependencies(const StepInfo& step);
 // Copy committed step `step` of `from` into `to` with the full commit protocol.
 void copy_step(const std::string& from, const std::string& to, uint64_t step);
 

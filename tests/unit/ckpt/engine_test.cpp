@@ -378,3 +378,42 @@ TEST(Checkpoint, ShardsSplitLargeSteps) {
 
 }  // namespace
 }  // namespace tk::ckpt
+
+namespace tk::ckpt {
+namespace {
+
+TEST(Checkpoint, IncrementalRefersToTheStepHoldingTheBytes) {
+  test::TempDir tmp;
+  std::string dir = tmp.path() + "/ck";
+  Options o;
+  o.incremental = true;
+  o.keep_last = 1;
+  auto ck = Checkpointer::open(dir, o);
+  std::vector<NamedTensor> state;
+  for (int i = 0; i < 4; ++i) state.push_back({"t" + std::to_string(i), random_tensor(DType::kF32, {1000}, i)});
+  ck->save(1, state);
+  state[2].tensor = random_tensor(DType::kF32, {1000}, 50);  // changes at step 2 only
+  ck->save(2, state);
+  SaveStats s3 = ck->save(3, state);  // nothing changed since step 2
+  EXPECT_EQ(s3.tensors_referenced, 4u);
+  StepInfo info = ck->info(3);
+  EXPECT_EQ(*info.entries[2].source_step, 2u);
+  EXPECT_EQ(*info.entries[0].source_step, 1u);
+  // keep_last = 1 keeps step 3 and both steps it takes bytes from.
+  std::vector<uint64_t> kept;
+  for (const auto& s : ck->list()) kept.push_back(s.step);
+  EXPECT_EQ(kept, (std::vector<uint64_t>{1, 2, 3}));
+  expect_same(state, ck->restore(3));
+  EXPECT_TRUE(ck->verify(3).ok());
+  // Reopened, the engine still knows where each tensor's bytes are.
+  ck.reset();
+  ck = Checkpointer::open(dir, o);
+  EXPECT_EQ(ck->save(4, state).tensors_referenced, 4u);
+  kept.clear();
+  for (const auto& s : ck->list()) kept.push_back(s.step);
+  EXPECT_EQ(kept, (std::vector<uint64_t>{1, 2, 4}));
+  expect_same(state, ck->restore(4));
+}
+
+}  // namespace
+}  // namespace tk::ckpt

@@ -116,7 +116,8 @@ Tensor make_tensor(const TensorSpec& spec, size_t index, uint64_t seed, uint64_t
     case Fill::kSparse: {
       auto* f = reinterpret_cast<float*>(p);
       uint64_t base = mix(mix(seed) ^ mix(index + 1));
-      for (uint64_t i = 0; i < n; ++i) f[i] = static_cast<float>(static_cast<int>(mix(base + i) % 4096) - 2048) / 1024.0f;
+      for (uint64_t i = 0; i < n; ++i)
+        f[i] = static_cast<float>(static_cast<int>(mix(base + i) % 4096) - 2048) / 1024.0f;
       for (uint64_t k = 0; k < n / 256; ++k) {
         uint64_t r = mix(key + k);
         f[r % n] = static_cast<float>(static_cast<int>((r >> 32) % 65536) - 32768) / 4096.0f;

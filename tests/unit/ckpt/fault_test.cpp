@@ -253,9 +253,18 @@ StepInfo step_info(uint64_t step, std::optional<uint64_t> parent = std::nullopt)
   return s;
 }
 
+// The steps `s` takes bytes from: its parent and the source of every reference or delta.
+std::set<uint64_t> dependencies(const StepInfo& s) {
+  std::set<uint64_t> deps;
+  if (s.parent) deps.insert(*s.parent);
+  for (const auto& e : s.entries)
+    if (e.source_step) deps.insert(*e.source_step);
+  return deps;
+}
+
 // What the header says, written out plainly: with keep_last 0 everything stays;
 // otherwise the newest, the last keep_last, the multiples of keep_every and (repeatedly)
-// the parent of anything kept.
+// every step something kept takes bytes from.
 std::set<uint64_t> reference_victims(const std::vector<StepInfo>& steps, uint32_t keep_last, uint32_t keep_every) {
   if (keep_last == 0 || steps.empty()) return {};
   std::set<uint64_t> kept = {steps.back().step};
@@ -266,7 +275,8 @@ std::set<uint64_t> reference_victims(const std::vector<StepInfo>& steps, uint32_
   for (bool grew = true; grew;) {
     grew = false;
     for (const auto& s : steps)
-      if (kept.count(s.step) && s.parent && !kept.count(*s.parent)) grew = kept.insert(*s.parent).second || grew;
+      if (kept.count(s.step))
+        for (uint64_t d : dependencies(s)) grew = kept.insert(d).second || grew;
   }
   std::set<uint64_t> victims;
   for (const auto& s : steps)
@@ -316,6 +326,17 @@ TEST(Retention, MatchesTheReferenceOnRandomSteps) {
       } else {
         uint64_t parent = rng() % 5 == 0 ? full[rng() % full.size()] : full.back();
         steps.push_back(step_info(step, parent));
+        // Tensors referenced from (or delta-coded against) any earlier step at or after
+        // the parent: the step that last stored their bytes.
+        std::vector<uint64_t> since;
+        for (const auto& earlier : steps)
+          if (earlier.step >= parent && earlier.step < step) since.push_back(earlier.step);
+        for (int k = static_cast<int>(rng() % 4); k > 0; --k) {
+          TensorEntry e;
+          e.name = "t" + std::to_string(k);
+          e.source_step = since[rng() % since.size()];
+          steps.back().entries.push_back(e);
+        }
       }
     }
     uint32_t keep_last = static_cast<uint32_t>(rng() % 6);
@@ -331,14 +352,15 @@ TEST(Retention, MatchesTheReferenceOnRandomSteps) {
     }
     ASSERT_EQ(got, reference_victims(steps, keep_last, keep_every));
     // Deleted in the order given, every prefix (a writer killed between deletions) leaves
-    // each remaining incremental step with its parent.
+    // each remaining step with every step it takes bytes from.
     std::vector<uint64_t> order = retention_victims(steps, keep_last, keep_every);
     std::set<uint64_t> gone;
     for (uint64_t victim : order) {
       gone.insert(victim);
       for (const auto& s : steps) {
-        if (!gone.count(s.step) && s.parent) {
-          ASSERT_FALSE(gone.count(*s.parent)) << "step " << s.step << " orphaned after deleting " << victim;
+        if (gone.count(s.step)) continue;
+        for (uint64_t d : dependencies(s)) {
+          ASSERT_FALSE(gone.count(d)) << "step " << s.step << " lost step " << d << " after deleting " << victim;
         }
       }
     }
@@ -390,9 +412,8 @@ TEST(Retention, EngineKeepsWhatRetentionSays) {
   EXPECT_TRUE(victims_of(steps, o.keep_last, o.keep_every).empty());
   for (uint64_t s : {4, 8, 10, 11}) EXPECT_TRUE(std::count(kept.begin(), kept.end(), s)) << "step " << s;
   for (const auto& s : steps) {
-    if (s.parent) {
-      EXPECT_TRUE(std::count(kept.begin(), kept.end(), *s.parent)) << "parent of " << s.step;
-    }
+    for (uint64_t d : dependencies(s))
+      EXPECT_TRUE(std::count(kept.begin(), kept.end(), d)) << "step " << s.step << " needs " << d;
   }
   EXPECT_TRUE(reference_victims(steps, o.keep_last, o.keep_every).empty());
   for (uint64_t s : kept) {

@@ -386,6 +386,10 @@ class Checker {
       for (const auto& p : r.problems) fail(tier + ": verify step " + std::to_string(s.step) + ": " + p);
       if (s.parent && !listed.count(*s.parent))
         fail(tier + ": step " + std::to_string(s.step) + " refers to missing parent " + std::to_string(*s.parent));
+      for (const auto& e : s.entries)
+        if (e.source_step && !listed.count(*e.source_step))
+          fail(tier + ": step " + std::to_string(s.step) + " takes tensor '" + e.name + "' from missing step " +
+               std::to_string(*e.source_step));
     }
     for (const auto& s : steps) {
       if (restore_all || s.step == newest) compare(*ck, tier, s);

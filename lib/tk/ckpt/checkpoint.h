@@ -54,7 +54,8 @@ struct Options {
   std::string durable_dir;
   // Retention, applied after each commit on both tiers: keep the newest `keep_last`
   // steps (0 = keep all) and also every step divisible by `keep_every` (0 = none). The
-  // newest committed step and the parent of any kept incremental step are always kept.
+  // newest committed step, and every step a kept step takes bytes from (its parent and
+  // the sources of its references and deltas), are always kept.
   uint32_t keep_last = 0;
   uint32_t keep_every = 0;
   Compression compression = Compression::kNone;
@@ -199,9 +200,9 @@ class Checkpointer {
 };
 
 // Retention as a pure function, so it can be tested on its own: which of `steps` (with
-// their parents) to delete under keep_last / keep_every. Never the newest step, never
-// the parent of a kept step. Newest first, the order to delete them in: a writer killed
-// between two deletions then never leaves an incremental step without its parent.
+// their dependencies) to delete under keep_last / keep_every. Never the newest step,
+// never a step a kept step takes bytes from. Newest first, the order to delete them in:
+// a writer killed between two deletions then never leaves a step without its bases.
 std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint32_t keep_last,
                                         uint32_t keep_every);
 

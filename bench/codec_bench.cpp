@@ -7,7 +7,13 @@
 // format), each coded as its own frame, or, without FILE, N bf16 values (default 50M)
 // drawn from N(0, 0.02) with seed S (default 42). Every frame is checked to decode to
 // its input once before timing. Prints one JSON line per measurement (with --machine, a
-// first line describes the machine). Exit status 2 for bad usage, 1 on failure.
+// first line describes the machine). Besides wall-clock speed, each line gives the speed
+// per CPU-second of the process (cpu_mb_per_s, from the median CPU time of a run): on a
+// machine shared with other work that is the steadier per-core figure. Exit status 2
+// for bad usage, 1 on failure.
+#include <time.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -132,6 +138,25 @@ nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
 
 volatile uint64_t g_sink = 0;
 
+double process_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Run `fn` and append the process CPU time it took to `cpu`.
+template <typename Fn> void timed_cpu(std::vector<double>& cpu, Fn&& fn) {
+  const double start = process_cpu_seconds();
+  fn();
+  cpu.push_back(process_cpu_seconds() - start);
+}
+
+// Median of the last `reps` entries (the warm-up runs come first).
+double median_of_last(std::vector<double> v, int reps) {
+  v.erase(v.begin(), v.end() - std::min<size_t>(v.size(), static_cast<size_t>(reps)));
+  return tk::bench::summarize(v).median;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,7 +189,9 @@ int main(int argc, char** argv) {
       auto drop_frames = [&] {
         for (auto& f : frames) std::vector<uint8_t>().swap(f);
       };
-      const tk::bench::Measurement c = tk::bench::measure(compress_all, timing, raw_bytes, drop_frames);
+      std::vector<double> compress_cpu, decompress_cpu;
+      const tk::bench::Measurement c = tk::bench::measure([&] { timed_cpu(compress_cpu, compress_all); }, timing,
+                                                          raw_bytes, drop_frames);
       compress_all();
       uint64_t frame_bytes = 0;
       for (const auto& f : frames) frame_bytes += f.size();
@@ -181,12 +208,20 @@ int main(int argc, char** argv) {
           tk::codec::lossless_decompress(frames[i], {outs[i].mutable_data(), outs[i].size()}, threads);
         g_sink = g_sink + (outs.empty() || outs[0].empty() ? 0 : outs[0].data()[0]);
       };
-      const tk::bench::Measurement d = tk::bench::measure(decompress_all, timing, raw_bytes);
+      const tk::bench::Measurement d =
+          tk::bench::measure([&] { timed_cpu(decompress_cpu, decompress_all); }, timing, raw_bytes);
 
-      for (const auto& [name, m] : {std::pair{"compress", &c}, std::pair{"decompress", &d}}) {
+      struct Case {
+        const char* name;
+        const tk::bench::Measurement* m;
+        double cpu_s;
+      };
+      for (const Case& k : {Case{"compress", &c, median_of_last(compress_cpu, args.reps)},
+                            Case{"decompress", &d, median_of_last(decompress_cpu, args.reps)}}) {
+        const tk::bench::Measurement* m = k.m;
         const nlohmann::json line = {{"bench", "codec"},
                                      {"codec", "tk_lossless"},
-                                     {"case", name},
+                                     {"case", k.name},
                                      {"data", data},
                                      {"threads", threads},
                                      {"chunk_bytes", args.chunk},
@@ -198,7 +233,9 @@ int main(int argc, char** argv) {
                                      {"median_s", m->summary.median},
                                      {"min_s", m->summary.min},
                                      {"max_s", m->summary.max},
-                                     {"mb_per_s", m->gb_per_s() * 1000}};
+                                     {"mb_per_s", m->gb_per_s() * 1000},
+                                     {"cpu_s", k.cpu_s},
+                                     {"cpu_mb_per_s", k.cpu_s > 0 ? raw_bytes / k.cpu_s / 1e6 : 0.0}};
         std::printf("%s\n", line.dump().c_str());
       }
       std::fflush(stdout);

@@ -33,7 +33,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python reference packages for interop tests and benchmarks (never used by the tools).
-py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest)
+# zipnn, the peer of scripts/bench/codec_vs_zipnn.py, depends on torch (several GB).
+py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest zipnn)
 venv="$here/.venv"
 stamp="$venv/.tk-deps-${#py_packages[@]}-$(echo "${py_packages[*]}" | cksum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ]; then

@@ -452,7 +452,7 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
   store_le<uint64_t>(header + 8, elements);
   store_le<uint32_t>(header + 16, chunk_bytes);
   store_le<uint32_t>(header + 20, static_cast<uint32_t>(chunks));
-  std::memcpy(header + kHeaderBytes, table.data(), table.size());
+  if (!table.empty()) std::memcpy(header + kHeaderBytes, table.data(), table.size());
   store_le<uint64_t>(header + 24, header_checksum(header, table.data(), table.size()));
   return frame;
 }

@@ -137,7 +137,7 @@ inline size_t segment_begin(size_t symbols, int s) {
 // ---- encoder ----
 
 double sampled_entropy_bits(std::span<const uint8_t> src) {
-  constexpr size_t kBlocks = 32, kBlockBytes = 1024;
+  constexpr size_t kBlocks = 16, kBlockBytes = 1024;
   uint32_t counts[4][256] = {};
   auto add = [&](const uint8_t* q, size_t len) {
     size_t i = 0;
@@ -333,59 +333,64 @@ size_t HuffmanEncoder::encode(std::span<const uint8_t> src, uint8_t* dst) {
   return static_cast<size_t>(out - dst);
 }
 
-// Code the symbols of the four segments in lockstep (four independent dependency
-// chains) into four areas of segments_; set the byte length of each.
+// Code the four segments into four areas of segments_, two at a time in lockstep (two
+// independent dependency chains; four would not fit in the registers); set the byte
+// length of each.
 template <int W>
 const uint8_t* HuffmanEncoder::encode_segments(const uint8_t* p, size_t count, size_t* lengths) {
   const size_t per = (count + kSegments - 1) / kSegments;
   segment_area_ = per * kHuffmanMaxBits / 8 + 16;
   if (segments_.size() < kSegments * segment_area_) segments_.resize(kSegments * segment_area_);
-  const uint32_t* codes = codes_.data();
+  const uint32_t* const codes = codes_.data();
   auto symbol = [](const uint8_t* q) -> uint32_t {
     if constexpr (W == 2) return load_u16(q);
     return *q;
   };
-  uint8_t* out[kSegments];
-  const uint8_t* in[kSegments];
-  size_t left[kSegments];
-  uint64_t acc[kSegments] = {};
-  unsigned bits[kSegments] = {};
-  for (int s = 0; s < kSegments; ++s) {
-    out[s] = segments_.data() + s * segment_area_;
-    in[s] = p + segment_begin(count, s) * W;
-    left[s] = segment_begin(count, s + 1) - segment_begin(count, s);
-  }
-  // Four codes of at most 14 bits on top of at most 7 pending bits fit in 64.
-  const size_t together = *std::min_element(left, left + kSegments) / 4 * 4;
-  for (size_t i = 0; i < together; i += 4) {
-    for (int s = 0; s < kSegments; ++s) {
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t c = codes[symbol(in[s] + (i + j) * W)];
-        acc[s] |= static_cast<uint64_t>(c & 0xffff) << bits[s];
-        bits[s] += c >> 16;
+  constexpr int kTogether = 2;
+  for (int first = 0; first < kSegments; first += kTogether) {
+    uint8_t* out[kTogether];
+    const uint8_t* in[kTogether];
+    size_t left[kTogether];
+    uint64_t acc[kTogether] = {};
+    unsigned bits[kTogether] = {};
+    for (int g = 0; g < kTogether; ++g) {
+      const int s = first + g;
+      out[g] = segments_.data() + s * segment_area_;
+      in[g] = p + segment_begin(count, s) * W;
+      left[g] = segment_begin(count, s + 1) - segment_begin(count, s);
+    }
+    // Four codes of at most 14 bits on top of at most 7 pending bits fit in 64.
+    const size_t together = std::min(left[0], left[1]) / 4 * 4;
+    for (size_t i = 0; i < together; i += 4) {
+      for (int g = 0; g < kTogether; ++g) {
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t c = codes[symbol(in[g] + (i + j) * W)];
+          acc[g] |= static_cast<uint64_t>(c & 0xffff) << bits[g];
+          bits[g] += c >> 16;
+        }
+        store_u64(out[g], acc[g]);
+        out[g] += bits[g] >> 3;
+        acc[g] >>= bits[g] & ~7u;
+        bits[g] &= 7;
       }
-      store_u64(out[s], acc[s]);
-      out[s] += bits[s] >> 3;
-      acc[s] >>= bits[s] & ~7u;
-      bits[s] &= 7;
     }
-  }
-  for (int s = 0; s < kSegments; ++s) {
-    uint8_t* const start = segments_.data() + s * segment_area_;
-    for (size_t i = together; i < left[s]; ++i) {
-      const uint32_t c = codes[symbol(in[s] + i * W)];
-      acc[s] |= static_cast<uint64_t>(c & 0xffff) << bits[s];
-      bits[s] += c >> 16;
-      store_u64(out[s], acc[s]);
-      out[s] += bits[s] >> 3;
-      acc[s] >>= bits[s] & ~7u;
-      bits[s] &= 7;
+    for (int g = 0; g < kTogether; ++g) {
+      const int s = first + g;
+      for (size_t i = together; i < left[g]; ++i) {
+        const uint32_t c = codes[symbol(in[g] + i * W)];
+        acc[g] |= static_cast<uint64_t>(c & 0xffff) << bits[g];
+        bits[g] += c >> 16;
+        store_u64(out[g], acc[g]);
+        out[g] += bits[g] >> 3;
+        acc[g] >>= bits[g] & ~7u;
+        bits[g] &= 7;
+      }
+      if (bits[g]) {
+        store_u64(out[g], acc[g]);
+        out[g] += 1;
+      }
+      lengths[s] = static_cast<size_t>(out[g] - (segments_.data() + s * segment_area_));
     }
-    if (bits[s]) {
-      store_u64(out[s], acc[s]);
-      out[s] += 1;
-    }
-    lengths[s] = static_cast<size_t>(out[s] - start);
   }
   return segments_.data();
 }

@@ -218,22 +218,70 @@ struct CompressState {
   }
   HuffmanEncoder huffman;
   std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx;
-  std::vector<uint8_t> planes;   // the chunk split into planes
   std::vector<uint8_t> scratch;  // zstd output when a Huffman coding already sits in place
 };
 
 CompressState& compress_state(size_t chunk_bytes) {
   thread_local std::unique_ptr<CompressState> state;
   if (!state) state = std::make_unique<CompressState>();
-  if (state->planes.size() < chunk_bytes) {
-    state->planes.resize(chunk_bytes);
-    state->scratch.resize(chunk_bytes);
-  }
+  if (state->scratch.size() < chunk_bytes) state->scratch.resize(chunk_bytes);
   return *state;
+}
+
+// A coded chunk until it joins the frame: its planes, from which raw planes are
+// appended as they are (no copy), and its coded streams.
+struct ChunkOutput {
+  std::vector<uint8_t> planes;
+  std::vector<uint8_t> coded;
+  std::span<const uint8_t> streams[8];  // in frame order; may point into the input
+  int stream_count = 0;
+
+  void reserve(size_t chunk_bytes) {
+    if (planes.size() < chunk_bytes) {
+      planes.resize(chunk_bytes);
+      coded.resize(chunk_bytes + kHuffmanSlack);
+    }
+  }
+};
+
+// ChunkOutputs are kept across calls: fresh chunk-sized buffers would cost page faults
+// on every call. The pool keeps a bounded number of buffers of bounded size.
+class OutputPool {
+ public:
+  std::unique_ptr<ChunkOutput> take(size_t chunk_bytes) {
+    std::unique_ptr<ChunkOutput> out;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        out = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!out) out = std::make_unique<ChunkOutput>();
+    out->reserve(chunk_bytes);
+    out->stream_count = 0;
+    return out;
+  }
+  void give(std::unique_ptr<ChunkOutput> out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kKept && out->planes.size() <= kKeptBytes) free_.push_back(std::move(out));
+  }
+
+ private:
+  static constexpr size_t kKept = 64;
+  static constexpr size_t kKeptBytes = size_t{4} << 20;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<ChunkOutput>> free_;
+};
+
+OutputPool& output_pool() {
+  static OutputPool pool;
+  return pool;
 }
 
 struct Coded {
   Method method;
+  const uint8_t* data;
   size_t length;
 };
 
@@ -244,46 +292,42 @@ size_t try_zstd(CompressState& st, std::span<const uint8_t> src, uint8_t* dst, s
   return ZSTD_isError(r) ? 0 : r;
 }
 
-// Code one byte plane of a float chunk into `out` (room for its raw size plus
-// kHuffmanSlack): constant, Huffman, zstd or raw, whichever is smallest of those tried.
-// zstd is tried only when one byte value covers more than half the plane (zeros,
-// sparse tensors): there runs and matches beat Huffman's floor of one bit per symbol,
-// elsewhere zstd codes literals with Huffman anyway, only slower.
+// Code one byte plane of a float chunk: constant, Huffman or zstd into `out` (room for
+// the plane plus kHuffmanSlack), or the plane itself (raw), whichever is smallest of
+// those tried. zstd is tried only when one byte value covers more than half the plane
+// (zeros, sparse tensors): there runs and matches beat Huffman's floor of one bit per
+// symbol, elsewhere zstd codes literals with Huffman anyway, only slower.
 Coded code_plane(CompressState& st, std::span<const uint8_t> plane, uint8_t* out, int level) {
   const size_t raw = plane.size();
-  const size_t limit = coded_limit(raw);
+  const Coded as_is{Method::kRaw, plane.data(), raw};
   // Planes of nearly random bytes (the low mantissa bytes of trained weights) cannot
   // reach 0.95 bits per bit: a sample tells without a full histogram.
-  if (sampled_entropy_bits(plane) > kRawEntropyBits) {
-    std::memcpy(out, plane.data(), raw);
-    return {Method::kRaw, raw};
-  }
+  if (sampled_entropy_bits(plane) > kRawEntropyBits) return as_is;
+  const size_t limit = coded_limit(raw);
   const size_t planned = st.huffman.plan(plane);
   const ByteStreamStats& stats = st.huffman.stats();
   if (stats.distinct == 1) {
     out[0] = stats.top_value;
-    return {Method::kConstant, 1};
+    return {Method::kConstant, out, 1};
   }
-  Coded best{Method::kRaw, raw};
-  if (planned <= limit) best = {Method::kHuffman, st.huffman.encode(plane, out)};
+  Coded best = as_is;
+  if (planned <= limit) best = {Method::kHuffman, out, st.huffman.encode(plane, out)};
   if (stats.top_count * 2 > raw) {
     uint8_t* dst = best.method == Method::kRaw ? out : st.scratch.data();
     const size_t z = try_zstd(st, plane, dst, std::min(limit, best.length - 1), level);
     if (z) {
       if (dst != out) std::memcpy(out, dst, z);
-      best = {Method::kZstd, z};
+      best = {Method::kZstd, out, z};
     }
   }
-  if (best.method == Method::kRaw) std::memcpy(out, plane.data(), raw);
   return best;
 }
 
-// Code the bytes of a dtype without planes: zstd, or raw.
+// Code the bytes of a dtype without planes: zstd into `out`, or the bytes as they are.
 Coded code_bytes(CompressState& st, std::span<const uint8_t> bytes, uint8_t* out, int level) {
   const size_t z = try_zstd(st, bytes, out, coded_limit(bytes.size()), level);
-  if (z) return {Method::kZstd, z};
-  std::memcpy(out, bytes.data(), bytes.size());
-  return {Method::kRaw, bytes.size()};
+  if (z) return {Method::kZstd, out, z};
+  return {Method::kRaw, bytes.data(), bytes.size()};
 }
 
 // The chunk checksum: XXH3-64 of the decoded bytes, xor a hash of the chunk's
@@ -302,79 +346,64 @@ class ChunkChecksum {
   uint64_t zstd_ = 0;
 };
 
-// Code one chunk into `out`; fill its table entry; return the payload bytes written.
-size_t compress_chunk(CompressState& st, int width, std::span<const uint8_t> chunk, uint8_t* out,
-                      uint8_t* entry, int level) {
+// Code one chunk into `out` and fill its table entry.
+void compress_chunk(CompressState& st, ChunkOutput& out, int width, std::span<const uint8_t> chunk, uint8_t* entry,
+                    int level) {
   // Hashed first: this reads the chunk into the cache for the split that follows.
   const uint64_t decoded_hash = XXH3_64bits(chunk.data(), chunk.size());
   uint8_t* const checksum = entry;
   entry += kChunkHashBytes;
   ChunkChecksum sum;
-  size_t written = 0;
+  size_t used = 0;  // bytes of out.coded taken
   auto record = [&](const Coded& c) {
     entry[0] = static_cast<uint8_t>(c.method);
     store_le<uint32_t>(entry + 1, static_cast<uint32_t>(c.length));
     entry += kStreamEntryBytes;
-    sum.add_stream(c.method, out + written, c.length);
-    written += c.length;
+    sum.add_stream(c.method, c.data, c.length);
+    out.streams[out.stream_count++] = {c.data, c.length};
+    if (c.method != Method::kRaw) used += c.length;
   };
   if (width == 1) {
-    record(code_bytes(st, chunk, out, level));
+    record(code_bytes(st, chunk, out.coded.data(), level));
   } else {
     const size_t count = chunk.size() / width;
     uint8_t* planes[8];
-    for (int s = 0; s < width; ++s) planes[s] = st.planes.data() + s * count;
+    for (int s = 0; s < width; ++s) planes[s] = out.planes.data() + s * count;
     split_planes(width, chunk.data(), count, planes);
-    for (int s = 0; s < width; ++s) record(code_plane(st, {planes[s], count}, out + written, level));
+    for (int s = 0; s < width; ++s) record(code_plane(st, {planes[s], count}, out.coded.data() + used, level));
   }
   store_le<uint64_t>(checksum, sum.finish(decoded_hash));
-  return written;
 }
 
 // Appends coded chunks to the frame in chunk order while threads finish them in any
-// order: a finished chunk waits in its slot until every chunk before it is in, and the
-// thread that completes the run appends it. No thread waits for another to finish a
-// chunk (an OpenMP `ordered` loop does, and spinning there starves a busy machine).
+// order: a finished chunk waits until every chunk before it is in, and the thread that
+// completes the run appends it. No thread waits for another to finish a chunk (an
+// OpenMP `ordered` loop does, and spinning there starves a busy machine).
 class FrameAssembler {
  public:
-  using Slot = std::unique_ptr<std::vector<uint8_t>>;
-
-  FrameAssembler(std::vector<uint8_t>& frame, size_t chunks, size_t slot_bytes)
-      : frame_(frame), pending_(chunks), sizes_(chunks), slot_bytes_(slot_bytes) {}
-
-  // A buffer of slot_bytes to code a chunk into: a free one, else a new one.
-  Slot take_slot() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!free_.empty()) {
-        Slot s = std::move(free_.back());
-        free_.pop_back();
-        return s;
-      }
-    }
-    return std::make_unique<std::vector<uint8_t>>(slot_bytes_);
+  FrameAssembler(std::vector<uint8_t>& frame, size_t chunks) : frame_(frame), pending_(chunks) {}
+  ~FrameAssembler() {
+    for (auto& p : pending_)
+      if (p) output_pool().give(std::move(p));
   }
 
-  // Hand over chunk `c` (its first `coded` bytes in `slot`; 0 when it failed).
-  void deliver(size_t c, Slot slot, size_t coded) {
+  // Hand over chunk `c` (no streams when it failed).
+  void deliver(size_t c, std::unique_ptr<ChunkOutput> out) {
     std::lock_guard<std::mutex> lock(mutex_);
-    pending_[c] = std::move(slot);
-    sizes_[c] = coded;
+    pending_[c] = std::move(out);
     for (; next_ < pending_.size() && pending_[next_]; ++next_) {
-      const uint8_t* p = pending_[next_]->data();
-      frame_.insert(frame_.end(), p, p + sizes_[next_]);
-      free_.push_back(std::move(pending_[next_]));
+      const ChunkOutput& done = *pending_[next_];
+      for (int s = 0; s < done.stream_count; ++s)
+        frame_.insert(frame_.end(), done.streams[s].begin(), done.streams[s].end());
+      output_pool().give(std::move(pending_[next_]));
     }
   }
 
  private:
   std::mutex mutex_;
   std::vector<uint8_t>& frame_;
-  std::vector<Slot> pending_;  // by chunk: coded, not yet appended
-  std::vector<size_t> sizes_;
-  std::vector<Slot> free_;
-  size_t next_ = 0;  // the next chunk to append
-  size_t slot_bytes_;
+  std::vector<std::unique_ptr<ChunkOutput>> pending_;  // by chunk: coded, not yet appended
+  size_t next_ = 0;                                    // the next chunk to append
 };
 
 // ---- decompression ----
@@ -476,7 +505,7 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
   frame.reserve(kHeaderBytes + table.size() + n);
   hint_huge_pages(frame.data(), frame.capacity());
   frame.resize(kHeaderBytes + table.size());
-  FrameAssembler assembler(frame, chunks, std::min<size_t>(chunk_bytes, n) + kHuffmanSlack);
+  FrameAssembler assembler(frame, chunks);
   FirstError error;
   const int threads = thread_count(options.threads, chunks);
 #pragma omp parallel num_threads(threads)
@@ -490,20 +519,20 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
 #pragma omp for schedule(dynamic, 1)
     for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
       try {
-        std::unique_ptr<std::vector<uint8_t>> slot = assembler.take_slot();
-        size_t coded = 0;
+        std::unique_ptr<ChunkOutput> out = output_pool().take(std::min<size_t>(chunk_bytes, n));
         if (st && !error.skip(static_cast<size_t>(c))) {
           try {
             const size_t begin = static_cast<size_t>(c) * chunk_bytes;
             const size_t size = std::min<size_t>(chunk_bytes, n - begin);
-            coded = compress_chunk(*st, width, bytes.subspan(begin, size), slot->data(),
-                                   table.data() + c * entry_bytes, options.level);
+            compress_chunk(*st, *out, width, bytes.subspan(begin, size), table.data() + c * entry_bytes,
+                           options.level);
           } catch (...) {
+            out->stream_count = 0;
             error.record(static_cast<size_t>(c), std::current_exception());
           }
         }
-        assembler.deliver(static_cast<size_t>(c), std::move(slot), coded);
-      } catch (...) {  // no memory for a slot
+        assembler.deliver(static_cast<size_t>(c), std::move(out));
+      } catch (...) {  // no memory for the chunk's buffers
         error.record(static_cast<size_t>(c), std::current_exception());
       }
     }

@@ -1,0 +1,171 @@
+#include "tk/codec/store_objects.h"
+
+#include <cstring>
+
+#include "tk/codec/store_files.h"
+#include "tk/core/error.h"
+
+namespace tk::codec {
+
+namespace {
+
+constexpr uint8_t kMagic[4] = {'T', 'K', 'S', 'O'};
+constexpr uint8_t kVersion = 1;
+
+void put_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+std::vector<uint8_t> with_header(const StoreObjectHeader& h, const std::vector<uint8_t>& frame) {
+  std::vector<uint8_t> out(kStoreObjectHeaderBytes + frame.size(), 0);
+  std::memcpy(out.data(), kMagic, 4);
+  out[4] = kVersion;
+  out[5] = static_cast<uint8_t>(h.kind);
+  put_u64(out.data() + 8, h.decoded_size);
+  std::memcpy(out.data() + 16, h.base.data(), h.base.size());
+  if (!frame.empty()) std::memcpy(out.data() + kStoreObjectHeaderBytes, frame.data(), frame.size());
+  return out;
+}
+
+// dst = a XOR b, in place when dst is a.
+void xor_bytes(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t n) {
+#pragma omp parallel for schedule(static) if (n >= (size_t{1} << 22))
+  for (size_t i = 0; i < n; ++i) dst[i] = a[i] ^ b[i];
+}
+
+std::string object_where(const Sha256Digest& key, const std::string& where) {
+  std::string w = "object " + sha256_hex(key);
+  return where.empty() ? w : where + ": " + w;
+}
+
+}  // namespace
+
+std::vector<uint8_t> store_object_plain(DType dtype, std::span<const uint8_t> bytes, const LosslessOptions& options) {
+  StoreObjectHeader h;
+  h.kind = StoreObjectKind::kPlain;
+  h.decoded_size = bytes.size();
+  return with_header(h, lossless_compress(dtype, bytes, options));
+}
+
+std::vector<uint8_t> store_object_bitx(DType dtype, std::span<const uint8_t> bytes, std::span<const uint8_t> base_bytes,
+                                       const Sha256Digest& base_key, const LosslessOptions& options) {
+  if (bytes.size() != base_bytes.size()) throw internal_error("BitX base of a different length");
+  Buffer delta = Buffer::allocate(bytes.size());
+  xor_bytes(delta.mutable_data(), bytes.data(), base_bytes.data(), bytes.size());
+  StoreObjectHeader h;
+  h.kind = StoreObjectKind::kBitx;
+  h.decoded_size = bytes.size();
+  h.base = base_key;
+  return with_header(h, lossless_compress(dtype, {delta.data(), delta.size()}, options));
+}
+
+StoreObjectHeader store_object_parse_header(std::span<const uint8_t> object, const std::string& where) {
+  if (object.size() < kStoreObjectHeaderBytes || std::memcmp(object.data(), kMagic, 4) != 0)
+    throw invalid_input("not a store object", where);
+  if (object[4] != kVersion) throw invalid_input("unknown object version " + std::to_string(object[4]), where);
+  StoreObjectHeader h;
+  if (object[5] == static_cast<uint8_t>(StoreObjectKind::kPlain)) h.kind = StoreObjectKind::kPlain;
+  else if (object[5] == static_cast<uint8_t>(StoreObjectKind::kBitx)) h.kind = StoreObjectKind::kBitx;
+  else throw invalid_input("unknown object kind " + std::to_string(object[5]), where);
+  h.decoded_size = get_u64(object.data() + 8);
+  std::memcpy(h.base.data(), object.data() + 16, h.base.size());
+  return h;
+}
+
+std::string StoreObjects::shard_dir(const Sha256Digest& key) const {
+  return dir_ + "/objects/" + sha256_hex(key).substr(0, 2);
+}
+
+std::string StoreObjects::path(const Sha256Digest& key) const {
+  std::string hex = sha256_hex(key);
+  return dir_ + "/objects/" + hex.substr(0, 2) + "/" + hex;
+}
+
+bool StoreObjects::contains(const Sha256Digest& key) const { return store_fs::exists(path(key)); }
+
+std::optional<uint64_t> StoreObjects::stored_size(const Sha256Digest& key) const {
+  return store_fs::file_size(path(key));
+}
+
+std::optional<StoreObjectHeader> StoreObjects::header(const Sha256Digest& key) const {
+  auto prefix = store_fs::read_prefix(path(key), kStoreObjectHeaderBytes);
+  if (!prefix) return std::nullopt;
+  return store_object_parse_header(*prefix, object_where(key, ""));
+}
+
+std::optional<int> StoreObjects::delta_depth(const Sha256Digest& key) const {
+  Sha256Digest k = key;
+  for (int depth = 0; depth <= kStoreMaxDeltaDepth; ++depth) {
+    auto h = header(k);
+    if (!h) return std::nullopt;
+    if (h->kind == StoreObjectKind::kPlain) return depth;
+    k = h->base;
+  }
+  return kStoreMaxDeltaDepth + 1;
+}
+
+uint64_t StoreObjects::put(const Sha256Digest& key, std::span<const uint8_t> object,
+                           std::vector<std::string>& dirty_dirs) {
+  std::string target = path(key);
+  if (store_fs::exists(target)) return 0;
+  std::string shard = shard_dir(key);
+  if (!store_fs::is_dir(shard)) {
+    store_fs::make_dir(shard);
+    dirty_dirs.push_back(dir_ + "/objects");
+  }
+  store_fs::publish_file(dir_ + "/tmp/" + store_fs::unique_name(), target, object, false);
+  dirty_dirs.push_back(shard);
+  return object.size();
+}
+
+Buffer StoreObjects::load(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
+                          int threads) const {
+  return load_chain(key, expected_size, where, 0, threads);
+}
+
+Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth,
+                                int threads) const {
+  std::string ow = object_where(key, where);
+  std::string p = path(key);
+  auto size = store_fs::file_size(p);
+  if (!size) throw invalid_input(depth == 0 ? "missing object" : "missing base object", ow);
+  if (*size < kStoreObjectHeaderBytes) throw invalid_input("truncated object", ow);
+  Buffer file = Buffer::map_file(p);
+  std::span<const uint8_t> bytes(file.data(), file.size());
+  StoreObjectHeader h = store_object_parse_header(bytes, ow);
+  if (h.decoded_size != expected_size)
+    throw invalid_input("object decodes to " + std::to_string(h.decoded_size) + " bytes, expected " +
+                            std::to_string(expected_size),
+                        ow);
+  std::span<const uint8_t> frame = bytes.subspan(kStoreObjectHeaderBytes);
+  Buffer out;
+  if (h.kind == StoreObjectKind::kBitx) {
+    if (depth >= kStoreMaxDeltaDepth) throw invalid_input("chain of BitX bases too long", ow);
+    out = load_chain(h.base, expected_size, ow, depth + 1, threads);
+  } else {
+    out = Buffer::allocate(expected_size);
+  }
+  try {
+    if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
+    if (h.kind == StoreObjectKind::kBitx) {
+      Buffer delta = Buffer::allocate(expected_size);
+      lossless_decompress(frame, {delta.mutable_data(), delta.size()}, threads);
+      xor_bytes(out.mutable_data(), out.data(), delta.data(), expected_size);
+    } else {
+      lossless_decompress(frame, {out.mutable_data(), out.size()}, threads);
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(std::string("corrupt object: ") + e.what(), ow);
+  }
+  if (sha256({out.data(), out.size()}) != key) throw invalid_input("corrupt object: SHA-256 mismatch", ow);
+  return out;
+}
+
+}  // namespace tk::codec

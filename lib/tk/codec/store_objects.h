@@ -1,0 +1,88 @@
+// The object directory of the model store: content-addressed objects named by the
+// SHA-256 of the bytes they decode to, at objects/<first two hex digits>/<64 hex digits>.
+// An object is a 48-byte header and a lossless frame (lossless.h):
+//
+//   0  "TKSO"     magic
+//   4  u8         version (1)
+//   5  u8         kind: 1 plain (the frame decodes to the bytes), 2 BitX (the frame
+//                 decodes to the bytes XOR the base object's bytes, same length)
+//   6  u16        reserved, 0
+//   8  u64 LE     decoded size in bytes
+//   16 [32]       SHA-256 of the base object (BitX), zeros otherwise
+//   48 ...        the lossless frame
+//
+// Internal to lib/tk/codec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tk/codec/lossless.h"
+#include "tk/codec/sha256.h"
+#include "tk/core/buffer.h"
+#include "tk/core/dtype.h"
+
+namespace tk::codec {
+
+inline constexpr size_t kStoreObjectHeaderBytes = 48;
+// Longest chain of BitX bases an object may have: add stores a tensor plainly rather
+// than deepen a chain further, and get treats a longer chain as corruption (a cycle).
+inline constexpr int kStoreMaxDeltaDepth = 16;
+
+enum class StoreObjectKind : uint8_t { kPlain = 1, kBitx = 2 };
+
+struct StoreObjectHeader {
+  StoreObjectKind kind = StoreObjectKind::kPlain;
+  uint64_t decoded_size = 0;
+  Sha256Digest base{};  // BitX only
+};
+
+// Encode `bytes` (elements of `dtype`) as a plain object.
+std::vector<uint8_t> store_object_plain(DType dtype, std::span<const uint8_t> bytes, const LosslessOptions& options);
+// Encode `bytes` as a BitX object against `base_bytes` (same length), whose key is
+// `base_key`.
+std::vector<uint8_t> store_object_bitx(DType dtype, std::span<const uint8_t> bytes, std::span<const uint8_t> base_bytes,
+                                       const Sha256Digest& base_key, const LosslessOptions& options);
+
+// Parse an object's header. Throws kInvalidInput naming `where` when it is not one.
+StoreObjectHeader store_object_parse_header(std::span<const uint8_t> object, const std::string& where);
+
+class StoreObjects {
+ public:
+  explicit StoreObjects(std::string store_dir) : dir_(std::move(store_dir)) {}
+
+  std::string path(const Sha256Digest& key) const;
+  std::string shard_dir(const Sha256Digest& key) const;  // objects/<two hex digits>
+  bool contains(const Sha256Digest& key) const;
+  // Stored size of an object in bytes; nullopt when it is missing.
+  std::optional<uint64_t> stored_size(const Sha256Digest& key) const;
+  // The header of an object; nullopt when it is missing. Throws kInvalidInput when the
+  // file is not an object.
+  std::optional<StoreObjectHeader> header(const Sha256Digest& key) const;
+  // Number of BitX links below `key` (0 for a plain object), reading headers only;
+  // nullopt when an object of the chain is missing.
+  std::optional<int> delta_depth(const Sha256Digest& key) const;
+
+  // Write `object` under `key` unless an object of that name exists: a temporary file
+  // in tmp/, fsynced, renamed into place. The shard directory is not fsynced; the
+  // caller fsyncs every directory in `dirty_dirs` before publishing a manifest that
+  // refers to the object. Returns the bytes written (0 when it existed).
+  uint64_t put(const Sha256Digest& key, std::span<const uint8_t> object, std::vector<std::string>& dirty_dirs);
+
+  // Decode object `key`, which must decode to `expected_size` bytes, following BitX
+  // bases, and check the SHA-256 of the result against `key`. Errors are kInvalidInput
+  // naming the object and `where` (e.g. the tensor): a missing object, a missing base,
+  // a corrupt frame, a SHA-256 mismatch.
+  Buffer load(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int threads = 0) const;
+
+ private:
+  Buffer load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth,
+                    int threads) const;
+
+  std::string dir_;
+};
+
+}  // namespace tk::codec

@@ -297,10 +297,15 @@ void Engine::worker_loop() {
     }
     job.tensors.clear();  // drop the slices before the staging buffer goes back
     if (!job.staging.empty()) pool_.release(std::move(job.staging));
+    bool failed = std::holds_alternative<std::exception_ptr>(outcome);
+    std::optional<uint64_t> committed = failed ? latest() : std::nullopt;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       outcomes_[job.handle] = std::move(outcome);
       in_flight_.erase(job.handle);
+      // A failed save gives its step number back when no later save was queued, so the
+      // caller can retry the same step.
+      if (failed && last_step_ == job.step) last_step_ = committed;
     }
     done_cv_.notify_all();
   }

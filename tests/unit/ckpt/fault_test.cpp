@@ -176,16 +176,16 @@ TEST_P(FaultTest, EveryFailedCallFailsTheSaveAndKeepsEarlierSteps) {
         }
         EXPECT_FALSE(fs::exists(dir + "/step-3"));
         expect_intact(*ck, {1, 2});
-        // The same writer saves the next step once the disk behaves.
-        ck->save(4, tensors_for(4));
-        expect_intact(*ck, {1, 2, 4});
+        // The same writer retries the same step once the disk behaves.
+        ck->save(3, tensors_for(3));
+        expect_intact(*ck, {1, 2, 3});
         ck.reset();
         // A new writer cleans up whatever the failure left and sees the same steps.
         ck = Checkpointer::open(dir, GetParam().options);
         for (const auto& entry : fs::directory_iterator(dir)) {
           EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
         }
-        expect_intact(*ck, {1, 2, 4});
+        expect_intact(*ck, {1, 2, 3});
       }
     }
   }

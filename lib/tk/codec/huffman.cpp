@@ -1,9 +1,10 @@
 // Canonical length-limited Huffman coder for byte streams (see huffman.h for the layout).
 // Encoding: one histogram pass over byte pairs gives both the pair and the byte counts;
 // lengths come from the in-place minimum-redundancy algorithm of Moffat and Katajainen,
-// limited to 11 bits by the JPEG (Annex K.3) adjustment, which keeps the code complete.
+// limited to 14 bits by the JPEG (Annex K.3) adjustment, which keeps the code complete.
 // Decoding: four segments decoded in lockstep for instruction-level parallelism; each
-// table lookup yields as many whole symbols as its 11 bits hold (up to four bytes).
+// 11-bit table lookup yields as many whole symbols as those bits hold (up to four
+// bytes); the rare longer codes take a second lookup.
 #include "tk/codec/huffman.h"
 
 #include <algorithm>

@@ -39,7 +39,6 @@
 
 #include "tk/codec/byte_planes.h"
 #include "tk/codec/huffman.h"
-#include "tk/core/buffer.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {

@@ -3,8 +3,9 @@
 // byte planes; f64: eight), and each stream of each chunk is entropy-coded on its own
 // (zstd, or Huffman where that wins), or stored raw when coding does not reach 0.95x.
 // Other dtypes get plain zstd per chunk. Chunks are independent, so both directions run
-// in parallel. The frame is self-describing: dtype, element count, chunk table, and an
-// XXH3 of the decoded bytes.
+// in parallel, and the frame is the same for any thread count. The frame is
+// self-describing: dtype, element count, chunk table, and an XXH3 of the decoded bytes
+// of each chunk (the layout is described in lossless.cpp).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,8 @@ namespace tk::codec {
 
 struct LosslessOptions {
   int level = 3;                  // zstd level for streams coded with zstd
-  uint32_t chunk_bytes = 1 << 20; // bytes of input per chunk (256 KiB .. 1 MiB sensible)
+  uint32_t chunk_bytes = 1 << 20; // bytes of input per chunk (256 KiB .. 1 MiB sensible);
+                                  // a multiple of 64 from 256 B to 64 MiB, else kUsage
   int threads = 0;                // 0: OpenMP default; 1: serial
 };
 

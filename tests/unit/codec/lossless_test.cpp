@@ -129,6 +129,46 @@ TEST(Lossless, SameFrameForEveryThreadCount) {
   }
 }
 
+TEST(Lossless, LargeChunksAndChangingOptions) {
+  // Chunks above the size kept in the buffer pool, then small ones again.
+  const auto bytes = weights(DType::kBF16, 4'500'000, 14);
+  LosslessOptions o;
+  o.chunk_bytes = 8u << 20;
+  round_trip(DType::kBF16, bytes, o);
+  o.chunk_bytes = 4096;
+  o.threads = 2;
+  round_trip(DType::kBF16, bytes, o);
+}
+
+TEST(Lossless, ReportsTheFirstDamagedChunkForAnyThreadCount) {
+  LosslessOptions o;
+  o.chunk_bytes = 4096;
+  const auto bytes = weights(DType::kBF16, 20000, 15);
+  auto frame = lossless_compress(DType::kBF16, bytes, o);
+  // Damage the last payload byte of chunks 1 and 3 (the end of their raw plane).
+  const uint32_t chunks = static_cast<uint32_t>(bytes.size() / 4096 + 1);
+  const size_t entry = 8 + 5 * 2;
+  size_t offset = kHeaderBytes + chunks * entry;
+  for (uint32_t c = 0; c < 4; ++c) {
+    for (int s = 0; s < 2; ++s) {
+      uint32_t len;
+      std::memcpy(&len, frame.data() + kHeaderBytes + c * entry + 8 + 5 * s + 1, 4);
+      offset += len;
+    }
+    if (c == 1 || c == 3) frame[offset - 1] ^= 0x10;
+  }
+  std::vector<uint8_t> back(bytes.size());
+  for (int threads : {1, 2, 4}) {
+    try {
+      lossless_decompress(frame, back, threads);
+      ADD_FAILURE() << "damage not detected";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_EQ(e.where().rfind("chunk 1", 0), 0u) << e.where();
+    }
+  }
+}
+
 TEST(Lossless, DecodedSizeAndHeader) {
   const auto bytes = weights(DType::kF64, 1000, 7);
   const auto frame = lossless_compress(DType::kF64, bytes);

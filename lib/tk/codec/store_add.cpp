@@ -176,7 +176,7 @@ std::optional<double> similarity(const StoreObjects& objects, std::span<const ui
       continue;
     }
     try {
-      Buffer b = objects.load(theirs->key, theirs->size, base.name);
+      Buffer b = objects.load_unverified(theirs->key, theirs->size, base.name);
       count_equal_bits(a, {b.data(), b.size()}, equal, total);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
@@ -300,7 +300,7 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
         auto depth = objects.delta_depth(it->second->key);
         if (depth && *depth < kStoreMaxDeltaDepth) {
           std::string where = r.name + ": tensor '" + s.tensor + "': base " + base.manifest->name;
-          Buffer b = objects.load(it->second->key, it->second->size, where, options.lossless.threads);
+          Buffer b = objects.load_unverified(it->second->key, it->second->size, where, options.lossless.threads);
           object = store_object_bitx(seg.dtype, bytes, {b.data(), b.size()}, it->second->key, options.lossless);
         }
       }

@@ -77,9 +77,17 @@ class StoreObjects {
   // naming the object and `where` (e.g. the tensor): a missing object, a missing base,
   // a corrupt frame, a SHA-256 mismatch.
   Buffer load(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int threads = 0) const;
+  // Decode as load() does, without the SHA-256 check (each frame's XXH3 is still
+  // checked). For BitX bases while adding: the delta is taken against the bytes the
+  // base decodes to, whatever they are, so the new object restores even then.
+  Buffer load_unverified(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
+                         int threads = 0) const {
+    return load_chain(key, expected_size, where, 0, false, threads);
+  }
 
  private:
-  Buffer load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth,
+  // Decode `key` and its bases; with `verify`, check each one's SHA-256.
+  Buffer load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth, bool verify,
                     int threads) const;
 
   std::string dir_;

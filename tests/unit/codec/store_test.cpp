@@ -327,6 +327,34 @@ TEST_F(StoreTest, CorruptObjectIsNamed) {
   }
 }
 
+TEST_F(StoreTest, CorruptBaseOfABitxObjectIsNamed) {
+  std::vector<NamedBytes> base = model(1550);
+  Store store = Store::open(dir(), true);
+  store.add(file("base.safetensors", safetensors_file(base)), {});
+  store.add(file("ft.safetensors", safetensors_file(fine_tuned(base, 1560))), {});
+  StoreManifest mb = manifest("base.safetensors");
+  const StoreSegment& b = tensor_segment(mb, "layer0.weight");
+  std::string path = StoreObjects(dir()).path(b.key);
+  std::vector<uint8_t> obj;
+  {
+    std::ifstream in(path, std::ios::binary);
+    obj.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  obj[obj.size() - 100] ^= 0x01;
+  stdfs::remove(path);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(obj.data()), obj.size());
+  try {
+    get(store, "ft.safetensors");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_TRUE(std::string(e.what()).starts_with("corrupt object")) << e.what();
+    // The base object is named last: it is the one at fault.
+    EXPECT_TRUE(e.where().ends_with("object " + sha256_hex(b.key))) << e.where();
+    EXPECT_NE(e.where().find("ft.safetensors: tensor 'layer0.weight'"), std::string::npos) << e.where();
+  }
+}
+
 TEST_F(StoreTest, MissingObjectAndMissingBaseAreInvalidInput) {
   std::vector<NamedBytes> base = model(1600);
   Store store = Store::open(dir(), true);

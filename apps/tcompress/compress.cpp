@@ -1,0 +1,226 @@
+// tcompress IN -o OUT.tkz: check the request, open the base, compress, report.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/number_format.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "cli/report.h"
+#include "cli/std_streams.h"
+#include "tcompress.h"
+#include "tk/codec/container.h"
+#include "tk/core/error.h"
+
+namespace tk::tcompress {
+
+namespace {
+
+using nlohmann::json;
+
+double ratio(uint64_t original, uint64_t stored) {
+  return stored == 0 ? 0.0 : static_cast<double>(original) / static_cast<double>(stored);
+}
+
+double mb_per_s(uint64_t bytes, double seconds) { return seconds > 0 ? bytes / seconds / 1e6 : 0.0; }
+
+json entries_json(const std::vector<codec::TkzEntry>& entries) {
+  json out = json::array();
+  for (const auto& e : entries) {
+    json j = {{"name", e.name},
+              {"kind", e.is_tensor ? "tensor" : "opaque"},
+              {"codec", codec::tkz_codec_name(e.codec)},
+              {"bytes", e.bytes},
+              {"offset", e.offset},
+              {"stored", e.stored}};
+    if (e.is_tensor) {
+      j["dtype"] = dtype_name(e.dtype);
+      j["shape"] = e.shape;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void check_no_lossy(const CompressOptions& o) {
+  if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate)
+    throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate) apply only when compressing");
+}
+
+}  // namespace
+
+int run_compress(cli::Tool& tool, const CompressOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  if (!common.tensors.empty() || !common.exclude.empty())
+    throw usage_error("-t/--exclude select a tensor to extract with -d; a container keeps the whole file");
+  if (!o.format.empty()) throw usage_error("--format applies to a tensor extracted with -d -t");
+  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
+  cli::check_binary_output(o.output, cli::stdout_is_terminal());
+  cli::check_output_not_directory(o.output);
+  cli::check_output_not_input({o.input, o.base}, o.output);
+  if (common.json && *common.json == "-" && o.output == "-")
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
+  if (o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate) {
+    if (o.video.empty() && o.lossy.empty()) throw usage_error("--crf, --bits-per-value and --no-rotate need --video or --lossy");
+  }
+  if (!o.video.empty() || !o.lossy.empty())
+    throw unavailable("lossy compression is not available in this build yet");
+
+  codec::TkzCompressOptions options;
+  options.lossless.level = o.level;
+  options.lossless.threads = common.threads;
+  const uint64_t chunk = cli::bytes_parse(o.chunk, "--chunk");
+  if (chunk < 4096 || chunk > (64u << 20)) throw usage_error("chunk size must be between 4KiB and 64MiB", "--chunk");
+  options.lossless.chunk_bytes = static_cast<uint32_t>(chunk);
+  std::unique_ptr<codec::BitxBase> base;
+  if (!o.base.empty()) {
+    base = codec::BitxBase::open(o.base);
+    options.base = base.get();
+  }
+
+  auto in = io::InputStream::open(o.input);
+  auto out = io::OutputStream::open(o.output);
+  cli::Progress progress(common.show_progress, tool.name());
+  options.progress = [&progress](uint64_t done, std::optional<uint64_t> total) {
+    progress.show(total ? fmt::format("{} / {}", cli::format_bytes(done), cli::format_bytes(*total))
+                        : cli::format_bytes(done));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  codec::TkzCompressResult r = codec::tkz_compress(*in, *out, options);
+  out->commit();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress.clear();
+
+  size_t tensors = 0, refs = 0, deltas = 0;
+  for (const auto& e : r.entries) {
+    tensors += e.is_tensor;
+    refs += e.codec == codec::TkzCodec::kBitxRef;
+    deltas += e.codec == codec::TkzCodec::kBitxDelta;
+  }
+  std::string what = r.source == io::FileFormat::kSafetensors
+                         ? cli::count_noun(tensors, "tensor", "tensors")
+                         : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
+  if (base) what += fmt::format(" ({} identical to the base, {} deltas)", refs, deltas);
+  tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
+                           cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),
+                           mb_per_s(r.bytes_in, seconds)));
+  if (common.json) {
+    json doc = {{"input", o.input},
+                {"output", o.output},
+                {"source", io::format_name(r.source)},
+                {"bytes_in", r.bytes_in},
+                {"bytes_out", r.bytes_out},
+                {"ratio", cli::json_number(ratio(r.bytes_in, r.bytes_out))},
+                {"seconds", seconds},
+                {"mb_per_s", cli::json_number(mb_per_s(r.bytes_in, seconds))},
+                {"sha256", codec::sha256_hex(r.sha256)},
+                {"records", entries_json(r.entries)}};
+    if (base) doc["base"] = {{"path", o.base}, {"sha256", codec::sha256_hex(base->sha256())}};
+    cli::write_json(doc, *common.json);
+  }
+  return cli::kExitOk;
+}
+
+int run_decompress(cli::Tool& tool, const CompressOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  check_no_lossy(o);
+  if (!common.exclude.empty()) throw usage_error("--exclude does not apply to -d");
+  if (common.tensors.size() > 1) throw usage_error("-d -t extracts one tensor; give -t once");
+  const bool extract = !common.tensors.empty();
+  if (!o.format.empty() && !extract) throw usage_error("--format applies to a tensor extracted with -t");
+  const io::FileFormat format = extract ? cli::output_format(o.output, o.format) : io::FileFormat::kUnknown;
+  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
+  cli::check_binary_output(o.output, cli::stdout_is_terminal());
+  cli::check_output_not_directory(o.output);
+  cli::check_output_not_input({o.input, o.base}, o.output);
+  if (common.json && *common.json == "-" && o.output == "-")
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
+
+  codec::TkzDecodeOptions options;
+  options.threads = common.threads;
+  std::unique_ptr<codec::BitxBase> base;
+  if (!o.base.empty()) {
+    base = codec::BitxBase::open(o.base);
+    options.base = base.get();
+  }
+  auto in = io::InputStream::open(o.input);
+  const auto start = std::chrono::steady_clock::now();
+  json doc = {{"input", o.input}, {"output", o.output}};
+  if (extract) {
+    io::TensorInfo info;
+    Tensor tensor = codec::tkz_extract(*in, common.tensors[0], options, &info);
+    io::WriteOptions write_options;
+    write_options.format = format;
+    auto writer = io::open_writer(o.output, write_options);
+    io::Metadata metadata;
+    cli::provenance_add(metadata, tool.provenance());
+    writer->begin({info}, metadata);
+    writer->write(0, tensor);
+    writer->finish();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    tool.summary(fmt::format("tensor '{}' ({} {}), {} in {:.3f} s", info.name, dtype_name(info.dtype),
+                             cli::format_bytes(info.nbytes), io::format_name(format), seconds));
+    doc.update({{"tensor", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape},
+                {"bytes", info.nbytes}, {"format", io::format_name(format)}, {"seconds", seconds}});
+  } else {
+    auto out = io::OutputStream::open(o.output);
+    codec::TkzDecompressResult r = codec::tkz_decompress(*in, *out, options);
+    out->commit();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    tool.summary(fmt::format("{} -> {}, {}, {:.0f} MB/s", cli::format_bytes(r.bytes_in),
+                             cli::format_bytes(r.bytes_out),
+                             r.exact ? "SHA-256 verified" : "lossy records decoded (approximate)",
+                             mb_per_s(r.bytes_out, seconds)));
+    doc.update({{"bytes_in", r.bytes_in}, {"bytes_out", r.bytes_out}, {"exact", r.exact},
+                {"sha256", codec::sha256_hex(r.sha256)}, {"seconds", seconds},
+                {"mb_per_s", cli::json_number(mb_per_s(r.bytes_out, seconds))}});
+  }
+  if (common.json) cli::write_json(doc, *common.json);
+  return cli::kExitOk;
+}
+
+int run_list(cli::Tool& tool, const CompressOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  check_no_lossy(o);
+  if (o.output != "-") throw usage_error("-l writes its listing to stdout; -o does not apply");
+  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
+  auto in = io::InputStream::open(o.input);
+  codec::TkzListing l = codec::tkz_list(*in);
+  cli::TensorSelection selection = common.selection();
+  std::vector<codec::TkzEntry> shown;
+  for (const auto& e : l.entries)
+    if (!e.is_tensor || selection.selects(e.name)) shown.push_back(e);
+  if (common.text_report()) {
+    cli::TextTable table({"name", "dtype", "shape", "codec", "bytes", "stored", "ratio"});
+    for (const auto& e : shown) {
+      std::string shape = e.is_tensor ? fmt::format("[{}]", fmt::join(e.shape, ", ")) : "-";
+      table.add_row({e.is_tensor ? e.name : "(opaque bytes)", e.is_tensor ? dtype_name(e.dtype) : "-", shape,
+                     codec::tkz_codec_name(e.codec), std::to_string(e.bytes), std::to_string(e.stored),
+                     fmt::format("{:.3f}", ratio(e.bytes, e.stored))});
+    }
+    std::string text = table.render();
+    text += fmt::format("{}: {} bytes -> {} bytes, ratio {:.3f}{}\n",
+                        l.source == io::FileFormat::kUnknown ? "file" : io::format_name(l.source), l.original_bytes,
+                        l.container_bytes, ratio(l.original_bytes, l.container_bytes),
+                        l.has_base ? ", BitX base SHA-256 " + codec::sha256_hex(l.base_sha256) : "");
+    cli::write_stdout(text);
+  }
+  if (common.json) {
+    json doc = {{"input", o.input},
+                {"source", l.source == io::FileFormat::kUnknown ? "file" : io::format_name(l.source)},
+                {"original_bytes", l.original_bytes},
+                {"container_bytes", l.container_bytes},
+                {"ratio", cli::json_number(ratio(l.original_bytes, l.container_bytes))},
+                {"sha256", codec::sha256_hex(l.sha256)},
+                {"records", entries_json(shown)}};
+    if (l.has_base) doc["base_sha256"] = codec::sha256_hex(l.base_sha256);
+    cli::write_json(doc, *common.json);
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tcompress

@@ -1,0 +1,47 @@
+// tcompress: .tkz containers (lossless byte-grouped, BitX delta, lossy) and the model store.
+#include "store.h"
+#include "tcompress.h"
+
+int main(int argc, char** argv) {
+  tk::cli::Tool tool("tcompress",
+                     "Compress tensor files into .tkz containers and restore them byte for byte; "
+                     "'tcompress store' keeps many models deduplicated");
+  tk::tcompress::CompressOptions o;
+  CLI::App& app = tool.app();
+  app.add_option("input", o.input, "File to compress, or .tkz container with -d/-l ('-': stdin, the default)")
+      ->type_name("IN");
+  app.add_option("-o,--output", o.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  app.add_flag("-d,--decompress", o.decompress,
+               "Restore the original file; with -t NAME, extract that tensor as safetensors, HDF5 or .npy");
+  app.add_flag("-l,--list", o.list, "List the container's tensors, codecs and ratios");
+  app.add_option("--level", o.level, "zstd level of the coded streams (default 3)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 22));
+  app.add_option("--chunk", o.chunk, "Bytes per independently coded chunk (default 1MiB)")->type_name("BYTES");
+  app.add_option("--base", o.base,
+                 "BitX: code tensors as XOR deltas against this safetensors model (needed again with -d)")
+      ->type_name("BASE");
+  app.add_option("--format", o.format, "Format of a tensor extracted with -d -t: safetensors, hdf5 or npy")
+      ->type_name("FMT");
+  app.add_option("--video", o.video, "Lossy: code float tensors with a video codec")
+      ->type_name("hevc|av1|h264")
+      ->check(CLI::IsMember({"hevc", "av1", "h264"}));
+  app.add_option("--lossy", o.lossy, "Lossy without a video codec: rotation, rounding and entropy coding")
+      ->type_name("quant")
+      ->check(CLI::IsMember({"quant"}));
+  app.add_option("--crf", o.crf, "Lossy video: constant rate factor")->type_name("N")->check(CLI::NonNegativeNumber);
+  app.add_option("--bits-per-value", o.bits_per_value, "Lossy: target bits per value")
+      ->type_name("B")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-rotate", o.no_rotate, "Lossy: skip the randomized Hadamard rotation");
+
+  tk::tcompress::StoreCommand* store = tk::tcompress::add_store_command(tool);
+
+  return tool.run(argc, argv, [&] {
+    if (tk::tcompress::store_parsed(store)) return tk::tcompress::run_store(tool, store);
+    if (o.decompress && o.list) throw tk::usage_error("-d and -l exclude each other");
+    if (o.list) return tk::tcompress::run_list(tool, o);
+    if (o.decompress) return tk::tcompress::run_decompress(tool, o);
+    return tk::tcompress::run_compress(tool, o);
+  });
+}

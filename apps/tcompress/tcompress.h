@@ -1,0 +1,36 @@
+// tcompress: compress tensor files into .tkz containers (lossless, BitX delta against a
+// base, lossy) and restore them byte for byte; `tcompress store` is the deduplicating
+// model store (store.h).
+#pragma once
+
+#include <string>
+
+#include "cli/tool.h"
+
+namespace tk::tcompress {
+
+struct CompressOptions {
+  std::string input = "-";    // file to compress, or container to restore/list
+  std::string output = "-";   // -o/--output
+  bool decompress = false;    // -d
+  bool list = false;          // -l
+  int level = 3;              // --level: zstd level of the coded streams
+  std::string chunk = "1MiB"; // --chunk: bytes per independently coded chunk
+  std::string base;           // --base: BitX base model (compress and restore)
+  std::string format;         // --format of an extracted tensor
+  // Lossy modes (lib/tk/codec/lossy.h).
+  std::string video;          // --video hevc|av1|h264
+  std::string lossy;          // --lossy quant
+  int crf = -1;               // --crf N
+  double bits_per_value = 0;  // --bits-per-value B
+  bool no_rotate = false;     // --no-rotate
+};
+
+// Compress options.input into a container; returns the exit code.
+int run_compress(cli::Tool& tool, const CompressOptions& options);
+// Restore a container (-d), or extract the one tensor named by -t.
+int run_decompress(cli::Tool& tool, const CompressOptions& options);
+// List a container's records (-l).
+int run_list(cli::Tool& tool, const CompressOptions& options);
+
+}  // namespace tk::tcompress

@@ -1,0 +1,115 @@
+// The .tkz container (docs/TKZ.md): a file compressed tensor by tensor so that it comes
+// back byte for byte. It holds the original file's header verbatim, then one record per
+// tensor (and records of opaque bytes for whatever is not a tensor), written in one
+// streaming pass so that the output can be a pipe, then an index of the records and a
+// fixed-size footer for random access when the container is a seekable file.
+//
+// Safetensors inputs are coded per tensor (lossless byte-grouped frames, BitX deltas
+// against a base, or lossy frames); any other file (HDF5, .npy, ...) is kept as opaque
+// bytes in zstd-coded records, so that it too is restored exactly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tk/codec/bitx.h"
+#include "tk/codec/lossless.h"
+#include "tk/codec/sha256.h"
+#include "tk/core/tensor.h"
+#include "tk/io/stream.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::codec {
+
+// How a record's payload is coded.
+enum class TkzCodec : uint8_t {
+  kLossless = 1,    // byte-grouped lossless frame (lossless.h)
+  kZstd = 2,        // opaque bytes: lossless frame of dtype U8, i.e. plain zstd per chunk
+  kBitxRef = 3,     // identical to the base tensor: no payload
+  kBitxDelta = 4,   // lossless frame of the XOR with the base tensor (bitx.h)
+  kLossy = 5,       // lossy frame (lossy.h); restores an approximation
+};
+const char* tkz_codec_name(TkzCodec codec);
+
+// Choose a lossy frame for a tensor, or nullopt to code it losslessly. Called for each
+// tensor of a safetensors input with the tensor's bytes (not called when a BitX base
+// matches the tensor).
+using TkzLossyHook = std::function<std::optional<std::vector<uint8_t>>(const io::TensorInfo&, const Tensor&)>;
+
+struct TkzCompressOptions {
+  LosslessOptions lossless;        // level, chunk size, threads of every frame
+  const BitxBase* base = nullptr;  // BitX: code tensors as deltas against this model
+  TkzLossyHook lossy;              // lossy mode when set
+  uint64_t opaque_record_bytes = 16 << 20;  // bytes per record of opaque data
+  std::function<void(uint64_t bytes_done, std::optional<uint64_t> bytes_total)> progress;
+};
+
+// One record as listed in the index.
+struct TkzEntry {
+  std::string name;          // tensor name; empty for opaque bytes
+  bool is_tensor = false;
+  TkzCodec codec = TkzCodec::kLossless;
+  DType dtype = DType::kU8;  // tensors: from the original header
+  Shape shape;
+  uint64_t offset = 0;       // of the record in the container
+  uint64_t bytes = 0;        // decoded bytes
+  uint64_t stored = 0;       // payload bytes
+};
+
+struct TkzCompressResult {
+  io::FileFormat source = io::FileFormat::kUnknown;  // kSafetensors, or the format kept opaque
+  uint64_t bytes_in = 0;     // original file
+  uint64_t bytes_out = 0;    // container
+  Sha256Digest sha256{};     // of the original file
+  std::vector<TkzEntry> entries;
+};
+
+// Compress the file read from `in` into `out` (not committed: the caller commits).
+// Throws kInvalidInput for a malformed safetensors input, kIo for read/write failures.
+TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const TkzCompressOptions& options);
+
+struct TkzDecodeOptions {
+  const BitxBase* base = nullptr;  // required for containers made with a base
+  int threads = 0;
+};
+
+struct TkzDecompressResult {
+  uint64_t bytes_in = 0, bytes_out = 0;
+  bool exact = true;         // false when lossy records were decoded (no SHA-256 check)
+  Sha256Digest sha256{};     // of the restored file
+};
+
+// Restore the original file from the container read from `in` into `out` (not
+// committed). Checks every record's checksum, the base (SHA-256 of the file, hash of each
+// base tensor used) and, unless lossy records were present, the SHA-256 of the whole
+// restored file. Throws kInvalidInput on any malformed or corrupt container, naming
+// the tensor whose record is bad; kUsage-free: a missing or different base is
+// kInvalidInput too.
+TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, const TkzDecodeOptions& options);
+
+// Decode the tensor `name` alone. On a regular file, the footer's index locates the
+// record; on a pipe the records are scanned and the others skipped undecoded. Throws
+// kUsage when the container has no such tensor (or holds no tensors), kInvalidInput on
+// corruption.
+Tensor tkz_extract(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
+                   io::TensorInfo* info = nullptr);
+
+struct TkzListing {
+  io::FileFormat source = io::FileFormat::kUnknown;
+  bool has_base = false;
+  Sha256Digest base_sha256{};
+  Sha256Digest sha256{};     // of the original file
+  uint64_t original_bytes = 0;
+  uint64_t container_bytes = 0;
+  std::vector<TkzEntry> entries;
+};
+
+// Read the container's header, index and footer (scanning the records on a pipe).
+TkzListing tkz_list(io::InputStream& in);
+
+}  // namespace tk::codec

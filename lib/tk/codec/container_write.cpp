@@ -1,0 +1,254 @@
+// Writing a .tkz container in one pass over the input (container_format.h has the layout).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tk/codec/container.h"
+#include "tk/codec/container_format.h"
+#include "tk/core/error.h"
+#include "tk/io/safetensors.h"
+
+namespace tk::codec {
+
+const char* tkz_codec_name(TkzCodec codec) {
+  switch (codec) {
+    case TkzCodec::kLossless: return "lossless";
+    case TkzCodec::kZstd: return "zstd";
+    case TkzCodec::kBitxRef: return "bitx-ref";
+    case TkzCodec::kBitxDelta: return "bitx-delta";
+    case TkzCodec::kLossy: return "lossy";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using namespace tkz;
+
+// The input's bytes in order, hashed (SHA-256) as they are taken: a view of a memory
+// map for regular files (no copy), a fresh buffer per piece for pipes.
+class ByteSource {
+ public:
+  explicit ByteSource(io::InputStream& in) : in_(in) {
+    mapped_ = in.is_regular_file() && in.position() == 0 && in.size().has_value();
+    if (mapped_ && *in.size() > 0) map_ = Buffer::map_file(in.path());
+  }
+
+  uint64_t position() const { return position_; }
+  std::optional<uint64_t> size() const { return in_.size(); }
+
+  // Exactly `n` bytes; kInvalidInput "truncated WHAT" when the input ends first.
+  Buffer take(uint64_t n, const char* what) {
+    Buffer piece = take_up_to(n);
+    if (piece.size() != n) throw invalid_input(std::string("truncated ") + what, in_.name());
+    return piece;
+  }
+
+  // Up to `n` bytes; fewer only at the end of the input.
+  Buffer take_up_to(uint64_t n) {
+    Buffer piece;
+    if (mapped_) {
+      const uint64_t take = std::min<uint64_t>(n, map_.size() - position_);
+      if (take > 0) piece = map_.slice(position_, take);
+    } else {
+      piece = read_growing(n);
+    }
+    position_ += piece.size();
+    sha_.update(piece);
+    return piece;
+  }
+
+  Sha256Digest finish() { return sha_.finish(); }
+
+ private:
+  // Read up to `n` bytes from a pipe into a buffer that grows with what arrives, so a
+  // header that declares a huge tensor cannot make us allocate more than twice what
+  // the input really holds.
+  Buffer read_growing(uint64_t n) {
+    constexpr uint64_t kFirst = 64 << 20;
+    Buffer buf = Buffer::allocate(std::min(n, kFirst));
+    uint64_t got = 0;
+    for (;;) {
+      got += in_.read(buf.mutable_data() + got, buf.size() - got);
+      if (got < buf.size() || got == n) break;
+      Buffer bigger = Buffer::allocate(std::min(n, 2 * buf.size()));
+      std::memcpy(bigger.mutable_data(), buf.data(), got);
+      buf = std::move(bigger);
+    }
+    return got == 0 ? Buffer() : buf.slice(0, got);
+  }
+
+  io::InputStream& in_;
+  bool mapped_ = false;
+  Buffer map_;
+  uint64_t position_ = 0;
+  BackgroundSha256 sha_;
+};
+
+class ContainerWriter {
+ public:
+  ContainerWriter(io::OutputStream& out, const TkzCompressOptions& options) : out_(out), options_(options) {}
+
+  void write_header(const FileHeader& header) { write(encode_file_header(header)); }
+
+  void write_opaque(std::span<const uint8_t> bytes) {
+    RecordHeader r;
+    r.kind = Kind::kOpaque;
+    r.codec = TkzCodec::kZstd;
+    r.id = opaque_count_++;
+    r.decoded = bytes.size();
+    r.hash = hash(bytes);
+    write_record(r, lossless_compress(DType::kU8, bytes, options_.lossless), {});
+  }
+
+  void write_tensor(uint32_t id, const io::TensorInfo& info, const Buffer& bytes) {
+    std::span<const uint8_t> data(bytes.data(), bytes.size());
+    RecordHeader r;
+    r.kind = Kind::kTensor;
+    r.id = id;
+    r.decoded = data.size();
+    r.hash = hash(data);
+    std::vector<uint8_t> payload;
+    const BitxBase::Tensor* base = options_.base ? options_.base->match(info) : nullptr;
+    if (base != nullptr) {
+      r.base_hash = bitx_tensor_hash(base->bytes);
+      if (r.base_hash == r.hash && std::memcmp(base->bytes.data(), data.data(), data.size()) == 0) {
+        r.codec = TkzCodec::kBitxRef;
+      } else {
+        r.codec = TkzCodec::kBitxDelta;
+        payload = bitx_encode(info.dtype, data, base->bytes, options_.lossless);
+      }
+    } else if (std::optional<std::vector<uint8_t>> lossy;
+               options_.lossy && (lossy = options_.lossy(info, Tensor(info.dtype, info.shape, bytes)))) {
+      r.codec = TkzCodec::kLossy;
+      payload = std::move(*lossy);
+      r.hash = hash(payload);
+    } else {
+      r.codec = TkzCodec::kLossless;
+      payload = lossless_compress(info.dtype, data, options_.lossless);
+    }
+    write_record(r, payload, info.name);
+    result_.entries.back().dtype = info.dtype;
+    result_.entries.back().shape = info.shape;
+  }
+
+  // The end record, the index and the footer.
+  void finish(uint64_t original_bytes, const Sha256Digest& sha) {
+    RecordHeader end;
+    end.id = static_cast<uint32_t>(index_.size());
+    end.decoded = original_bytes;
+    uint8_t head[kRecordHeaderBytes];
+    encode_record_header(end, head);
+    write({head, kRecordHeaderBytes});
+    Footer footer;
+    footer.index_offset = out_.position();
+    footer.original_bytes = original_bytes;
+    footer.sha256 = sha;
+    write(encode_index_and_footer(index_, footer));
+  }
+
+  TkzCompressResult& result() { return result_; }
+
+ private:
+  void write(std::span<const uint8_t> bytes) { out_.write(bytes); }
+
+  void write_record(const RecordHeader& r, std::span<const uint8_t> payload, const std::string& name) {
+    RecordHeader h = r;
+    h.stored = payload.size();
+    uint8_t head[kRecordHeaderBytes];
+    encode_record_header(h, head);
+    const uint64_t offset = out_.position();
+    write({head, kRecordHeaderBytes});
+    write(payload);
+    index_.push_back({name, h.kind, h.codec, h.id, offset, h.decoded, h.stored});
+    TkzEntry e;
+    e.name = name;
+    e.is_tensor = h.kind == Kind::kTensor;
+    e.codec = h.codec;
+    e.offset = offset;
+    e.bytes = h.decoded;
+    e.stored = h.stored;
+    result_.entries.push_back(std::move(e));
+  }
+
+  io::OutputStream& out_;
+  const TkzCompressOptions& options_;
+  std::vector<IndexEntry> index_;
+  uint32_t opaque_count_ = 0;
+  TkzCompressResult result_;
+};
+
+}  // namespace
+
+TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const TkzCompressOptions& options) {
+  const io::FileFormat format = io::detect_format(in);
+  if (format == io::FileFormat::kTkz) throw usage_error("input is already a .tkz container", in.name());
+  if (options.opaque_record_bytes == 0) throw usage_error("opaque record size must be positive");
+  ByteSource src(in);
+  ContainerWriter writer(out, options);
+  const uint64_t out_begin = out.position();
+  auto progress = [&] {
+    if (options.progress) options.progress(src.position(), src.size());
+  };
+
+  FileHeader header;
+  header.source = source_of(format);
+  if (options.base != nullptr) {
+    header.flags |= kFlagBase;
+    header.base_sha256 = options.base->sha256();
+  }
+  io::SafetensorsHeader st;
+  if (format == io::FileFormat::kSafetensors) {
+    Buffer length = src.take(8, "safetensors header");
+    const uint64_t json_len = load_le<uint64_t>(length.data());
+    if (json_len > io::kSafetensorsMaxHeader) throw invalid_input("safetensors header too large", in.name());
+    Buffer json = src.take(json_len, "safetensors header");
+    try {
+      st = io::safetensors_parse_header({json.data(), json.size()});
+    } catch (const Error& e) {
+      throw e.with_context(in.name());
+    }
+    if (st.tensors.size() >= UINT32_MAX) throw invalid_input("too many tensors", in.name());
+    header.original_header.assign(length.data(), length.data() + 8);
+    header.original_header.insert(header.original_header.end(), json.data(), json.data() + json.size());
+  }
+  writer.write_header(header);
+
+  // Tensors in data order; bytes between them (none in a valid file, but kept if a
+  // writer left some) and after the last go into opaque records, so that every byte of
+  // the input is restored.
+  const uint64_t data_begin = header.original_header.size();
+  for (size_t i = 0; i < st.tensors.size(); ++i) {
+    const io::TensorInfo& info = st.tensors[i];
+    const uint64_t at = data_begin + st.offsets[i];
+    if (at < src.position()) throw invalid_input("overlapping tensors", in.name() + ": tensor '" + info.name + "'");
+    while (src.position() < at) {
+      Buffer gap = src.take(std::min(at - src.position(), options.opaque_record_bytes), "safetensors data");
+      writer.write_opaque({gap.data(), gap.size()});
+    }
+    Buffer bytes = src.take(info.nbytes, "safetensors data");
+    try {
+      writer.write_tensor(static_cast<uint32_t>(i), info, bytes);
+    } catch (const Error& e) {
+      throw e.with_context("tensor '" + info.name + "'");
+    }
+    progress();
+  }
+  for (;;) {
+    Buffer rest = src.take_up_to(options.opaque_record_bytes);
+    if (rest.empty()) break;
+    writer.write_opaque({rest.data(), rest.size()});
+    progress();
+  }
+
+  TkzCompressResult result = std::move(writer.result());
+  result.sha256 = src.finish();
+  writer.finish(src.position(), result.sha256);
+  result.source = format;
+  result.bytes_in = src.position();
+  result.bytes_out = out.position() - out_begin;
+  return result;
+}
+
+}  // namespace tk::codec

@@ -1,0 +1,350 @@
+// The .tkz container: byte-identical round trips for every dtype and for opaque files,
+// extraction of one tensor through the index (files) and by scanning (streams), BitX
+// references and deltas against a base, and corruption (every truncation, a sample of
+// bit flips) rejected as invalid input naming the tensor whose record is bad.
+#include "tk/codec/container.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "test_util.h"
+#include "tk/core/dtype.h"
+#include "tk/core/error.h"
+#include "tk/io/safetensors.h"
+
+namespace tk::codec {
+namespace {
+
+using test::kind_of;
+using Bytes = std::vector<uint8_t>;
+
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+Tensor random_tensor(DType dtype, Shape shape, uint32_t seed) {
+  Tensor t = Tensor::empty(dtype, shape);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  const uint64_t n = t.numel();
+  if (dtype_is_float(dtype) && dtype_bits(dtype) >= 8) {
+    std::vector<float> values(n);
+    for (auto& v : values) v = normal(rng);
+    cast_array(DType::kF32, values.data(), dtype, t.mutable_data(), n, {.saturate = true});
+  } else {
+    for (uint64_t i = 0; i < t.nbytes(); ++i) t.mutable_data()[i] = static_cast<uint8_t>(rng() % 7);
+  }
+  return t;
+}
+
+Bytes safetensors_bytes(const std::vector<NamedTensor>& tensors, const io::Metadata& metadata = {}) {
+  Bytes out;
+  auto writer = io::safetensors_writer(io::OutputStream::to_memory(&out));
+  std::vector<io::TensorInfo> infos;
+  for (const auto& t : tensors) infos.push_back({t.name, t.tensor.dtype(), t.tensor.shape(), t.tensor.nbytes()});
+  writer->begin(infos, metadata);
+  for (size_t i = 0; i < tensors.size(); ++i) writer->write(i, tensors[i].tensor);
+  writer->finish();
+  return out;
+}
+
+// One tensor of every dtype, with odd element counts where the dtype allows, plus empty
+// tensors and a scalar.
+std::vector<NamedTensor> every_dtype() {
+  std::vector<NamedTensor> out;
+  for (int d = 0; d < static_cast<int>(DType::kCount); ++d) {
+    const DType dtype = static_cast<DType>(d);
+    const int bits = dtype_bits(dtype);
+    const int64_t unit = bits % 8 == 0 ? 1 : (bits == 4 ? 2 : 4);  // whole bytes for sub-byte types
+    out.push_back({std::string("t_") + dtype_name(dtype), random_tensor(dtype, {unit * 37, 3}, 100 + d)});
+  }
+  out.push_back({"big.bf16", random_tensor(DType::kBF16, {300, 1001}, 7)});
+  out.push_back({"empty", random_tensor(DType::kF32, {0, 5}, 1)});
+  out.push_back({"empty_bf16", random_tensor(DType::kBF16, {0}, 1)});
+  out.push_back({"scalar", random_tensor(DType::kF64, {}, 2)});
+  return out;
+}
+
+std::unique_ptr<io::InputStream> memory_stream(const Bytes& bytes, const std::string& name = "mem.tkz") {
+  Buffer b = Buffer::allocate(bytes.size());
+  if (!bytes.empty()) std::memcpy(b.mutable_data(), bytes.data(), bytes.size());
+  return io::InputStream::from_buffer(b, name);
+}
+
+Bytes compress(const Bytes& original, const TkzCompressOptions& options = {}, TkzCompressResult* result = nullptr) {
+  Bytes out;
+  auto in = memory_stream(original, "in");
+  auto sink = io::OutputStream::to_memory(&out);
+  TkzCompressResult r = tkz_compress(*in, *sink, options);
+  sink->commit();
+  if (result) *result = r;
+  return out;
+}
+
+Bytes decompress(const Bytes& container, const TkzDecodeOptions& options = {}) {
+  Bytes out;
+  auto in = memory_stream(container);
+  auto sink = io::OutputStream::to_memory(&out);
+  tkz_decompress(*in, *sink, options);
+  sink->commit();
+  return out;
+}
+
+std::string error_where(const Bytes& container, const TkzDecodeOptions& options = {}) {
+  try {
+    decompress(container, options);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what() << " (" << e.where() << ")";
+    return e.where();
+  }
+  ADD_FAILURE() << "corrupt container accepted";
+  return {};
+}
+
+TEST(Container, EveryDtypeRoundTripsByteForByte) {
+  const Bytes original = safetensors_bytes(every_dtype(), {{"note", "kept verbatim"}});
+  TkzCompressResult r;
+  const Bytes tkz = compress(original, {}, &r);
+  EXPECT_EQ(r.source, io::FileFormat::kSafetensors);
+  EXPECT_EQ(r.bytes_in, original.size());
+  EXPECT_EQ(r.bytes_out, tkz.size());
+  EXPECT_EQ(r.sha256, sha256(original));
+  EXPECT_LT(tkz.size(), original.size());
+  EXPECT_TRUE(decompress(tkz) == original);
+  for (const auto& e : r.entries) EXPECT_TRUE(e.is_tensor) << "no gaps in a reference-written file";
+}
+
+TEST(Container, OpaqueFilesRoundTrip) {
+  std::mt19937 rng(3);
+  for (size_t size : {size_t{0}, size_t{1}, size_t{4095}, size_t{3 << 20}}) {
+    Bytes original(size);
+    for (auto& b : original) b = static_cast<uint8_t>(rng() % 5);
+    TkzCompressOptions options;
+    options.opaque_record_bytes = 1 << 20;  // several records for the larger sizes
+    TkzCompressResult r;
+    const Bytes tkz = compress(original, options, &r);
+    EXPECT_EQ(r.source, io::FileFormat::kUnknown);
+    EXPECT_EQ(r.entries.size(), (size + (1 << 20) - 1) >> 20);
+    EXPECT_TRUE(decompress(tkz) == original) << size;
+  }
+}
+
+TEST(Container, BytesAfterTheTensorsAreKept) {
+  Bytes original = safetensors_bytes({{"a", random_tensor(DType::kF32, {10}, 1)}});
+  const Bytes tail = {'t', 'a', 'i', 'l'};
+  original.insert(original.end(), tail.begin(), tail.end());
+  TkzCompressResult r;
+  const Bytes tkz = compress(original, {}, &r);
+  ASSERT_EQ(r.entries.size(), 2u);
+  EXPECT_FALSE(r.entries[1].is_tensor);
+  EXPECT_TRUE(decompress(tkz) == original);
+}
+
+TEST(Container, ExtractsOneTensorFromFilesAndStreams) {
+  const auto tensors = every_dtype();
+  const Bytes tkz = compress(safetensors_bytes(tensors));
+  test::TempDir dir;
+  const std::string path = dir.write("m.tkz", tkz);
+  for (const auto& t : tensors) {
+    for (bool from_file : {true, false}) {
+      auto in = from_file ? io::InputStream::open(path) : memory_stream(tkz);
+      io::TensorInfo info;
+      Tensor got = tkz_extract(*in, t.name, {}, &info);
+      EXPECT_EQ(info.name, t.name);
+      EXPECT_EQ(got.dtype(), t.tensor.dtype());
+      EXPECT_EQ(got.shape(), t.tensor.shape());
+      ASSERT_EQ(got.nbytes(), t.tensor.nbytes());
+      EXPECT_EQ(std::memcmp(got.data(), t.tensor.data(), got.nbytes()), 0) << t.name << (from_file ? " file" : " stream");
+    }
+  }
+  auto in = io::InputStream::open(path);
+  EXPECT_EQ(kind_of([&] { tkz_extract(*in, "nope", {}); }), ErrorKind::kUsage);
+}
+
+TEST(Container, ListingFromFileAndStreamAgree) {
+  const auto tensors = every_dtype();
+  const Bytes original = safetensors_bytes(tensors);
+  const Bytes tkz = compress(original);
+  test::TempDir dir;
+  auto file = io::InputStream::open(dir.write("m.tkz", tkz));
+  TkzListing a = tkz_list(*file);
+  TkzListing b = tkz_list(*memory_stream(tkz));
+  EXPECT_EQ(a.original_bytes, original.size());
+  EXPECT_EQ(a.container_bytes, tkz.size());
+  EXPECT_EQ(b.container_bytes, tkz.size());
+  EXPECT_EQ(a.sha256, sha256(original));
+  ASSERT_EQ(a.entries.size(), tensors.size());
+  ASSERT_EQ(b.entries.size(), tensors.size());
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    EXPECT_EQ(a.entries[i].name, b.entries[i].name);
+    EXPECT_EQ(a.entries[i].offset, b.entries[i].offset);
+    EXPECT_EQ(a.entries[i].stored, b.entries[i].stored);
+    EXPECT_EQ(a.entries[i].shape, b.entries[i].shape);
+  }
+}
+
+TEST(Container, NotAContainerOrUnknownVersion) {
+  EXPECT_EQ(kind_of([] { decompress(Bytes{'h', 'e', 'l', 'l', 'o'}); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(kind_of([] { decompress(Bytes{}); }), ErrorKind::kInvalidInput);
+  Bytes tkz = compress(safetensors_bytes({{"a", random_tensor(DType::kF32, {4}, 1)}}));
+  tkz[3] = 2;
+  test::expect_error_exact([&] { decompress(tkz); }, ErrorKind::kInvalidInput,
+                           "unsupported .tkz version 2 (this build reads version 1)");
+}
+
+// Which tensor's record holds byte `at` of the container (empty outside records).
+std::string tensor_at(const TkzCompressResult& r, size_t at) {
+  for (size_t i = 0; i < r.entries.size(); ++i) {
+    const auto& e = r.entries[i];
+    if (at >= e.offset && at < e.offset + 48 + e.stored) return e.name;
+  }
+  return {};
+}
+
+TEST(Container, EveryTruncationIsRejected) {
+  std::vector<NamedTensor> tensors = {{"w1", random_tensor(DType::kBF16, {40, 30}, 1)},
+                                      {"w2", random_tensor(DType::kF32, {17}, 2)},
+                                      {"e", random_tensor(DType::kI8, {0}, 3)}};
+  TkzCompressResult r;
+  const Bytes tkz = compress(safetensors_bytes(tensors), {}, &r);
+  for (size_t len = 0; len < tkz.size(); ++len) {
+    const Bytes cut(tkz.begin(), tkz.begin() + len);
+    const std::string where = error_where(cut);
+    // A cut inside a tensor's record names that tensor.
+    const std::string tensor = tensor_at(r, len);
+    if (!tensor.empty() && len > r.entries.front().offset) {
+      EXPECT_NE(where.find("tensor '" + tensor + "'"), std::string::npos) << len << ": " << where;
+    }
+  }
+}
+
+TEST(Container, BitFlipsAreRejectedNamingTheTensor) {
+  std::vector<NamedTensor> tensors = {{"layer.0", random_tensor(DType::kBF16, {64, 64}, 1)},
+                                      {"layer.1", random_tensor(DType::kF32, {33, 7}, 2)},
+                                      {"ids", random_tensor(DType::kI64, {19}, 3)}};
+  TkzCompressResult r;
+  const Bytes tkz = compress(safetensors_bytes(tensors), {}, &r);
+  std::mt19937 rng(11);
+  for (int k = 0; k < 600; ++k) {
+    Bytes bad = tkz;
+    const size_t bit = rng() % (tkz.size() * 8);
+    bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    const std::string where = error_where(bad);
+    const std::string tensor = tensor_at(r, bit / 8);
+    if (!tensor.empty()) {
+      EXPECT_NE(where.find("tensor '" + tensor + "'"), std::string::npos) << bit << ": " << where;
+    }
+  }
+}
+
+TEST(Container, CorruptPayloadFoundByExtraction) {
+  std::vector<NamedTensor> tensors = {{"a", random_tensor(DType::kBF16, {500}, 1)},
+                                      {"b", random_tensor(DType::kBF16, {500}, 2)}};
+  TkzCompressResult r;
+  Bytes tkz = compress(safetensors_bytes(tensors), {}, &r);
+  tkz[r.entries[1].offset + 48 + r.entries[1].stored / 2] ^= 0x10;
+  test::TempDir dir;
+  const std::string path = dir.write("bad.tkz", tkz);
+  auto in = io::InputStream::open(path);
+  EXPECT_NO_THROW(tkz_extract(*in, "a", {}));  // only the tensor asked for is decoded
+  auto in2 = io::InputStream::open(path);
+  try {
+    tkz_extract(*in2, "b", {});
+    ADD_FAILURE() << "corrupt record accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(e.where().find("tensor 'b'"), std::string::npos) << e.where();
+  }
+}
+
+// ---- BitX ----
+
+struct Family {
+  Bytes base, tune;
+  test::TempDir dir;
+  std::string base_path;
+};
+
+// A base of four tensors and a fine-tune in which "same" is unchanged, "moved" changed
+// slightly, "reshaped" has another shape and "new" has no counterpart.
+std::unique_ptr<Family> family() {
+  auto f = std::make_unique<Family>();
+  Tensor same = random_tensor(DType::kBF16, {64, 32}, 1);
+  Tensor moved = random_tensor(DType::kBF16, {64, 32}, 2);
+  Tensor moved2 = moved.clone();
+  for (size_t i = 0; i < moved2.nbytes(); i += 14) moved2.mutable_data()[i] ^= 1;
+  f->base = safetensors_bytes({{"same", same}, {"moved", moved}, {"reshaped", random_tensor(DType::kF32, {8}, 3)}});
+  f->tune = safetensors_bytes({{"same", same},
+                               {"moved", moved2},
+                               {"reshaped", random_tensor(DType::kF32, {2, 4}, 3)},
+                               {"new", random_tensor(DType::kF16, {5}, 4)}});
+  f->base_path = f->dir.write("base.safetensors", f->base);
+  return f;
+}
+
+TEST(Container, BitxReferencesDeltasAndLosslessFallback) {
+  auto f = family();
+  auto base = BitxBase::open(f->base_path);
+  EXPECT_EQ(base->sha256(), sha256(f->base));
+  TkzCompressOptions options;
+  options.base = base.get();
+  TkzCompressResult r;
+  const Bytes tkz = compress(f->tune, options, &r);
+  std::map<std::string, TkzCodec> codecs;
+  for (const auto& e : r.entries) codecs[e.name] = e.codec;
+  EXPECT_EQ(codecs["same"], TkzCodec::kBitxRef);
+  EXPECT_EQ(codecs["moved"], TkzCodec::kBitxDelta);
+  EXPECT_EQ(codecs["reshaped"], TkzCodec::kLossless);
+  EXPECT_EQ(codecs["new"], TkzCodec::kLossless);
+  for (const auto& e : r.entries) {
+    if (e.codec == TkzCodec::kBitxRef) {
+      EXPECT_EQ(e.stored, 0u);
+    }
+  }
+
+  TkzDecodeOptions with_base;
+  with_base.base = base.get();
+  EXPECT_TRUE(decompress(tkz, with_base) == f->tune);
+  // The unchanged and unmatched tensors extract without the base; the others need it.
+  EXPECT_EQ(kind_of([&] { tkz_extract(*memory_stream(tkz), "same", {}); }), ErrorKind::kInvalidInput);
+  EXPECT_NO_THROW(tkz_extract(*memory_stream(tkz), "new", {}));
+  EXPECT_NO_THROW(tkz_extract(*memory_stream(tkz), "moved", with_base));
+}
+
+TEST(Container, BitxRefusesMissingOrDifferentBase) {
+  auto f = family();
+  auto base = BitxBase::open(f->base_path);
+  TkzCompressOptions options;
+  options.base = base.get();
+  const Bytes tkz = compress(f->tune, options);
+  EXPECT_EQ(kind_of([&] { decompress(tkz); }), ErrorKind::kInvalidInput);
+  Bytes other = f->base;
+  other.back() ^= 1;
+  auto wrong = BitxBase::open(f->dir.write("other.safetensors", other));
+  TkzDecodeOptions with_wrong;
+  with_wrong.base = wrong.get();
+  try {
+    decompress(tkz, with_wrong);
+    ADD_FAILURE() << "wrong base accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(e.what()).find("is not the base"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Container, BitxXorMatchesScalar) {
+  std::mt19937 rng(5);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{1001}}) {
+    Bytes a(n), b(n), out(n);
+    for (size_t i = 0; i < n; ++i) a[i] = static_cast<uint8_t>(rng()), b[i] = static_cast<uint8_t>(rng());
+    bitx_xor(a, b, out);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] ^ b[i]);
+  }
+}
+
+}  // namespace
+}  // namespace tk::codec

@@ -380,6 +380,28 @@ Tensor lossy_decode(std::span<const uint8_t> frame) {
   return store_matrix(reconstruct(p, v, h.rotated, h.seed, 0), v, h.dtype, h.shape);
 }
 
+LossyFrameInfo lossy_inspect(std::span<const uint8_t> frame) {
+  Header h;
+  View v;
+  Payload p;
+  read_frame(frame, h, v, p);
+  LossyFrameInfo info;
+  info.method = h.method;
+  info.dtype = h.dtype;
+  info.shape = h.shape;
+  info.rotated = h.rotated;
+  info.seed = h.seed;
+  if (h.method != LossyMethod::kQuant) {
+    info.crf = p.video.crf;
+    info.bit_depth = p.video.bit_depth;
+  }
+  info.report = h.error;
+  info.report.values = v.values;
+  info.report.bytes = frame.size();
+  info.report.bits_per_value = v.values ? 8.0 * static_cast<double>(frame.size()) / static_cast<double>(v.values) : 0;
+  return info;
+}
+
 const char* lossy_method_name(LossyMethod method) {
   switch (method) {
     case LossyMethod::kVideoHevc: return "hevc";

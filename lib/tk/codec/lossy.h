@@ -54,6 +54,23 @@ std::vector<uint8_t> lossy_encode(const Tensor& tensor, const LossyOptions& opti
 // Throws kInvalidInput on a malformed frame, kUnavailable when the decoder is missing.
 Tensor lossy_decode(std::span<const uint8_t> frame);
 
+// What a frame says about itself, read without decoding: the stored error (rel_rmse,
+// sqnr_db, max_abs_error), values, bytes and bits_per_value; encode_seconds is 0.
+struct LossyFrameInfo {
+  LossyMethod method = LossyMethod::kQuant;
+  DType dtype = DType::kF32;
+  Shape shape;
+  bool rotated = false;
+  uint64_t seed = 0;
+  int crf = -1;        // video: the CRF used (searched or given); quant: -1
+  int bit_depth = 0;   // video: luma depth; quant: 0
+  LossyReport report;
+};
+
+// Check a frame (checksum, counts against the shape) and describe it. Throws
+// kInvalidInput on a malformed frame.
+LossyFrameInfo lossy_inspect(std::span<const uint8_t> frame);
+
 // "hevc", "av1", "h264", "quant" and back; nullopt-like failure as kUsage.
 const char* lossy_method_name(LossyMethod method);
 LossyMethod lossy_method_parse(const std::string& text);

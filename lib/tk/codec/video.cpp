@@ -104,21 +104,28 @@ std::string av_message(int code) {
 
 // Private options that make each encoder intra-only, without B-frames, and tuned for
 // squared error rather than perceived quality.
+// x264 and x265 take the value as a constant QP (same 0..51 scale): their CRF rate
+// control gives the frames after the first far fewer bits in an all-intra stream
+// (x265 at CRF 24, 1024-row frames: 24.3 dB for one frame, 11.5 dB over four), and
+// the tensor's frames should all be coded alike.
 AVDictionary* encoder_options(const std::string& name, int crf) {
   AVDictionary* d = nullptr;
   const std::string q = std::to_string(crf);
-  av_dict_set(&d, "crf", q.c_str(), 0);
   if (name == "libx265") {
     av_dict_set(&d, "preset", "fast", 0);
     av_dict_set(&d, "tune", "psnr", 0);
-    av_dict_set(&d, "x265-params", "keyint=1:min-keyint=1:bframes=0:scenecut=0:log-level=none", 0);
+    const std::string params = "keyint=1:min-keyint=1:bframes=0:scenecut=0:log-level=none:qp=" + q;
+    av_dict_set(&d, "x265-params", params.c_str(), 0);
   } else if (name == "libx264") {
+    av_dict_set(&d, "qp", q.c_str(), 0);
     av_dict_set(&d, "preset", "medium", 0);
     av_dict_set(&d, "tune", "psnr", 0);
     av_dict_set(&d, "x264-params", "keyint=1:min-keyint=1:bframes=0:scenecut=0", 0);
   } else if (name == "libsvtav1") {
+    av_dict_set(&d, "crf", q.c_str(), 0);
     av_dict_set(&d, "preset", "8", 0);
   } else if (name == "libaom-av1") {
+    av_dict_set(&d, "crf", q.c_str(), 0);
     av_dict_set(&d, "usage", "allintra", 0);
     av_dict_set(&d, "cpu-used", "6", 0);
     av_dict_set(&d, "row-mt", "1", 0);

@@ -12,6 +12,7 @@
 #include "cli/std_streams.h"
 #include "tcompress.h"
 #include "tk/codec/container.h"
+#include "tk/codec/lossy.h"
 #include "tk/core/error.h"
 
 namespace tk::tcompress {
@@ -44,6 +45,43 @@ json entries_json(const std::vector<codec::TkzEntry>& entries) {
   return out;
 }
 
+// The lossy options the flags ask for, or nullopt for an exact mode. Checks that the
+// rate is given once and that the codec is present here.
+std::optional<codec::LossyOptions> lossy_options(const CompressOptions& o, const cli::CommonOptions& common) {
+  const bool rate_flags = o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate;
+  if (o.video.empty() && o.lossy.empty()) {
+    if (rate_flags) throw usage_error("--crf, --bits-per-value and --no-rotate need --video or --lossy");
+    return std::nullopt;
+  }
+  if (!o.video.empty() && !o.lossy.empty()) throw usage_error("--video and --lossy exclude each other");
+  codec::LossyOptions l;
+  l.method = codec::lossy_method_parse(o.video.empty() ? o.lossy : o.video);
+  if ((o.crf >= 0) == (o.bits_per_value > 0)) {
+    throw usage_error(o.video.empty() ? "--lossy quant needs --bits-per-value B"
+                                      : "--video needs one of --crf N and --bits-per-value B");
+  }
+  if (o.crf >= 0 && l.method == codec::LossyMethod::kQuant) throw usage_error("--crf applies to --video only");
+  l.crf = o.crf;
+  l.bits_per_value = o.bits_per_value;
+  l.rotate = !o.no_rotate;
+  l.seed = common.seed.value_or(0);
+  l.threads = common.threads;
+  std::string why;
+  if (!codec::lossy_available(l.method, &why)) throw unavailable(why);
+  return l;
+}
+
+// Lossy modes code the weight matrices: float tensors of rank 2 or more with at least
+// 4096 values. Vectors (biases, norms) and small tensors stay exact: they cost little
+// and errors in them hurt a model most.
+bool lossy_applies(const io::TensorInfo& info) {
+  const bool float_dtype = info.dtype == DType::kF32 || info.dtype == DType::kF16 || info.dtype == DType::kBF16 ||
+                           info.dtype == DType::kF64;
+  uint64_t n = 1;
+  for (int64_t d : info.shape) n *= static_cast<uint64_t>(d);
+  return float_dtype && info.shape.size() >= 2 && n >= 4096;
+}
+
 void check_no_lossy(const CompressOptions& o) {
   if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate)
     throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate) apply only when compressing");
@@ -63,11 +101,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
-  if (o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate) {
-    if (o.video.empty() && o.lossy.empty()) throw usage_error("--crf, --bits-per-value and --no-rotate need --video or --lossy");
-  }
-  if (!o.video.empty() || !o.lossy.empty())
-    throw unavailable("lossy compression is not available in this build yet");
+  std::optional<codec::LossyOptions> lossy = lossy_options(o, common);
 
   codec::TkzCompressOptions options;
   options.lossless.level = o.level;
@@ -79,6 +113,14 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (!o.base.empty()) {
     base = codec::BitxBase::open(o.base);
     options.base = base.get();
+  }
+
+  if (lossy) {
+    if (base) throw usage_error("--base codes tensors exactly; it does not combine with lossy modes");
+    options.lossy = [lossy](const io::TensorInfo& info, const Tensor& tensor) -> std::optional<std::vector<uint8_t>> {
+      if (!lossy_applies(info)) return std::nullopt;
+      return codec::lossy_encode(tensor, *lossy);
+    };
   }
 
   auto in = io::InputStream::open(o.input);
@@ -94,8 +136,9 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.clear();
 
-  size_t tensors = 0, refs = 0, deltas = 0;
+  size_t tensors = 0, refs = 0, deltas = 0, lossy_count = 0;
   for (const auto& e : r.entries) {
+    lossy_count += e.codec == codec::TkzCodec::kLossy;
     tensors += e.is_tensor;
     refs += e.codec == codec::TkzCodec::kBitxRef;
     deltas += e.codec == codec::TkzCodec::kBitxDelta;
@@ -104,6 +147,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
                          ? cli::count_noun(tensors, "tensor", "tensors")
                          : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
   if (base) what += fmt::format(" ({} identical to the base, {} deltas)", refs, deltas);
+  if (lossy) what += fmt::format(" ({} lossy, {})", lossy_count, codec::lossy_method_name(lossy->method));
   tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
                            cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),
                            mb_per_s(r.bytes_in, seconds)));

@@ -267,7 +267,7 @@ class OutputPool {
   }
 
  private:
-  static constexpr size_t kKept = 64;
+  static constexpr size_t kKept = 16;  // at most 2 x 4 MiB each: 128 MiB kept at worst
   static constexpr size_t kKeptBytes = size_t{4} << 20;
   std::mutex mutex_;
   std::vector<std::unique_ptr<ChunkOutput>> free_;

@@ -10,12 +10,16 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
 
-.PHONY: all deps build test demo test-asan fuzz bench-io crash-test clean
+.PHONY: all deps bench-deps build test demo test-asan fuzz bench-io crash-test clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
+
+# The peers the benchmark scripts compare against (zipnn, which brings torch).
+bench-deps:
+	@bash scripts/install-deps.sh --bench
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(native_flag) $(CMAKE_FLAGS)

@@ -33,8 +33,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python reference packages for interop tests and benchmarks (never used by the tools).
-# zipnn, the peer of scripts/bench/codec_vs_zipnn.py, depends on torch (several GB).
-py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest zipnn)
+py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest)
+# Peers of the benchmark scripts only, installed with --bench (`make bench-deps`):
+# zipnn (scripts/bench/codec_vs_zipnn.py, compress_vs_peers.py) pulls in torch, several
+# GB that the build and the tests do not need.
+if [ "${1:-}" = "--bench" ]; then
+  py_packages+=(zipnn)
+fi
 venv="$here/.venv"
 stamp="$venv/.tk-deps-${#py_packages[@]}-$(echo "${py_packages[*]}" | cksum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ]; then

@@ -157,7 +157,7 @@ int run_bench(cli::Tool& tool, const BenchOptions& o) {
 
   {
     ckpt::Options opts;
-    if (const char* t = std::getenv("TK_THREADS")) opts.threads = std::atoi(t);
+    if (tool.options().threads > 0) opts.threads = tool.options().threads;
     auto ck = ckpt::Checkpointer::open(fast, opts);
     // Warm-up: page the staging pool in, so copy-mode stalls are the steady state.
     ck->wait(ck->save_async(0, state, {}, ckpt::Snapshot::kCopy));
@@ -166,23 +166,22 @@ int run_bench(cli::Tool& tool, const BenchOptions& o) {
     for (const auto& t : state) targets.push_back({t.name, Tensor::empty(t.tensor.dtype(), t.tensor.shape())});
     for (int r = 0; r < o.repeat; ++r) {
       tool.verbose(1, fmt::format("repetition {}", r + 1));
-      // Raw bandwidth of the same directories, from the same memory.
+      // Each measured operation runs back to back with its raw reference, after the same
+      // preceding work, and the two swap order on odd repetitions: on a shared virtual
+      // disk the bandwidth right after a large write differs from the bandwidth after a
+      // pause, and that must not decide the ratio.
+      const bool swap = r % 2 == 1;
+      auto timed = [](auto&& fn) {
+        auto t0 = Clock::now();
+        fn();
+        return since(t0);
+      };
       std::string raw = fast + "/raw.tmp-bench";
-      Buffer contiguous = scratch;
-      raw_w.push_back(raw_write(raw, contiguous.data(), state_bytes));
-      drop_cache(raw);
-      raw_r_cold.push_back(raw_read(raw, scratch.mutable_data(), state_bytes));
-      raw_r_warm.push_back(raw_read(raw, scratch.mutable_data(), state_bytes));
-      stdfs::remove(raw);
-      std::string raw2 = durable + "/raw.tmp-bench";
-      raw_w_durable.push_back(raw_write(raw2, contiguous.data(), state_bytes));
-      stdfs::remove(raw2);
-
-      // Synchronous save: the time the loop would stop without the engine's snapshot.
-      auto t0 = Clock::now();
-      ck->save(step, state);
-      sync_s.push_back(since(t0));
-      uint64_t sync_step = step++;
+      uint64_t sync_step = step;
+      auto do_raw_write = [&] { raw_w.push_back(raw_write(raw, scratch.data(), state_bytes)); };
+      auto do_sync_save = [&] { sync_s.push_back(timed([&] { ck->save(sync_step, state); })); };
+      if (swap) { do_sync_save(); do_raw_write(); } else { do_raw_write(); do_sync_save(); }
+      step++;
 
       // Asynchronous saves: the stall is the time inside save_async().
       auto h = ck->save_async(step++, state, {}, ckpt::Snapshot::kCopy);
@@ -190,26 +189,33 @@ int run_bench(cli::Tool& tool, const BenchOptions& o) {
       h = ck->save_async(step++, state, {}, ckpt::Snapshot::kBorrow);
       stall_borrow.push_back(ck->wait(h).stall_seconds);
 
-      // Restore with verification, cold and warm.
+      // Restore with verification against a plain read, cold and warm.
       ckpt::StepInfo info = ck->info(sync_step);
-      for (const auto& p : shard_paths(info)) drop_cache(p);
-      t0 = Clock::now();
-      ck->restore_into(sync_step, targets);
-      restore_cold.push_back(since(t0));
-      t0 = Clock::now();
-      ck->restore_into(sync_step, targets);
-      restore_warm.push_back(since(t0));
+      auto do_raw_cold = [&] {
+        drop_cache(raw);
+        raw_r_cold.push_back(raw_read(raw, scratch.mutable_data(), state_bytes));
+      };
+      auto do_restore_cold = [&] {
+        for (const auto& p : shard_paths(info)) drop_cache(p);
+        restore_cold.push_back(timed([&] { ck->restore_into(sync_step, targets); }));
+      };
+      if (swap) { do_restore_cold(); do_raw_cold(); } else { do_raw_cold(); do_restore_cold(); }
+      raw_r_warm.push_back(raw_read(raw, scratch.mutable_data(), state_bytes));
+      restore_warm.push_back(timed([&] { ck->restore_into(sync_step, targets); }));
+      stdfs::remove(raw);
 
-      // Flush one step to the durable tier.
+      // Flush one step to the durable tier against a raw write into the same directory.
       std::string tier = durable + fmt::format("/tier-{}", r);
       std::string one = root + fmt::format("/one-{}", r);
       {
         auto single = ckpt::Checkpointer::open(one);
         single->save(1, state);
       }
-      t0 = Clock::now();
-      ckpt::flush_steps(one, tier);
-      flush_s.push_back(since(t0));
+      std::string raw2 = durable + "/raw.tmp-bench";
+      auto do_raw_durable = [&] { raw_w_durable.push_back(raw_write(raw2, scratch.data(), state_bytes)); };
+      auto do_flush = [&] { flush_s.push_back(timed([&] { ckpt::flush_steps(one, tier); })); };
+      if (swap) { do_flush(); do_raw_durable(); } else { do_raw_durable(); do_flush(); }
+      stdfs::remove(raw2);
       stdfs::remove_all(one);
       stdfs::remove_all(tier);
       ck->gc();

@@ -20,6 +20,7 @@
 #include "cli/report.h"
 #include "tckpt.h"
 #include "tk/bench/machine.h"
+#include "tk/bench/timing.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/core/error.h"
 
@@ -32,11 +33,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(std::vector<double> v) { return bench::summarize(std::move(v)).median; }
 
 // Fill with pseudo-random bytes quickly (xorshift), so generating 1 GiB takes no time.
 void fill_random(uint8_t* p, uint64_t n, uint64_t seed) {

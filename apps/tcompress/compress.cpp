@@ -87,13 +87,9 @@ void check_no_lossy(const CompressOptions& o) {
     throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate) apply only when compressing");
 }
 
-}  // namespace
-
-int run_compress(cli::Tool& tool, const CompressOptions& o) {
-  const cli::CommonOptions& common = tool.options();
-  if (!common.tensors.empty() || !common.exclude.empty())
-    throw usage_error("-t/--exclude select a tensor to extract with -d; a container keeps the whole file");
-  if (!o.format.empty()) throw usage_error("--format applies to a tensor extracted with -d -t");
+// What both directions check before reading anything: terminals, the output not a
+// directory nor one of the inputs, stdout and stdin each used once.
+void check_streams(const CompressOptions& o, const cli::CommonOptions& common) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);
@@ -101,6 +97,16 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
+}
+
+}  // namespace
+
+int run_compress(cli::Tool& tool, const CompressOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  if (!common.tensors.empty() || !common.exclude.empty())
+    throw usage_error("-t/--exclude select a tensor to extract with -d; a container keeps the whole file");
+  if (!o.format.empty()) throw usage_error("--format applies to a tensor extracted with -d -t");
+  check_streams(o, common);
   std::optional<codec::LossyOptions> lossy = lossy_options(o, common);
 
   codec::TkzCompressOptions options;
@@ -176,13 +182,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const bool extract = !common.tensors.empty();
   if (!o.format.empty() && !extract) throw usage_error("--format applies to a tensor extracted with -t");
   const io::FileFormat format = extract ? cli::output_format(o.output, o.format) : io::FileFormat::kUnknown;
-  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
-  cli::check_binary_output(o.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(o.output);
-  cli::check_output_not_input({o.input, o.base}, o.output);
-  if (common.json && *common.json == "-" && o.output == "-")
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
-  if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
+  check_streams(o, common);
 
   codec::TkzDecodeOptions options;
   options.threads = common.threads;

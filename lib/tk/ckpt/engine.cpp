@@ -28,6 +28,7 @@
 #include "tk/ckpt/step_reader.h"
 #include "tk/ckpt/tier.h"
 #include "tk/codec/lossless.h"
+#include "tk/core/clock.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
 
@@ -39,15 +40,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 constexpr const char* kShardPrefix = "shard-";
@@ -471,7 +463,7 @@ SaveStats Engine::process(Job& job) {
 
     StepInfo& info = manifest.info;
     info.step = job.step;
-    info.created = now_iso8601();
+    info.created = utc_now_iso8601();
     info.metadata = job.metadata;
     if (!full) info.parent = last_full_->info.step;
     for (auto& p : pending) {

@@ -47,15 +47,6 @@ std::vector<ManifestFile> read_manifests(const std::string& dir, bool skip_bad) 
   return out;
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace store_layout
 
 namespace {

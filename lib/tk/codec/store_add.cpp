@@ -10,6 +10,7 @@
 #include "tk/codec/store_files.h"
 #include "tk/codec/store_layout.h"
 #include "tk/codec/store_objects.h"
+#include "tk/core/clock.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
 
@@ -327,7 +328,7 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   m.size = data.size();
   m.sha256 = file_key;
   m.base = r.base;
-  m.created = layout::utc_now();
+  m.created = utc_now_iso8601();
   for (auto& seg : segments) m.segments.push_back(std::move(seg.s));
   std::vector<uint8_t> text = store_manifest_serialize(m);
   std::string target = layout::manifest_path(dir_, r.name);

@@ -34,7 +34,4 @@ struct ManifestFile {
 // parsed throws kInvalidInput naming it, unless `skip_bad`.
 std::vector<ManifestFile> read_manifests(const std::string& dir, bool skip_bad);
 
-// The current time as "2025-01-31T12:00:00Z".
-std::string utc_now();
-
 }  // namespace tk::codec::store_layout

@@ -14,7 +14,7 @@ apt_packages=(
   libgtest-dev libgmock-dev
   libopenblas-dev liblapacke-dev
   libavcodec-dev libavutil-dev
-  libssl-dev libxxhash-dev
+  libssl-dev libxxhash-dev zlib1g-dev
   clang libclang-rt-14-dev time
   python3 python3-venv python3-pip
 )
@@ -33,7 +33,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python reference packages for interop tests and benchmarks (never used by the tools).
-py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest)
+py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest tensorly)
 # Peers of the benchmark scripts only, installed with --bench (`make bench-deps`):
 # zipnn (scripts/bench/codec_vs_zipnn.py, compress_vs_peers.py) pulls in torch, several
 # GB that the build and the tests do not need.

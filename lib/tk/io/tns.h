@@ -1,0 +1,38 @@
+// Sparse tensors in coordinate form and the FROSTT .tns text format: one nonzero per
+// line, `i_1 i_2 ... i_d value`, whitespace separated, '#' comments; indices 1-based
+// (FROSTT) or 0-based (detected: any index 0 means 0-based); gzip-compressed files are
+// read transparently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tk::io {
+
+struct SparseTensor {
+  std::vector<int64_t> shape;     // one extent per mode
+  std::vector<int64_t> indices;   // nnz x order, row-major, 0-based
+  std::vector<double> values;     // nnz
+  int order() const { return static_cast<int>(shape.size()); }
+  int64_t nnz() const { return static_cast<int64_t>(values.size()); }
+};
+
+struct TnsReadOptions {
+  // Declared shape; empty: inferred as the largest index + 1 per mode. An index beyond
+  // a declared shape is kInvalidInput naming the line.
+  std::vector<int64_t> shape;
+};
+
+// True when the bytes look like a .tns file (or gzip; the caller then tries to read).
+bool looks_like_tns(const uint8_t* data, size_t size);
+
+// Parse a .tns file ("-" for stdin). Errors: kIo for unreadable files, kInvalidInput for
+// a line that does not parse (with its line number), a wrong number of fields, an index
+// < 0 (0-based) or beyond the declared shape, a non-finite value.
+SparseTensor read_tns(const std::string& path, const TnsReadOptions& options = {});
+
+// Write the nonzeros as 1-based .tns text.
+void write_tns(const std::string& path, const SparseTensor& tensor);
+
+}  // namespace tk::io

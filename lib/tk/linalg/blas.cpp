@@ -1,0 +1,160 @@
+// OpenBLAS / LAPACKE wrappers (see blas.h). Each overload pair is one template over the
+// element type, dispatching to the s/d routine.
+#include "tk/linalg/blas.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tk/core/error.h"
+
+namespace tk::linalg {
+namespace {
+
+CBLAS_TRANSPOSE to_cblas(Op op) { return op == Op::kTrans ? CblasTrans : CblasNoTrans; }
+
+void check_info(lapack_int info, const char* routine) {
+  if (info < 0) throw internal_error(std::string(routine) + ": argument " + std::to_string(-info) + " is invalid");
+  if (info > 0) throw runtime_error(std::string(routine) + " did not converge (info " + std::to_string(info) + ")");
+}
+
+// The s/d routines behind one name, so that the algorithms below are written once.
+template <typename T> struct Lapack;
+
+template <> struct Lapack<double> {
+  static lapack_int syevd(int n, double* a, double* w) {
+    return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, a, n, w);
+  }
+  static lapack_int gesdd(int m, int n, double* a, double* s, double* u, double* vt) {
+    return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, std::min(m, n), vt, n);
+  }
+  static lapack_int geqrf(int m, int n, double* a, double* tau) {
+    return LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+  }
+  static lapack_int orgqr(int m, int n, double* a, const double* tau) {
+    return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
+  }
+  static lapack_int potrf(int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
+  static void trsm_right_upper(int m, int n, const double* r, double* b, bool trans) {
+    cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, trans ? CblasTrans : CblasNoTrans,
+                CblasNonUnit, m, n, 1.0, r, n, b, n);
+  }
+};
+
+template <> struct Lapack<float> {
+  static lapack_int syevd(int n, float* a, float* w) {
+    return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, a, n, w);
+  }
+  static lapack_int gesdd(int m, int n, float* a, float* s, float* u, float* vt) {
+    return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, std::min(m, n), vt, n);
+  }
+  static lapack_int geqrf(int m, int n, float* a, float* tau) {
+    return LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+  }
+  static lapack_int orgqr(int m, int n, float* a, const float* tau) {
+    return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
+  }
+  static lapack_int potrf(int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
+  static void trsm_right_upper(int m, int n, const float* r, float* b, bool trans) {
+    cblas_strsm(CblasRowMajor, CblasRight, CblasUpper, trans ? CblasTrans : CblasNoTrans,
+                CblasNonUnit, m, n, 1.0f, r, n, b, n);
+  }
+};
+
+template <typename T> void syev_impl(int64_t n, T* a, T* w) {
+  check_info(Lapack<T>::syevd(static_cast<int>(n), a, w), "syevd");
+}
+
+template <typename T> void svd_impl(int64_t m, int64_t n, T* a, T* u, T* s, T* vt) {
+  check_info(Lapack<T>::gesdd(static_cast<int>(m), static_cast<int>(n), a, s, u, vt), "gesdd");
+}
+
+template <typename T> void qr_impl(int64_t m, int64_t n, T* a, T* r) {
+  if (m < n) throw internal_error("qr: the matrix must have at least as many rows as columns");
+  std::vector<T> tau(static_cast<size_t>(n));
+  check_info(Lapack<T>::geqrf(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "geqrf");
+  if (r != nullptr) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? a[i * n + j] : T(0);
+  }
+  check_info(Lapack<T>::orgqr(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "orgqr");
+}
+
+// X G = B  <=>  X = B G^-1. With G = R^T R (R upper): X R^T R = B, two triangular solves.
+template <typename T> bool solve_spd_right_impl(int64_t n, const T* g, int64_t m, T* b) {
+  std::vector<T> r(g, g + n * n);
+  if (Lapack<T>::potrf(static_cast<int>(n), r.data()) == 0) {
+    Lapack<T>::trsm_right_upper(static_cast<int>(m), static_cast<int>(n), r.data(), b, false);
+    Lapack<T>::trsm_right_upper(static_cast<int>(m), static_cast<int>(n), r.data(), b, true);
+    return true;
+  }
+  // Semi-definite or ill-conditioned: pseudo-inverse G+ = V diag(1/w) V^T.
+  std::vector<T> v(g, g + n * n), w(static_cast<size_t>(n));
+  syev_impl(n, v.data(), w.data());
+  T wmax = n > 0 ? std::max(std::abs(w[n - 1]), std::abs(w[0])) : T(0);
+  T cut = static_cast<T>(n) * std::numeric_limits<T>::epsilon() * wmax;
+  std::vector<T> scaled(v);  // V diag(1/w)
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) scaled[i * n + j] = w[j] > cut ? v[i * n + j] / w[j] : T(0);
+  std::vector<T> pinv(static_cast<size_t>(n * n));
+  gemm(Op::kNoTrans, Op::kTrans, n, n, n, T(1), scaled.data(), n, v.data(), n, T(0), pinv.data(), n);
+  std::vector<T> x(static_cast<size_t>(m * n));
+  gemm(Op::kNoTrans, Op::kNoTrans, m, n, n, T(1), b, n, pinv.data(), n, T(0), x.data(), n);
+  std::copy(x.begin(), x.end(), b);
+  return false;
+}
+
+template <typename T> void fill_lower_from_upper(int64_t n, T* c, int64_t ldc) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < i; ++j) c[i * ldc + j] = c[j * ldc + i];
+}
+
+}  // namespace
+
+void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, to_cblas(op_a), to_cblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, to_cblas(op_a), to_cblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemv(Op op_a, int64_t m, int64_t n, double alpha, const double* a, int64_t lda,
+          const double* x, double beta, double* y) {
+  cblas_dgemv(CblasRowMajor, to_cblas(op_a), m, n, alpha, a, lda, x, 1, beta, y, 1);
+}
+void gemv(Op op_a, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
+          const float* x, float beta, float* y) {
+  cblas_sgemv(CblasRowMajor, to_cblas(op_a), m, n, alpha, a, lda, x, 1, beta, y, 1);
+}
+
+void syrk(Op op_a, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          double beta, double* c, int64_t ldc) {
+  cblas_dsyrk(CblasRowMajor, CblasUpper, to_cblas(op_a), n, k, alpha, a, lda, beta, c, ldc);
+  fill_lower_from_upper(n, c, ldc);
+}
+void syrk(Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          float beta, float* c, int64_t ldc) {
+  cblas_ssyrk(CblasRowMajor, CblasUpper, to_cblas(op_a), n, k, alpha, a, lda, beta, c, ldc);
+  fill_lower_from_upper(n, c, ldc);
+}
+
+void syev(int64_t n, double* a, double* w) { syev_impl(n, a, w); }
+void syev(int64_t n, float* a, float* w) { syev_impl(n, a, w); }
+void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt) { svd_impl(m, n, a, u, s, vt); }
+void svd(int64_t m, int64_t n, float* a, float* u, float* s, float* vt) { svd_impl(m, n, a, u, s, vt); }
+void qr(int64_t m, int64_t n, double* a, double* r) { qr_impl(m, n, a, r); }
+void qr(int64_t m, int64_t n, float* a, float* r) { qr_impl(m, n, a, r); }
+bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) { return solve_spd_right_impl(n, g, m, b); }
+bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b) { return solve_spd_right_impl(n, g, m, b); }
+
+int blas_threads() { return openblas_get_num_threads(); }
+void set_blas_threads(int n) { openblas_set_num_threads(std::max(1, n)); }
+
+}  // namespace tk::linalg

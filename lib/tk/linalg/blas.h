@@ -1,0 +1,76 @@
+// Dense linear algebra on the CPU: thin, typed wrappers over OpenBLAS (CBLAS) and
+// LAPACKE, for float and double. Matrices are row-major with an explicit leading
+// dimension, as in CBLAS. Nothing here is hand-written arithmetic: every routine is one
+// BLAS or LAPACK call (plus the workspace it needs). Errors (a LAPACK info != 0) throw
+// tk::Error of kind kRuntime naming the routine.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tk::linalg {
+
+enum class Op { kNoTrans, kTrans };
+
+// C = alpha * op(A) * op(B) + beta * C; op(A) is m x k, op(B) is k x n, C is m x n.
+void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// y = alpha * op(A) * x + beta * y; A is m x n (before op).
+void gemv(Op op_a, int64_t m, int64_t n, double alpha, const double* a, int64_t lda,
+          const double* x, double beta, double* y);
+void gemv(Op op_a, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
+          const float* x, float beta, float* y);
+
+// Upper and lower triangle of C = alpha * op(A) * op(A)^T + beta * C, C is n x n; op(A)
+// is n x k. kNoTrans: A is n x k (C = A A^T); kTrans: A is k x n (C = A^T A). Both
+// triangles are filled on return.
+void syrk(Op op_a, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          double beta, double* c, int64_t ldc);
+void syrk(Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          float beta, float* c, int64_t ldc);
+
+// Eigen-decomposition of the symmetric n x n matrix `a` (row-major, overwritten by the
+// eigenvectors as columns: a[i*n + j] is component i of eigenvector j). Eigenvalues in
+// `w`, ascending. Divide and conquer (syevd).
+void syev(int64_t n, double* a, double* w);
+void syev(int64_t n, float* a, float* w);
+
+// Thin SVD of the m x n matrix `a` (destroyed): a = U diag(s) Vt with U m x p, s p,
+// Vt p x n, p = min(m, n). Divide and conquer (gesdd).
+void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt);
+void svd(int64_t m, int64_t n, float* a, float* u, float* s, float* vt);
+
+// Thin QR of the m x n matrix `a`, m >= n: on return `a` holds Q (m x n, orthonormal
+// columns) and `r` (n x n, upper triangular) holds R. `r` may be null.
+void qr(int64_t m, int64_t n, double* a, double* r);
+void qr(int64_t m, int64_t n, float* a, float* r);
+
+// Solve X * G = B for X where G is n x n symmetric positive semi-definite and B is
+// m x n (row-major, overwritten by X): the ALS normal equations. Cholesky (potrf/potrs)
+// when G is positive definite; otherwise a pseudo-inverse through syev with eigenvalues
+// below n * eps * max(eig) dropped. Returns false when the fallback was used.
+bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b);
+bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b);
+
+// Threads used by OpenBLAS for the calls above (its own pool, independent of OpenMP).
+// Code that calls BLAS from inside an OpenMP parallel region sets 1 first (BlasThreads);
+// nested pools oversubscribe the cores and are slower, never faster.
+int blas_threads();
+void set_blas_threads(int n);
+
+// Sets the OpenBLAS thread count for a scope and restores it after.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int n) : saved_(blas_threads()) { set_blas_threads(n); }
+  ~BlasThreads() { set_blas_threads(saved_); }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_;
+};
+
+}  // namespace tk::linalg

@@ -1,0 +1,96 @@
+// Quantization schemes: one table of named schemes (uniform integer, nf4, fp8,
+// OCP microscaling, nvfp4, k-means and vector codebooks, ...), each turning an f32
+// tensor into plain tensors (packed codes, scales, zero points, codebooks) plus a few
+// layout parameters, and back. Every scheme has a scalar reference implementation and
+// an optimised path that must produce the same bytes (tests check it).
+//
+// Layout conventions shared by all schemes:
+// - A tensor is viewed as rows x cols: cols = the last dimension (the input channels of
+//   a weight matrix), rows = the product of the others (a 1-D tensor is one row).
+// - Groups and blocks run along a row; a row whose length is not a multiple of the
+//   group size is padded with zeros to the next multiple (padded_cols in the params).
+// - Importance (optional) is one weight per column, used as the error weight of every
+//   element in that column.
+// - Output bytes depend only on the input, the options and the seed: never on the
+//   thread count or the machine (no FMA-dependent rounding in decisions, no
+//   unordered reductions).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tk/core/dtype.h"
+#include "tk/core/shape.h"
+#include "tk/core/tensor.h"
+
+namespace tk::quant {
+
+enum class Granularity { kDefault, kTensor, kChannel, kGroup };
+enum class ScaleRule { kDefault, kFloor, kCeil, kSearch };  // MX shared exponent
+
+struct QuantOptions {
+  int64_t group_size = 0;            // 0: the scheme's default
+  Granularity granularity = Granularity::kDefault;
+  bool symmetric = true;             // integer schemes: false adds a zero point
+  DType scale_dtype = DType::kF16;   // where the scheme lets the user choose
+  ScaleRule scale_rule = ScaleRule::kDefault;
+  bool fast = false;                 // absmax scales, no error search
+  bool double_quant = false;         // nf4: quantize the block scales too
+  double outlier_fraction = 0;       // codebook schemes: share kept exactly in f16
+  const float* importance = nullptr; // cols weights, or null
+  uint64_t seed = 0;
+};
+
+// One quantized tensor. `parts` are plain tensors stored as NAME.<suffix> in the output
+// file; `params` (strings) are the layout parameters recorded in the metadata. Together
+// with the original shape they are all dequantize() needs.
+struct Quantized {
+  std::string scheme;                          // canonical spec, e.g. "int4", "kmeans:3"
+  Shape shape;                                 // original shape
+  std::map<std::string, std::string> params;   // e.g. group_size, padded_cols, symmetric
+  std::map<std::string, Tensor> parts;         // e.g. "codes" (U8), "scales" (F16)
+  // Bytes of all parts: the true storage cost, metadata included.
+  uint64_t stored_bytes() const;
+};
+
+class Scheme {
+ public:
+  virtual ~Scheme() = default;
+  // Canonical spec ("int4", "mxfp4", "kmeans:3", "vq:4:8").
+  virtual std::string name() const = 0;
+  // One line for --help / --explain.
+  virtual std::string description() const = 0;
+  // Exact bits per weight of a rows x cols tensor with these options, all parts counted.
+  virtual double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const = 0;
+  // Quantize `x` (numel(shape) f32 values, finite). Throws kUsage for options the
+  // scheme does not take (e.g. a group size that is not a multiple of its block).
+  virtual Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const = 0;
+  // Rebuild the f32 values (numel(q.shape)) from the parts and params alone. Throws
+  // kInvalidInput when parts are missing, have the wrong dtype or size, or params are
+  // inconsistent.
+  virtual void dequantize(const Quantized& q, float* out) const = 0;
+};
+
+// The scheme for a spec such as "int4", "nf4", "mxfp4", "kmeans:3", "vq:4:8". Throws
+// kUsage listing the valid names when unknown or when its arguments are malformed.
+std::unique_ptr<Scheme> make_scheme(std::string_view spec);
+// Every scheme family with its syntax, for --help and error messages.
+std::vector<std::string> scheme_names();
+
+// Error of an approximation y of x (n values, optional per-column weights over rows of
+// length cols): what the report and the budget solver use.
+struct ErrorStats {
+  double rel_rmse = 0;     // ||x - y|| / ||x||
+  double sqnr_db = 0;      // 10 log10(||x||^2 / ||x - y||^2); +inf when exact
+  double max_abs = 0;
+  double weighted_sse = 0; // sum w_col * (x - y)^2 (w = 1 without importance)
+  double clipped_share = 0;  // set by the caller from the scheme, when it knows
+};
+ErrorStats measure_error(const float* x, const float* y, int64_t n, int64_t cols,
+                         const float* importance);
+
+}  // namespace tk::quant

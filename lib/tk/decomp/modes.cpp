@@ -1,0 +1,153 @@
+// Dense mode operations (see modes.h).
+#include "tk/decomp/modes.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tk/core/error.h"
+
+namespace tk::decomp::modes {
+namespace {
+
+using linalg::Op;
+
+// Threads for an OpenMP loop over `count` independent slices (1: run them in sequence
+// and let each BLAS call use the BLAS threads).
+int slice_loop_threads(int64_t count) {
+  int threads = omp_get_max_threads();
+  return count >= threads ? threads : 1;
+}
+
+template <typename T>
+void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, T* gram) {
+  const ModeSplit s = mode_split(shape, mode);
+  const int64_t n = s.dim;
+  if (s.right == 1) {  // X is left x I_n: the Gram matrix is X^T X.
+    linalg::syrk(Op::kTrans, n, s.left, T(1), x, n, T(0), gram, n);
+    return;
+  }
+  if (s.left == 1) {  // X is I_n x right: the Gram matrix is X X^T.
+    linalg::syrk(Op::kNoTrans, n, s.right, T(1), x, s.right, T(0), gram, n);
+    return;
+  }
+  // Sum of the slices' Gram matrices: each thread accumulates a contiguous range of
+  // slices in its own matrix; the partial sums are added in thread order.
+  const int threads = slice_loop_threads(s.left);
+  const int64_t slice = n * s.right;
+  std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
+  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
+    const int64_t begin = s.left * t / threads, end = s.left * (t + 1) / threads;
+    for (int64_t l = begin; l < end; ++l)
+      linalg::syrk(Op::kNoTrans, n, s.right, T(1), x + l * slice, s.right, l == begin ? T(0) : T(1),
+                   acc, n);
+    if (begin == end) std::fill(acc, acc + n * n, T(0));
+  }
+  for (int t = 1; t < threads; ++t) {
+    const T* p = partial.data() + (t - 1) * n * n;
+    for (int64_t i = 0; i < n * n; ++i) gram[i] += p[i];
+  }
+}
+
+template <typename T>
+void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, const T* m, Op op,
+                       int64_t rows, T* y) {
+  const ModeSplit s = mode_split(shape, mode);
+  const int64_t ldm = op == Op::kNoTrans ? s.dim : rows;
+  if (s.right == 1) {  // X is left x I_n: Y = X op(M)^T.
+    const Op flipped = op == Op::kNoTrans ? Op::kTrans : Op::kNoTrans;
+    linalg::gemm(Op::kNoTrans, flipped, s.left, rows, s.dim, T(1), x, s.dim, m, ldm, T(0), y, rows);
+    return;
+  }
+  // Every slice: Y_l (rows x right) = op(M) X_l.
+  const int threads = slice_loop_threads(s.left);
+  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t l = 0; l < s.left; ++l)
+    linalg::gemm(op, Op::kNoTrans, rows, s.right, s.dim, T(1), m, ldm, x + l * s.dim * s.right, s.right,
+                 T(0), y + l * rows * s.right, s.right);
+}
+
+template <typename T> double sum_squares_impl(const T* x, int64_t n) {
+  // Fixed blocks keep the rounding independent of the thread count.
+  constexpr int64_t kBlock = 4096;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> block_sums(static_cast<size_t>(blocks));
+#pragma omp parallel for schedule(static) if (n > (int64_t(1) << 16))
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t end = std::min(n, (b + 1) * kBlock);
+    double s = 0;
+    for (int64_t i = b * kBlock; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    block_sums[static_cast<size_t>(b)] = s;
+  }
+  double total = 0;
+  for (double s : block_sums) total += s;
+  return total;
+}
+
+template <typename T>
+std::vector<T> leading_eigenvectors_impl(int64_t n, T* sym, int64_t count, std::vector<double>* eigenvalues) {
+  if (count < 0 || count > n) throw internal_error("leading_eigenvectors: count out of range");
+  std::vector<T> w(static_cast<size_t>(n));
+  linalg::syev(n, sym, w.data());  // ascending; eigenvector j is column j
+  if (eigenvalues != nullptr) {
+    eigenvalues->resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) (*eigenvalues)[static_cast<size_t>(j)] = w[static_cast<size_t>(n - 1 - j)];
+  }
+  std::vector<T> u(static_cast<size_t>(n * count));
+  for (int64_t j = 0; j < count; ++j) {
+    const int64_t src = n - 1 - j;
+    int64_t argmax = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (std::abs(sym[i * n + src]) > std::abs(sym[argmax * n + src])) argmax = i;
+    const T sign = sym[argmax * n + src] < 0 ? T(-1) : T(1);
+    for (int64_t i = 0; i < n; ++i) u[i * count + j] = sign * sym[i * n + src];
+  }
+  return u;
+}
+
+}  // namespace
+
+ModeSplit mode_split(const std::vector<int64_t>& shape, size_t mode) {
+  if (mode >= shape.size()) throw internal_error("mode_split: mode out of range");
+  ModeSplit s;
+  for (size_t i = 0; i < mode; ++i) s.left *= shape[i];
+  s.dim = shape[mode];
+  for (size_t i = mode + 1; i < shape.size(); ++i) s.right *= shape[i];
+  return s;
+}
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+void mode_gram(const double* x, const std::vector<int64_t>& shape, size_t mode, double* gram) {
+  mode_gram_impl(x, shape, mode, gram);
+}
+void mode_gram(const float* x, const std::vector<int64_t>& shape, size_t mode, float* gram) {
+  mode_gram_impl(x, shape, mode, gram);
+}
+void mode_product(const double* x, const std::vector<int64_t>& shape, size_t mode, const double* m, Op op,
+                  int64_t rows, double* y) {
+  mode_product_impl(x, shape, mode, m, op, rows, y);
+}
+void mode_product(const float* x, const std::vector<int64_t>& shape, size_t mode, const float* m, Op op,
+                  int64_t rows, float* y) {
+  mode_product_impl(x, shape, mode, m, op, rows, y);
+}
+double sum_squares(const double* x, int64_t n) { return sum_squares_impl(x, n); }
+double sum_squares(const float* x, int64_t n) { return sum_squares_impl(x, n); }
+std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count, std::vector<double>* eigenvalues) {
+  return leading_eigenvectors_impl(n, sym, count, eigenvalues);
+}
+std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count, std::vector<double>* eigenvalues) {
+  return leading_eigenvectors_impl(n, sym, count, eigenvalues);
+}
+
+}  // namespace tk::decomp::modes

@@ -1,0 +1,67 @@
+// Dense mode operations on a row-major (C order) tensor, shared by the decompositions:
+// the Gram matrix of a mode-n unfolding and the n-mode product, both computed without
+// materialising the unfolding.
+//
+// A row-major tensor of shape I_1 x ... x I_d, seen around mode n, is a stack of
+// `left` = I_1*...*I_{n-1} contiguous slices, each an I_n x `right` matrix with
+// `right` = I_{n+1}*...*I_d (leading dimension `right`). The mode-n unfolding X_(n) is
+// the concatenation of these slices side by side, so X_(n) X_(n)^T is the sum of the
+// slices' Gram matrices and U^T X_(n) is U^T applied to every slice: strided syrk/gemm
+// calls over the slices, never a copy of the tensor.
+//
+// Threads: a single BLAS call (first or last mode) uses the OpenBLAS threads; a loop over
+// many slices runs as an OpenMP loop with one BLAS thread per slice (no nested pools).
+// Results are deterministic for a given thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tk/linalg/blas.h"
+
+namespace tk::decomp::modes {
+
+// A tensor seen around one mode: `left` slices of `dim` x `right`.
+struct ModeSplit {
+  int64_t left = 1;
+  int64_t dim = 1;
+  int64_t right = 1;
+};
+
+// Split `shape` around `mode` (0-based, < shape.size()).
+ModeSplit mode_split(const std::vector<int64_t>& shape, size_t mode);
+
+// Product of the extents (1 for an empty shape).
+int64_t element_count(const std::vector<int64_t>& shape);
+
+// gram (I_n x I_n, row-major, both triangles) = X_(n) X_(n)^T.
+void mode_gram(const double* x, const std::vector<int64_t>& shape, size_t mode, double* gram);
+void mode_gram(const float* x, const std::vector<int64_t>& shape, size_t mode, float* gram);
+
+// y = x ×_n op(M): mode n of x (extent I_n) is contracted with the columns of op(M),
+// a `rows` x I_n matrix, giving a tensor of `shape` with I_n replaced by `rows`.
+// M is row-major: for kNoTrans it is rows x I_n, for kTrans it is I_n x rows (so that
+// kTrans with a factor U of I_n x r computes x ×_n U^T, the projection onto U, and
+// kNoTrans with U computes core ×_n U, the expansion back). y must not alias x.
+void mode_product(const double* x, const std::vector<int64_t>& shape, size_t mode, const double* m,
+                  linalg::Op op, int64_t rows, double* y);
+void mode_product(const float* x, const std::vector<int64_t>& shape, size_t mode, const float* m,
+                  linalg::Op op, int64_t rows, float* y);
+
+// Sum of squares of n values accumulated in double, in fixed blocks (deterministic and
+// accurate to about 1e-15 relative for any n). NaN or Inf in the data gives a non-finite
+// result.
+double sum_squares(const double* x, int64_t n);
+double sum_squares(const float* x, int64_t n);
+
+// The `count` eigenvectors of the largest eigenvalues of a symmetric n x n matrix,
+// descending, as an n x count row-major matrix with the sign fixed so that the entry
+// of largest magnitude of each column is positive (deterministic signs). `sym` is
+// destroyed. `eigenvalues` (optional) receives all n eigenvalues, descending.
+std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count,
+                                         std::vector<double>* eigenvalues = nullptr);
+std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count,
+                                        std::vector<double>* eigenvalues = nullptr);
+
+}  // namespace tk::decomp::modes

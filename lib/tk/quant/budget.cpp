@@ -1,0 +1,108 @@
+#include "tk/quant/budget.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tk/core/error.h"
+
+namespace tk::quant {
+
+namespace {
+
+constexpr uint64_t kMaxTableBytes = uint64_t{1} << 26;  // choice table of the DP
+
+uint64_t cheapest(const BudgetItem& item) {
+  return *std::min_element(item.bytes.begin(), item.bytes.end());
+}
+
+// Spend what the DP's rounding left: take the single change with the largest error
+// reduction that still fits, until none does.
+void fill_exact(const std::vector<BudgetItem>& items, uint64_t capacity, BudgetResult& r) {
+  while (true) {
+    double best_gain = 0;
+    size_t best_item = 0;
+    int best_c = -1;
+    for (size_t i = 0; i < items.size(); ++i) {
+      int cur = r.choice[i];
+      for (int c = 0; c < static_cast<int>(items[i].bytes.size()); ++c) {
+        uint64_t bytes = r.bytes - items[i].bytes[cur] + items[i].bytes[c];
+        double gain = items[i].error[cur] - items[i].error[c];
+        if (bytes <= capacity && gain > best_gain) best_gain = gain, best_item = i, best_c = c;
+      }
+    }
+    if (best_c < 0) return;
+    int cur = r.choice[best_item];
+    r.bytes = r.bytes - items[best_item].bytes[cur] + items[best_item].bytes[best_c];
+    r.choice[best_item] = best_c;
+  }
+}
+
+}  // namespace
+
+uint64_t budget_min_bytes(const std::vector<BudgetItem>& items) {
+  uint64_t total = 0;
+  for (const BudgetItem& item : items) {
+    if (item.bytes.empty() || item.bytes.size() != item.error.size()) {
+      throw usage_error("budget: a tensor has no candidate scheme");
+    }
+    total += cheapest(item);
+  }
+  return total;
+}
+
+BudgetResult budget_solve(const std::vector<BudgetItem>& items, uint64_t capacity, uint64_t max_units) {
+  uint64_t min_bytes = budget_min_bytes(items);
+  if (capacity < min_bytes) {
+    throw usage_error("budget below the smallest reachable size of " + std::to_string(min_bytes) + " bytes");
+  }
+  const size_t n = items.size();
+  for (const BudgetItem& item : items) {
+    if (item.bytes.size() > 255) throw usage_error("budget: more than 255 candidate schemes");
+  }
+  // Units: capacity / unit <= the table the memory allows.
+  uint64_t units_cap = std::max<uint64_t>(1024, std::min(max_units, kMaxTableBytes / std::max<size_t>(n, 1)));
+  uint64_t unit = std::max<uint64_t>(1, (capacity + units_cap - 1) / units_cap);
+  const size_t units = static_cast<size_t>(capacity / unit);
+  const double kInf = std::numeric_limits<double>::infinity();
+
+  std::vector<double> prev(units + 1, 0.0), next(units + 1);
+  std::vector<uint8_t> choice(n * (units + 1), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const BudgetItem& item = items[i];
+    std::fill(next.begin(), next.end(), kInf);
+    uint8_t* ch = choice.data() + i * (units + 1);
+    for (size_t c = 0; c < item.bytes.size(); ++c) {
+      uint64_t w = (item.bytes[c] + unit - 1) / unit;
+      if (w > units) continue;
+      for (size_t u = w; u <= units; ++u) {
+        double e = prev[u - w] + item.error[c];
+        if (e < next[u]) next[u] = e, ch[u] = static_cast<uint8_t>(c);
+      }
+    }
+    std::swap(prev, next);
+  }
+  BudgetResult r;
+  r.choice.assign(n, 0);
+  if (std::isinf(prev[units])) {
+    // Rounding up made the cheapest choice exceed the units: start from it exactly.
+    for (size_t i = 0; i < n; ++i) {
+      const auto& b = items[i].bytes;
+      r.choice[i] = static_cast<int>(std::min_element(b.begin(), b.end()) - b.begin());
+    }
+  } else {
+    size_t u = units;
+    for (size_t i = n; i-- > 0;) {
+      int c = choice[i * (units + 1) + u];
+      r.choice[i] = c;
+      u -= static_cast<size_t>((items[i].bytes[c] + unit - 1) / unit);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) r.bytes += items[i].bytes[r.choice[i]];
+  fill_exact(items, capacity, r);
+  for (size_t i = 0; i < n; ++i) r.error += items[i].error[r.choice[i]];
+  return r;
+}
+
+}  // namespace tk::quant

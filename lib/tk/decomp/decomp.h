@@ -130,8 +130,14 @@ TtResult tt_svd(const DenseView<float>& x, const TtOptions& options);
 TtResult tt_round(const TtResult& tt, const TtOptions& options);
 
 // ---- RESCAL ----
+// kEigen: A from the eigenvectors of sum_k (X_k + X_k^T) of largest magnitude
+// (deterministic; absolute values for nonneg); kRandom: Gaussian A (uniform [0,1) for
+// nonneg) from seed. R_k starts as the least-squares solution for that A.
+enum class RescalInit { kEigen, kRandom };
+
 struct RescalOptions {
   int rank = 0;
+  RescalInit init = RescalInit::kEigen;
   double lambda_a = 0;      // ridge on A
   double lambda_r = 0;      // ridge on each R_k
   bool nonneg = false;      // multiplicative updates, A and R_k >= 0 (needs X >= 0)

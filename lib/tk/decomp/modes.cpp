@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "tk/core/error.h"
 
@@ -110,6 +111,18 @@ std::vector<T> leading_eigenvectors_impl(int64_t n, T* sym, int64_t count, std::
   return u;
 }
 
+template <typename T>
+double validated_squared_norm_impl(const T* x, const std::vector<int64_t>& shape, const char* what) {
+  if (shape.size() < 2)
+    throw invalid_input(std::string(what) + " needs a tensor of order 2 or more (got order " +
+                        std::to_string(shape.size()) + ")");
+  for (int64_t e : shape)
+    if (e < 1) throw invalid_input(std::string(what) + " needs a tensor with no empty mode");
+  const double norm2 = sum_squares_impl(x, element_count(shape));
+  if (!std::isfinite(norm2)) throw invalid_input(std::string(what) + ": the tensor holds NaN or Inf values");
+  return norm2;
+}
+
 }  // namespace
 
 ModeSplit mode_split(const std::vector<int64_t>& shape, size_t mode) {
@@ -148,6 +161,33 @@ std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count, 
 }
 std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count, std::vector<double>* eigenvalues) {
   return leading_eigenvectors_impl(n, sym, count, eigenvalues);
+}
+
+double validated_squared_norm(const double* x, const std::vector<int64_t>& shape, const char* what) {
+  return validated_squared_norm_impl(x, shape, what);
+}
+double validated_squared_norm(const float* x, const std::vector<int64_t>& shape, const char* what) {
+  return validated_squared_norm_impl(x, shape, what);
+}
+
+int64_t truncation_rank(const std::vector<double>& eigenvalues, double allowance, int64_t cap, double* discarded) {
+  const int64_t n = static_cast<int64_t>(eigenvalues.size());
+  cap = std::clamp<int64_t>(cap, 1, std::max<int64_t>(n, 1));
+  // Grow the tail from the smallest eigenvalue while it stays within the allowance.
+  double tail = 0;
+  int64_t r = n;
+  while (r > 1) {
+    const double next = tail + std::max(0.0, eigenvalues[static_cast<size_t>(r - 1)]);
+    if (next > allowance) break;
+    tail = next;
+    --r;
+  }
+  if (r > cap) {
+    for (int64_t i = cap; i < r; ++i) tail += std::max(0.0, eigenvalues[static_cast<size_t>(i)]);
+    r = cap;
+  }
+  if (discarded != nullptr) *discarded = tail;
+  return r;
 }
 
 }  // namespace tk::decomp::modes

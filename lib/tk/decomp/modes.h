@@ -64,4 +64,15 @@ std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count,
 std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count,
                                         std::vector<double>* eigenvalues = nullptr);
 
+// ||x||^2 of a dense input after checking it: order >= 2 and every extent >= 1
+// (kInvalidInput otherwise), no NaN or Inf (kInvalidInput naming `what`).
+double validated_squared_norm(const double* x, const std::vector<int64_t>& shape, const char* what);
+double validated_squared_norm(const float* x, const std::vector<int64_t>& shape, const char* what);
+
+// The smallest rank r in [1, cap] whose discarded tail sum(eigenvalues[r:]) is at most
+// `allowance` (eigenvalues descending, negative rounding noise counted as 0); `cap` when
+// none is. `discarded` (optional) receives the tail mass at the returned rank.
+int64_t truncation_rank(const std::vector<double>& eigenvalues, double allowance, int64_t cap,
+                        double* discarded = nullptr);
+
 }  // namespace tk::decomp::modes

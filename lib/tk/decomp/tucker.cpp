@@ -1,0 +1,197 @@
+// Tucker decomposition: sequentially truncated HOSVD (ST-HOSVD, Vannieuwenhoven,
+// Vandebril and Meerbergen 2012) and HOOI refinement (De Lathauwer, De Moor and
+// Vandewalle 2000).
+//
+// ST-HOSVD handles one mode at a time: the Gram matrix of the current tensor's mode-n
+// unfolding (strided syrk, modes.h), its leading eigenvectors (syevd) as the factor,
+// then the projection X ×_n U^T, so the tensor shrinks before the next mode and no SVD
+// of a large unfolding is ever formed.
+//
+// Mode order. With fixed ranks, modes go in decreasing reduction I_n / r_n (ties: the
+// larger I_n first): the most shrinking projection comes first, so every later Gram
+// matrix and product works on the smallest tensor. With a tolerance the ranks are not
+// known in advance; modes go in decreasing I_n, the modes with the most room to shrink.
+//
+// Tolerance. For ST-HOSVD, ||X - X^||^2 is exactly the sum over the processed modes of
+// the eigenvalue mass discarded at each step. The budget tol^2 ||X||^2 is shared
+// adaptively: step k of d may discard up to (budget - discarded so far) / (d - k), so a
+// mode that needs less passes its unused share to the modes after it, and the sum never
+// exceeds the budget: rel_error <= tol.
+//
+// rel_error is sqrt(||X||^2 - ||core||^2) / ||X|| (the factors are orthonormal and the
+// core is the projection of X), both norms accumulated in double.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "tk/core/error.h"
+#include "tk/decomp/decomp.h"
+#include "tk/decomp/modes.h"
+
+namespace tk::decomp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using linalg::Op;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void validate_tucker_options(const std::vector<int64_t>& shape, const TuckerOptions& options) {
+  if (!(options.tol >= 0 && options.tol < 1)) throw usage_error("tucker: the tolerance must be in (0,1)");
+  if (options.ranks.empty()) {
+    if (options.tol == 0) throw usage_error("tucker: give either ranks or a tolerance");
+  } else {
+    if (options.tol != 0) throw usage_error("tucker: give either ranks or a tolerance, not both");
+    if (options.ranks.size() != shape.size())
+      throw usage_error("tucker: " + std::to_string(options.ranks.size()) + " ranks for a tensor of order " +
+                        std::to_string(shape.size()));
+    for (size_t n = 0; n < shape.size(); ++n)
+      if (options.ranks[n] < 1 || options.ranks[n] > shape[n])
+        throw usage_error("tucker: rank " + std::to_string(options.ranks[n]) + " of mode " + std::to_string(n) +
+                          " is outside 1.." + std::to_string(shape[n]));
+  }
+  if (options.method == TuckerMethod::kHooi && (options.max_iters < 1 || !(options.hooi_tol >= 0)))
+    throw usage_error("tucker: HOOI needs max_iters >= 1 and hooi_tol >= 0");
+}
+
+// Mode order for the projections (see the file comment). `ranks` empty: by size alone.
+std::vector<size_t> projection_order(const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks) {
+  std::vector<size_t> order(shape.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  auto reduction = [&](size_t n) { return ranks.empty() ? 1.0 : double(shape[n]) / double(ranks[n]); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (reduction(a) != reduction(b)) return reduction(a) > reduction(b);
+    return shape[a] > shape[b];
+  });
+  return order;
+}
+
+template <typename T> struct TuckerModel {
+  std::vector<int64_t> ranks;
+  std::vector<std::vector<T>> factors;
+  std::vector<T> core;
+};
+
+// Project the current tensor (data, shape) on mode n's factor: the result replaces
+// `storage` and shape[n] becomes the factor's rank.
+template <typename T>
+const T* project_mode(const T* data, std::vector<int64_t>& shape, size_t n, const std::vector<T>& factor,
+                      int64_t rank, std::vector<T>& storage) {
+  std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * rank));
+  modes::mode_product(data, shape, n, factor.data(), Op::kTrans, rank, next.data());
+  shape[n] = rank;
+  storage = std::move(next);
+  return storage.data();
+}
+
+template <typename T>
+TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double norm2) {
+  const size_t d = x.shape.size();
+  TuckerModel<T> model;
+  model.ranks = options.ranks.empty() ? x.shape : options.ranks;
+  model.factors.resize(d);
+  const double budget = options.tol * options.tol * norm2;
+  double discarded = 0;
+  std::vector<int64_t> shape = x.shape;
+  const T* current = x.data;
+  std::vector<T> storage;
+  const std::vector<size_t> order = projection_order(x.shape, options.ranks);
+  for (size_t step = 0; step < d; ++step) {
+    const size_t n = order[step];
+    const int64_t dim = shape[n];
+    std::vector<T> gram(static_cast<size_t>(dim * dim));
+    modes::mode_gram(current, shape, n, gram.data());
+    std::vector<double> eigenvalues;
+    std::vector<T> all = modes::leading_eigenvectors(dim, gram.data(), dim, &eigenvalues);
+    if (options.ranks.empty()) {
+      double tail = 0;
+      const double allowance = std::max(0.0, budget - discarded) / double(d - step);
+      model.ranks[n] = modes::truncation_rank(eigenvalues, allowance, dim, &tail);
+      discarded += tail;
+    }
+    const int64_t r = model.ranks[n];
+    std::vector<T> factor(static_cast<size_t>(dim * r));
+    for (int64_t i = 0; i < dim; ++i) std::copy_n(&all[i * dim], r, &factor[i * r]);
+    current = project_mode(current, shape, n, factor, r, storage);
+    model.factors[n] = std::move(factor);
+  }
+  model.core.assign(current, current + modes::element_count(shape));
+  return model;
+}
+
+// X projected on every mode's factor except `skip`, most shrinking mode first.
+template <typename T>
+std::vector<T> project_all_but(const DenseView<T>& x, const TuckerModel<T>& model, size_t skip,
+                               const std::vector<size_t>& order, std::vector<int64_t>& shape) {
+  shape = x.shape;
+  const T* current = x.data;
+  std::vector<T> storage;
+  for (size_t n : order)
+    if (n != skip) current = project_mode(current, shape, n, model.factors[n], model.ranks[n], storage);
+  return storage;
+}
+
+template <typename T>
+double relative_error(double norm2, const std::vector<T>& core) {
+  if (norm2 == 0) return 0;
+  const double core2 = modes::sum_squares(core.data(), static_cast<int64_t>(core.size()));
+  return std::sqrt(std::max(0.0, norm2 - core2) / norm2);
+}
+
+// HOOI sweeps from the ST-HOSVD model: each mode's factor becomes the leading
+// eigenvectors of the Gram matrix of X projected on all other factors. The fit never
+// decreases in exact arithmetic; a sweep that lowers it (rounding) is not kept.
+template <typename T>
+int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Clock::time_point start,
+         TuckerModel<T>& model) {
+  const std::vector<size_t> order = projection_order(x.shape, model.ranks);
+  double fit = 1 - relative_error(norm2, model.core);
+  int sweeps = 0;
+  for (int it = 1; it <= options.max_iters; ++it) {
+    TuckerModel<T> next = model;
+    for (size_t n : order) {
+      std::vector<int64_t> shape;
+      std::vector<T> partial = project_all_but(x, next, n, order, shape);
+      const int64_t dim = shape[n];
+      std::vector<T> gram(static_cast<size_t>(dim * dim));
+      modes::mode_gram(partial.data(), shape, n, gram.data());
+      next.factors[n] = modes::leading_eigenvectors(dim, gram.data(), next.ranks[n]);
+      if (n == order.back()) project_mode(partial.data(), shape, n, next.factors[n], next.ranks[n], next.core);
+    }
+    const double next_fit = 1 - relative_error(norm2, next.core);
+    sweeps = it;
+    if (next_fit < fit) break;
+    const double change = next_fit - fit;
+    model = std::move(next);
+    fit = next_fit;
+    if (options.on_iteration) options.on_iteration({it, fit, change, seconds_since(start), 0});
+    if (change < options.hooi_tol) break;
+  }
+  return sweeps;
+}
+
+template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const double norm2 = modes::validated_squared_norm(x.data, x.shape, "tucker");
+  validate_tucker_options(x.shape, options);
+  TuckerModel<T> model = sthosvd(x, options, norm2);
+  TuckerResult result;
+  if (options.method == TuckerMethod::kHooi) result.iterations = hooi(x, options, norm2, start, model);
+  result.ranks = model.ranks;
+  result.core.assign(model.core.begin(), model.core.end());
+  for (auto& f : model.factors) result.factors.emplace_back(f.begin(), f.end());
+  result.rel_error = relative_error(norm2, model.core);
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace
+
+TuckerResult tucker(const DenseView<double>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
+TuckerResult tucker(const DenseView<float>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
+
+}  // namespace tk::decomp

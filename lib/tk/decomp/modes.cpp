@@ -111,16 +111,10 @@ std::vector<T> leading_eigenvectors_impl(int64_t n, T* sym, int64_t count, std::
   return u;
 }
 
-template <typename T>
-double validated_squared_norm_impl(const T* x, const std::vector<int64_t>& shape, const char* what) {
-  if (shape.size() < 2)
-    throw invalid_input(std::string(what) + " needs a tensor of order 2 or more (got order " +
-                        std::to_string(shape.size()) + ")");
-  for (int64_t e : shape)
-    if (e < 1) throw invalid_input(std::string(what) + " needs a tensor with no empty mode");
-  const double norm2 = sum_squares_impl(x, element_count(shape));
-  if (!std::isfinite(norm2)) throw invalid_input(std::string(what) + ": the tensor holds NaN or Inf values");
-  return norm2;
+template <typename T> double trace_impl(int64_t n, const T* a) {
+  double t = 0;
+  for (int64_t i = 0; i < n; ++i) t += static_cast<double>(a[i * n + i]);
+  return t;
 }
 
 }  // namespace
@@ -163,12 +157,33 @@ std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count, st
   return leading_eigenvectors_impl(n, sym, count, eigenvalues);
 }
 
+void validate_dense_shape(const std::vector<int64_t>& shape, const char* what) {
+  if (shape.size() < 2)
+    throw invalid_input(std::string(what) + " needs a tensor of order 2 or more (got order " +
+                        std::to_string(shape.size()) + ")");
+  for (int64_t e : shape)
+    if (e < 1) throw invalid_input(std::string(what) + " needs a tensor with no empty mode");
+}
+
+void check_finite_norm(double squared_norm, const char* what) {
+  if (!std::isfinite(squared_norm)) throw invalid_input(std::string(what) + ": the tensor holds NaN or Inf values");
+}
+
 double validated_squared_norm(const double* x, const std::vector<int64_t>& shape, const char* what) {
-  return validated_squared_norm_impl(x, shape, what);
+  validate_dense_shape(shape, what);
+  const double norm2 = sum_squares(x, element_count(shape));
+  check_finite_norm(norm2, what);
+  return norm2;
 }
 double validated_squared_norm(const float* x, const std::vector<int64_t>& shape, const char* what) {
-  return validated_squared_norm_impl(x, shape, what);
+  validate_dense_shape(shape, what);
+  const double norm2 = sum_squares(x, element_count(shape));
+  check_finite_norm(norm2, what);
+  return norm2;
 }
+
+double trace(int64_t n, const double* a) { return trace_impl(n, a); }
+double trace(int64_t n, const float* a) { return trace_impl(n, a); }
 
 int64_t truncation_rank(const std::vector<double>& eigenvalues, double allowance, int64_t cap, double* discarded) {
   const int64_t n = static_cast<int64_t>(eigenvalues.size());

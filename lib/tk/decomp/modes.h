@@ -64,10 +64,23 @@ std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count,
 std::vector<float> leading_eigenvectors(int64_t n, float* sym, int64_t count,
                                         std::vector<double>* eigenvalues = nullptr);
 
-// ||x||^2 of a dense input after checking it: order >= 2 and every extent >= 1
-// (kInvalidInput otherwise), no NaN or Inf (kInvalidInput naming `what`).
+// Check a dense input's shape: order >= 2 and every extent >= 1 (kInvalidInput naming
+// `what` otherwise).
+void validate_dense_shape(const std::vector<int64_t>& shape, const char* what);
+
+// Throw kInvalidInput naming `what` unless ||x||^2 is finite (NaN or Inf anywhere in x
+// makes it NaN or Inf).
+void check_finite_norm(double squared_norm, const char* what);
+
+// ||x||^2 of a dense input after both checks above.
 double validated_squared_norm(const double* x, const std::vector<int64_t>& shape, const char* what);
 double validated_squared_norm(const float* x, const std::vector<int64_t>& shape, const char* what);
+
+// Trace of an n x n row-major matrix, accumulated in double. The trace of any mode's
+// Gram matrix is ||x||^2: a double-precision caller gets the norm from the first Gram
+// matrix it computes instead of another pass over the tensor.
+double trace(int64_t n, const double* a);
+double trace(int64_t n, const float* a);
 
 // The smallest rank r in [1, cap] whose discarded tail sum(eigenvalues[r:]) is at most
 // `allowance` (eigenvalues descending, negative rounding noise counted as 0); `cap` when

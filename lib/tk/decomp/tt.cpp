@@ -7,19 +7,23 @@
 // matrix): C C^T when r_k n_k <= rest, else C^T C, whose leading eigenvectors V give
 // Q = orth(C V) (QR). Either way Q has orthonormal columns, so the whole approximation
 // is an orthogonal projection of X and
-//   ||X - X_tt||^2 = sum over steps of the discarded eigenvalue mass,
-// which is how rel_error is computed (exact up to the eigensolver's rounding; no
-// subtraction of nearly equal norms). Each step discards at most
+//   ||X - X_tt||^2 = sum over steps of ||C - Q Q^T C||^2,
+// each computed from the data (see truncate_wide and truncate_tall; no subtraction of
+// nearly equal norms, no reliance on eigenvalues known only to about eps ||C||^2):
+// rel_error is exact to rounding. Each step discards at most
 // delta^2 = tol^2 / (d-1) * ||X||^2, so rel_error <= tol unless max_rank cuts deeper.
 //
 // Rounding orthogonalises right to left (QR of each core's transpose; an SVD where a
 // core is wider than tall), after which the TT's norm is that of the first core and a
 // left-to-right sweep of small truncated SVDs (gesdd) discards exactly the squared
 // singular values it drops.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "tk/core/error.h"
 #include "tk/decomp/decomp.h"
@@ -43,44 +47,125 @@ int64_t rank_cap(const TtOptions& options, int64_t largest) {
   return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
 }
 
-// One TT-SVD step on C (rows x cols, row-major): returns Q (rows x r, orthonormal
-// columns), replaces `carried` by Q^T C (r x cols) and adds the discarded mass.
-template <typename T>
-std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, double delta2, int64_t cap,
-                             std::vector<T>& carried, double& discarded, int64_t& rank) {
-  const bool by_rows = rows <= cols;
-  const int64_t side = by_rows ? rows : cols;
+// The Gram matrix of the smaller side of C (rows x cols, row-major): C C^T when
+// rows <= cols, else C^T C.
+template <typename T> std::vector<T> smaller_side_gram(const T* c, int64_t rows, int64_t cols) {
+  const int64_t side = std::min(rows, cols);
   std::vector<T> gram(static_cast<size_t>(side * side));
-  if (by_rows)
+  if (rows <= cols)
     linalg::syrk(Op::kNoTrans, rows, cols, T(1), c, cols, T(0), gram.data(), rows);
   else
     linalg::syrk(Op::kTrans, cols, rows, T(1), c, cols, T(0), gram.data(), cols);
-  std::vector<double> eigenvalues;
-  std::vector<T> all = modes::leading_eigenvectors(side, gram.data(), side, &eigenvalues);
+  return gram;
+}
+
+// next = Q^T C (rank x cols) and the exact ||C - Q next||^2. Column blocks small enough
+// to stay in cache make the residual cost arithmetic only (C is read from memory once);
+// the blocks run in parallel with one BLAS thread each and their sums are added in
+// block order (deterministic).
+template <typename T>
+double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q, int64_t rank, T* next) {
+  const int64_t width = std::max<int64_t>(64, (int64_t(1) << 14) / rows);
+  const int64_t blocks = (cols + width - 1) / width;
+  std::vector<double> sums(static_cast<size_t>(blocks));
+  const int threads = blocks >= 4 ? omp_get_max_threads() : 1;
+  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<T> residual(static_cast<size_t>(rows * width));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t j0 = b * width, w = std::min(width, cols - j0);
+      linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, T(1), q, rank, c + j0, cols, T(0), next + j0, cols);
+      for (int64_t i = 0; i < rows; ++i) std::copy_n(c + i * cols + j0, w, &residual[i * w]);
+      linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, w, rank, T(-1), q, rank, next + j0, cols, T(1), residual.data(),
+                   w);
+      sums[static_cast<size_t>(b)] = modes::sum_squares(residual.data(), rows * w);
+    }
+  }
+  double total = 0;
+  for (double v : sums) total += v;
+  return total;
+}
+
+// Rotation of a wide C by all eigenvectors E (rows x rows) of C C^T: E^T C holds the
+// projection Q^T C in its first rows and the discarded part in the others, so the
+// squared norms of its rows, summed from the data, choose the rank and give the exact
+// discarded mass. Costs rows^2 per column: used when the rank is a good part of rows.
+template <typename T>
+std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, const std::vector<T>& e, double delta2,
+                                    int64_t cap, std::vector<T>& carried, double& discarded, int64_t& rank) {
+  std::vector<T> rotated(static_cast<size_t>(rows * cols));
+  linalg::gemm(Op::kTrans, Op::kNoTrans, rows, cols, rows, T(1), e.data(), rows, c, cols, T(0), rotated.data(), cols);
+  std::vector<double> row_mass(static_cast<size_t>(rows));
+  for (int64_t j = 0; j < rows; ++j) row_mass[static_cast<size_t>(j)] = modes::sum_squares(&rotated[j * cols], cols);
   double tail = 0;
-  rank = modes::truncation_rank(eigenvalues, delta2, std::min(cap, side), &tail);
+  rank = modes::truncation_rank(row_mass, delta2, cap, &tail);
   discarded += tail;
   std::vector<T> q(static_cast<size_t>(rows * rank));
-  if (by_rows) {
-    for (int64_t i = 0; i < rows; ++i) std::copy_n(&all[i * side], rank, &q[i * rank]);
-  } else {
-    // Q = orth(C V): C V has orthogonal columns of norms sigma_j; QR makes them exact.
-    linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, rank, cols, T(1), c, cols, all.data(), side, T(0), q.data(),
-                 rank);
-    linalg::qr(rows, rank, q.data(), nullptr);
-  }
-  std::vector<T> next(static_cast<size_t>(rank * cols));
-  linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, rows, T(1), q.data(), rank, c, cols, T(0), next.data(), cols);
-  carried = std::move(next);
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(&e[i * rows], rank, &q[i * rank]);
+  rotated.resize(static_cast<size_t>(rank * cols));
+  carried = std::move(rotated);
   return q;
+}
+
+// Projection on the subspace of the leading `rank` eigenvectors (columns of `basis`,
+// rows x side when wide, cols x side when tall, in which case Q = orth(C V_r): C V_r has
+// orthogonal columns of norms sigma_j and QR makes them exact). The discarded mass
+// ||C - Q Q^T C||^2 comes from the residual; the rank, first chosen from the
+// eigenvalues, grows while that exact mass exceeds delta2 (rarely more than once), which
+// keeps the guarantee. Costs about 4 rank flops per entry of C.
+template <typename T>
+std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, const std::vector<T>& basis, int64_t side,
+                                    double delta2, int64_t cap, std::vector<T>& carried, double& discarded,
+                                    int64_t& rank) {
+  for (;;) {
+    std::vector<T> q(static_cast<size_t>(rows * rank));
+    if (rows <= cols) {
+      for (int64_t i = 0; i < rows; ++i) std::copy_n(&basis[i * side], rank, &q[i * rank]);
+    } else {
+      linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, rank, cols, T(1), c, cols, basis.data(), side, T(0), q.data(),
+                   rank);
+      linalg::qr(rows, rank, q.data(), nullptr);
+    }
+    std::vector<T> next(static_cast<size_t>(rank * cols));  // c may point into carried
+    const double tail = project_with_residual(c, rows, cols, q.data(), rank, next.data());
+    if (tail <= delta2 || rank >= cap) {
+      discarded += tail;
+      carried = std::move(next);
+      return q;
+    }
+    ++rank;
+  }
+}
+
+// One TT-SVD step on C (rows x cols) given its smaller-side Gram matrix (destroyed):
+// returns the core Q (rows x rank, orthonormal columns), replaces `carried` by Q^T C and
+// adds the exact discarded mass ||C - Q Q^T C||^2 to `discarded` (never the eigenvalue
+// tail, known only to about eps ||C||^2).
+template <typename T>
+std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector<T>& gram, double delta2, int64_t cap,
+                             std::vector<T>& carried, double& discarded, int64_t& rank) {
+  const int64_t side = std::min(rows, cols);
+  cap = std::min(cap, side);
+  std::vector<double> eigenvalues;
+  const std::vector<T> basis = modes::leading_eigenvectors(side, gram.data(), side, &eigenvalues);
+  rank = modes::truncation_rank(eigenvalues, delta2, cap);
+  // Rotation costs rows^2 per column of C, the residual about 4 rank rows.
+  if (rows <= cols && rows <= 3 * rank)
+    return truncate_by_rotation(c, rows, cols, basis, delta2, cap, carried, discarded, rank);
+  return truncate_by_residual(c, rows, cols, basis, side, delta2, cap, carried, discarded, rank);
 }
 
 template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
   validate_tt_options(options, "tt");
-  const double norm2 = modes::validated_squared_norm(x.data, x.shape, "tt");
+  modes::validate_dense_shape(x.shape, "tt");
   const size_t d = x.shape.size();
-  const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
+  // ||X||^2: for double input the trace of the first Gram matrix (no extra pass over X);
+  // for float input a pass accumulating in double.
+  double norm2 = -1;
+  if constexpr (std::is_same_v<T, float>) norm2 = modes::sum_squares(x.data, modes::element_count(x.shape));
 
   TtResult result;
   result.shape = x.shape;
@@ -93,8 +178,14 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   for (size_t k = 0; k + 1 < d; ++k) {
     const int64_t rows = result.ranks[k] * x.shape[k];
     rest /= x.shape[k];
+    std::vector<T> gram = smaller_side_gram(c, rows, rest);
+    if (k == 0) {
+      if (norm2 < 0) norm2 = modes::trace(std::min(rows, rest), gram.data());
+      modes::check_finite_norm(norm2, "tt");
+    }
+    const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
     int64_t rank = 0;
-    std::vector<T> q = truncate_step(c, rows, rest, delta2, rank_cap(options, std::min(rows, rest)), carried,
+    std::vector<T> q = truncate_step(c, rows, rest, gram, delta2, rank_cap(options, std::min(rows, rest)), carried,
                                      discarded, rank);
     result.ranks[k + 1] = rank;
     result.cores[k].assign(q.begin(), q.end());

@@ -25,6 +25,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "tk/core/error.h"
 #include "tk/decomp/decomp.h"
@@ -88,13 +89,26 @@ const T* project_mode(const T* data, std::vector<int64_t>& shape, size_t n, cons
   return storage.data();
 }
 
+// ||X||^2 before the first Gram matrix: for float input a pass accumulating in double
+// (a float trace is too coarse for the error formula); for double input it is the trace
+// of the first Gram matrix, computed anyway (negative: not known yet).
+template <typename T> double initial_squared_norm(const DenseView<T>& x) {
+  if constexpr (std::is_same_v<T, float>) {
+    const double norm2 = modes::sum_squares(x.data, modes::element_count(x.shape));
+    modes::check_finite_norm(norm2, "tucker");
+    return norm2;
+  } else {
+    return -1;
+  }
+}
+
+// ST-HOSVD; sets norm2 from the first Gram matrix when it is negative.
 template <typename T>
-TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double norm2) {
+TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double& norm2) {
   const size_t d = x.shape.size();
   TuckerModel<T> model;
   model.ranks = options.ranks.empty() ? x.shape : options.ranks;
   model.factors.resize(d);
-  const double budget = options.tol * options.tol * norm2;
   double discarded = 0;
   std::vector<int64_t> shape = x.shape;
   const T* current = x.data;
@@ -105,10 +119,15 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
     const int64_t dim = shape[n];
     std::vector<T> gram(static_cast<size_t>(dim * dim));
     modes::mode_gram(current, shape, n, gram.data());
+    if (norm2 < 0) {
+      norm2 = modes::trace(dim, gram.data());
+      modes::check_finite_norm(norm2, "tucker");
+    }
     std::vector<double> eigenvalues;
     std::vector<T> all = modes::leading_eigenvectors(dim, gram.data(), dim, &eigenvalues);
     if (options.ranks.empty()) {
       double tail = 0;
+      const double budget = options.tol * options.tol * norm2;
       const double allowance = std::max(0.0, budget - discarded) / double(d - step);
       model.ranks[n] = modes::truncation_rank(eigenvalues, allowance, dim, &tail);
       discarded += tail;
@@ -176,8 +195,9 @@ int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Cloc
 
 template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options) {
   const Clock::time_point start = Clock::now();
-  const double norm2 = modes::validated_squared_norm(x.data, x.shape, "tucker");
+  modes::validate_dense_shape(x.shape, "tucker");
   validate_tucker_options(x.shape, options);
+  double norm2 = initial_squared_norm(x);
   TuckerModel<T> model = sthosvd(x, options, norm2);
   TuckerResult result;
   if (options.method == TuckerMethod::kHooi) result.iterations = hooi(x, options, norm2, start, model);

@@ -43,6 +43,7 @@ struct QuantOptions {
   double outlier_fraction = 0;       // codebook schemes: share kept exactly in f16
   const float* importance = nullptr; // cols weights, or null
   uint64_t seed = 0;
+  bool reference = false;            // run the scalar reference path (tests compare it)
 };
 
 // One quantized tensor. `parts` are plain tensors stored as NAME.<suffix> in the output
@@ -73,6 +74,9 @@ class Scheme {
   // kInvalidInput when parts are missing, have the wrong dtype or size, or params are
   // inconsistent.
   virtual void dequantize(const Quantized& q, float* out) const = 0;
+  // The scalar reference of dequantize(); the same values bit for bit. Schemes without
+  // a separate optimised decoder need not override it.
+  virtual void dequantize_reference(const Quantized& q, float* out) const { dequantize(q, out); }
 };
 
 // The scheme for a spec such as "int4", "nf4", "mxfp4", "kmeans:3", "vq:4:8". Throws

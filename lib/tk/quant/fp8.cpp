@@ -1,0 +1,151 @@
+// FP8 schemes fp8_e4m3 and fp8_e5m2: every value x / s rounded to nearest even in the
+// format, saturating at its largest finite value (never Inf or NaN from finite input),
+// with one f32 scale s per tensor (default) or per row (--granularity channel).
+//
+// The scale: amax / max_elem with --fast; otherwise the candidate among amax / max_elem *
+// 2^(-k/4), k = 0..4, with the least (weighted) squared error (a smaller scale spends
+// more of the format's range on the bulk at the price of clipping the largest values).
+//
+// Parts: "codes" in the FP8 dtype [rows, cols], "scales" F32 [1] or [rows, 1].
+#include <cmath>
+
+#include "tk/core/error.h"
+#include "tk/core/float_format.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int kCandidates = 5;
+
+class Fp8Scheme final : public Scheme {
+ public:
+  Fp8Scheme(std::string name, DType dtype) : name_(std::move(name)), dtype_(dtype) {
+    const auto& f = tk::detail::float_format(dtype);
+    max_ = static_cast<float>(tk::detail::float_format_decode(f, f.max_code));
+    table_.resize(256);
+    for (int c = 0; c < 256; ++c) table_[c] = static_cast<float>(tk::detail::float_format_decode(f, c));
+  }
+
+  std::string name() const override { return name_; }
+  std::string description() const override {
+    return name_ + ": FP8 codes with an f32 scale per tensor (or per channel), saturating";
+  }
+
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
+    const double numel = static_cast<double>(rows * cols);
+    const double scales = per_channel(o) ? static_cast<double>(rows) : 1.0;
+    return (8.0 * numel + 32.0 * scales) / numel;
+  }
+
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
+    if (o.granularity == Granularity::kGroup) throw usage_error(name_ + " takes per-tensor or per-channel scales");
+    const Layout l = make_layout(shape, 1);
+    Quantized q;
+    q.scheme = name_;
+    q.shape = shape;
+    q.params["granularity"] = per_channel(o) ? "channel" : "tensor";
+    Tensor codes = new_part(dtype_, {l.rows, l.cols});
+    Tensor scales = new_part(DType::kF32, per_channel(o) ? Shape{l.rows, 1} : Shape{1});
+    std::vector<float> w(static_cast<size_t>(l.cols));
+    for (int64_t c = 0; c < l.cols; ++c) w[c] = o.importance ? o.importance[c] : 1.0f;
+    if (per_channel(o)) {
+      parallel_for(l.rows, [&](int64_t r) {
+        const float s = fit_scale(x + r * l.cols, l.cols, 1, w.data(), o);
+        scales.mutable_data_as<float>()[r] = s;
+        encode(x + r * l.cols, l.cols, s, o.reference, codes.mutable_data() + r * l.cols);
+      });
+    } else {
+      const float s = fit_scale(x, l.cols, l.rows, w.data(), o);
+      scales.mutable_data_as<float>()[0] = s;
+      parallel_for(l.rows, [&](int64_t r) {
+        encode(x + r * l.cols, l.cols, s, o.reference, codes.mutable_data() + r * l.cols);
+      });
+    }
+    q.parts["codes"] = codes;
+    q.parts["scales"] = scales;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  static bool per_channel(const QuantOptions& o) { return o.granularity == Granularity::kChannel; }
+
+  void encode(const float* x, int64_t n, float s, bool reference, uint8_t* codes) const {
+    const float inv = s == 0 ? 0.0f : 1.0f / s;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = x[i] * inv;
+    encode_minifloat(dtype_, v.data(), n, codes, reference);
+  }
+
+  // Weighted squared error of `rows` rows of `cols` values under scale s.
+  double error(const float* x, int64_t cols, int64_t rows, const float* w, float s, bool reference) const {
+    std::vector<uint8_t> codes(static_cast<size_t>(cols));
+    std::vector<double> row_err(static_cast<size_t>(rows));
+    parallel_for(rows, [&](int64_t r) {
+      std::vector<uint8_t> c(static_cast<size_t>(cols));
+      encode(x + r * cols, cols, s, reference, c.data());
+      double e = 0;
+      for (int64_t i = 0; i < cols; ++i) {
+        const double d = static_cast<double>(x[r * cols + i]) - static_cast<double>(table_[c[i]] * s);
+        e += static_cast<double>(w[i]) * d * d;
+      }
+      row_err[r] = e;
+    });
+    double total = 0;
+    for (double e : row_err) total += e;  // in row order: the same for any thread count
+    return total;
+  }
+
+  float fit_scale(const float* x, int64_t cols, int64_t rows, const float* w, const QuantOptions& o) const {
+    float amax = 0;
+    for (int64_t i = 0; i < cols * rows; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    if (amax == 0) return 1.0f;
+    const float base = amax / max_;
+    if (o.fast) return base;
+    float best = base;
+    double best_err = error(x, cols, rows, w, base, o.reference);
+    for (int k = 1; k < kCandidates; ++k) {
+      const float s = base * std::exp2(-0.25f * static_cast<float>(k));
+      const double err = error(x, cols, rows, w, s, o.reference);
+      if (err < best_err) {
+        best_err = err;
+        best = s;
+      }
+    }
+    return best;
+  }
+
+  void decode(const Quantized& q, float* out, bool reference) const {
+    const Layout l = make_layout(q.shape, 1);
+    const std::string g = param(q, "granularity");
+    if (g != "tensor" && g != "channel") throw invalid_input("bad granularity '" + g + "'", q.scheme);
+    const uint64_t n_scales = g == "channel" ? static_cast<uint64_t>(l.rows) : 1;
+    const Tensor& codes = part(q, "codes", dtype_, static_cast<uint64_t>(l.rows * l.cols));
+    const Tensor& scales = part(q, "scales", DType::kF32, n_scales);
+    parallel_for(l.rows, [&](int64_t r) {
+      const float s = scales.data_as<float>()[g == "channel" ? r : 0];
+      decode_table(table_.data(), codes.data() + r * l.cols, l.cols, s, out + r * l.cols, reference);
+    });
+  }
+
+  std::string name_;
+  DType dtype_;
+  float max_ = 0;
+  std::vector<float> table_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_fp8_scheme(const std::string& name) {
+  if (name == "fp8_e4m3") return std::make_unique<Fp8Scheme>(name, DType::kF8E4M3);
+  if (name == "fp8_e5m2") return std::make_unique<Fp8Scheme>(name, DType::kF8E5M2);
+  return nullptr;
+}
+
+}  // namespace tk::quant

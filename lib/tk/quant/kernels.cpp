@@ -1,0 +1,389 @@
+// Trial-quantization, code, packing and decoding kernels: a scalar reference and an
+// AVX2/BMI2 version of each, equal bit for bit (see quant_internal.h for the rules).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tk/core/float_format.h"
+#include "tk/core/float_kernels.h"
+#include "tk/quant/quant_internal.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define TK_QUANT_AVX2 1
+#endif
+#if defined(__BMI2__)
+#include <immintrin.h>
+#define TK_QUANT_BMI2 1
+#endif
+
+namespace tk::quant::detail {
+namespace {
+
+constexpr int64_t kChunk = 256;
+
+// The fixed reduction order of 8 lanes, shared by both versions.
+inline double reduce8(const float* a) {
+  return static_cast<double>(((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])));
+}
+// What MAXPS / MINPS compute (the second operand when equal or unordered), so that the
+// sign of a zero comes out the same in both versions.
+inline float max_ps(float a, float b) { return a > b ? a : b; }
+inline float min_ps(float a, float b) { return a < b ? a : b; }
+inline float clamp_ps(float v, float lo, float hi) { return min_ps(max_ps(v, lo), hi); }
+
+TrialSums trial_symmetric_ref(const float* x, const float* w, int64_t n, float iscale, float lo, float hi) {
+  TrialSums out;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    float lx[8] = {}, l2[8] = {};
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; ++i) {
+      const float l = clamp_ps(std::nearbyint(iscale * x[i]), lo, hi);
+      const float t = w[i] * l;
+      lx[i % 8] += t * x[i];
+      l2[i % 8] += t * l;
+    }
+    out.lx += reduce8(lx);
+    out.l2 += reduce8(l2);
+  }
+  return out;
+}
+
+TrialSums trial_asymmetric_ref(const float* x, const float* w, int64_t n, float iscale, float min, float hi) {
+  TrialSums out;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    float lx[8] = {}, l2[8] = {}, l1[8] = {};
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; ++i) {
+      const float l = clamp_ps(std::nearbyint(iscale * (x[i] - min)), 0.0f, hi);
+      const float t = w[i] * l;
+      lx[i % 8] += t * x[i];
+      l2[i % 8] += t * l;
+      l1[i % 8] += t;
+    }
+    out.lx += reduce8(lx);
+    out.l2 += reduce8(l2);
+    out.l += reduce8(l1);
+  }
+  return out;
+}
+
+GroupStats group_stats_ref(const float* x, const float* w, int64_t n) {
+  GroupStats s;
+  s.max = x[0];
+  s.min = x[0];
+  for (int64_t c = 0; c < n; c += kChunk) {
+    float sw[8] = {}, swx[8] = {}, swx2[8] = {};
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; ++i) {
+      const float t = w[i] * x[i];
+      sw[i % 8] += w[i];
+      swx[i % 8] += t;
+      swx2[i % 8] += t * x[i];
+      s.max = max_ps(s.max, x[i]);
+      s.min = min_ps(s.min, x[i]);
+    }
+    s.sw += reduce8(sw);
+    s.swx += reduce8(swx);
+    s.swx2 += reduce8(swx2);
+  }
+  return s;
+}
+
+#if TK_QUANT_AVX2
+inline __m256 round_even(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+inline double reduce8(__m256 v) {
+  alignas(32) float a[8];
+  _mm256_store_ps(a, v);
+  return reduce8(a);
+}
+
+TrialSums trial_symmetric_avx2(const float* x, const float* w, int64_t n, float iscale, float lo, float hi) {
+  TrialSums out;
+  const __m256 vs = _mm256_set1_ps(iscale), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  for (int64_t c = 0; c < n; c += kChunk) {
+    __m256 lx = _mm256_setzero_ps(), l2 = _mm256_setzero_ps();
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; i += 8) {
+      const __m256 vx = _mm256_loadu_ps(x + i);
+      const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(vs, vx)), vlo), vhi);
+      const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w + i), l);
+      lx = _mm256_add_ps(lx, _mm256_mul_ps(t, vx));
+      l2 = _mm256_add_ps(l2, _mm256_mul_ps(t, l));
+    }
+    out.lx += reduce8(lx);
+    out.l2 += reduce8(l2);
+  }
+  return out;
+}
+
+TrialSums trial_asymmetric_avx2(const float* x, const float* w, int64_t n, float iscale, float min, float hi) {
+  TrialSums out;
+  const __m256 vs = _mm256_set1_ps(iscale), vmin = _mm256_set1_ps(min), vhi = _mm256_set1_ps(hi);
+  const __m256 zero = _mm256_setzero_ps();
+  for (int64_t c = 0; c < n; c += kChunk) {
+    __m256 lx = zero, l2 = zero, l1 = zero;
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; i += 8) {
+      const __m256 vx = _mm256_loadu_ps(x + i);
+      const __m256 r = round_even(_mm256_mul_ps(vs, _mm256_sub_ps(vx, vmin)));
+      const __m256 l = _mm256_min_ps(_mm256_max_ps(r, zero), vhi);
+      const __m256 t = _mm256_mul_ps(_mm256_loadu_ps(w + i), l);
+      lx = _mm256_add_ps(lx, _mm256_mul_ps(t, vx));
+      l2 = _mm256_add_ps(l2, _mm256_mul_ps(t, l));
+      l1 = _mm256_add_ps(l1, t);
+    }
+    out.lx += reduce8(lx);
+    out.l2 += reduce8(l2);
+    out.l += reduce8(l1);
+  }
+  return out;
+}
+
+GroupStats group_stats_avx2(const float* x, const float* w, int64_t n) {
+  GroupStats s;
+  __m256 vmax = _mm256_set1_ps(x[0]), vmin = vmax;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    __m256 sw = _mm256_setzero_ps(), swx = sw, swx2 = sw;
+    const int64_t end = std::min(n, c + kChunk);
+    for (int64_t i = c; i < end; i += 8) {
+      const __m256 vx = _mm256_loadu_ps(x + i), vw = _mm256_loadu_ps(w + i);
+      const __m256 t = _mm256_mul_ps(vw, vx);
+      sw = _mm256_add_ps(sw, vw);
+      swx = _mm256_add_ps(swx, t);
+      swx2 = _mm256_add_ps(swx2, _mm256_mul_ps(t, vx));
+      vmax = _mm256_max_ps(vmax, vx);
+      vmin = _mm256_min_ps(vmin, vx);
+    }
+    s.sw += reduce8(sw);
+    s.swx += reduce8(swx);
+    s.swx2 += reduce8(swx2);
+  }
+  // Max and min of finite values do not depend on the order (a tie between +0 and -0
+  // is settled below by the scalar scan's rule: the first one seen).
+  alignas(32) float a[8], b[8];
+  _mm256_store_ps(a, vmax);
+  _mm256_store_ps(b, vmin);
+  s.max = a[0];
+  s.min = b[0];
+  for (int j = 1; j < 8; ++j) {
+    s.max = std::max(s.max, a[j]);
+    s.min = std::min(s.min, b[j]);
+  }
+  return s;
+}
+#endif
+
+// The first value of largest magnitude (scalar in both versions: the rule is "first").
+float first_amax(const float* x, int64_t n) {
+  float best = 0, best_abs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > best_abs) {
+      best_abs = a;
+      best = x[i];
+    }
+  }
+  return best;
+}
+
+inline uint64_t repeat_mask(int bits) {
+  const uint64_t m = (bits == 8) ? 0xffu : ((1u << bits) - 1);
+  uint64_t out = 0;
+  for (int j = 0; j < 8; ++j) out |= m << (8 * j);
+  return out;
+}
+
+}  // namespace
+
+TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
+                          bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) return trial_symmetric_avx2(x, w, n, iscale, lo, hi);
+#endif
+  return trial_symmetric_ref(x, w, n, iscale, lo, hi);
+}
+
+TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float iscale, float min, float hi,
+                           bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) return trial_asymmetric_avx2(x, w, n, iscale, min, hi);
+#endif
+  return trial_asymmetric_ref(x, w, n, iscale, min, hi);
+}
+
+GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference) {
+  GroupStats s;
+#if TK_QUANT_AVX2
+  if (!reference) s = group_stats_avx2(x, w, n);
+  else
+#endif
+    s = group_stats_ref(x, w, n);
+  // min_ps/max_ps keep the first of two equal zeros; normalise so both versions agree.
+  if (s.max == 0) s.max = 0.0f;
+  if (s.min == 0) s.min = 0.0f;
+  s.amax_signed = first_amax(x, n);
+  return s;
+}
+
+void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
+                     bool reference) {
+  int64_t i = 0;
+#if TK_QUANT_AVX2
+  if (!reference) {
+    const __m256 vs = _mm256_set1_ps(inv), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+    const __m256i voff = _mm256_set1_epi32(offset);
+    for (; i + 8 <= n; i += 8) {
+      const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs)), vlo), vhi);
+      const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(l), voff);
+      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const float l = clamp_ps(std::nearbyint(x[i] * inv), lo, hi);
+    codes[i] = static_cast<uint8_t>(static_cast<int>(l) + offset);
+  }
+}
+
+void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
+                      bool reference) {
+  int64_t i = 0;
+#if TK_QUANT_AVX2
+  if (!reference) {
+    const __m256 vs = _mm256_set1_ps(inv), vmin = _mm256_set1_ps(min), vhi = _mm256_set1_ps(hi);
+    const __m256 zero = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+      const __m256 r = round_even(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmin), vs));
+      const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, zero), vhi));
+      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const float l = clamp_ps(std::nearbyint((x[i] - min) * inv), 0.0f, hi);
+    codes[i] = static_cast<uint8_t>(static_cast<int>(l));
+  }
+}
+
+void decode_affine(const uint8_t* codes, int64_t n, int offset, float d, float m, float* y, bool reference) {
+  int64_t i = 0;
+#if TK_QUANT_AVX2
+  if (!reference) {
+    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
+    const __m256i voff = _mm256_set1_epi32(offset);
+    for (; i + 8 <= n; i += 8) {
+      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i));
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
+      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
+    }
+  }
+#endif
+  for (; i < n; ++i) y[i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * d + m;
+}
+
+void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool reference) {
+  if (bits == 8) {
+    std::memcpy(out, codes, static_cast<size_t>(n));
+    return;
+  }
+#if TK_QUANT_BMI2
+  if (!reference) {
+    const uint64_t mask = repeat_mask(bits);
+    for (int64_t i = 0; i < n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, codes + i, 8);
+      const uint64_t p = _pext_u64(v, mask);
+      std::memcpy(out + i / 8 * bits, &p, static_cast<size_t>(bits));
+    }
+    return;
+  }
+#endif
+  std::memset(out, 0, static_cast<size_t>(n / 8 * bits));
+  const uint32_t mask = (1u << bits) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t bit = i * bits;
+    const uint32_t v = (codes[i] & mask) << (bit % 8);
+    out[bit / 8] = static_cast<uint8_t>(out[bit / 8] | v);
+    if (bit % 8 + bits > 8) out[bit / 8 + 1] = static_cast<uint8_t>(out[bit / 8 + 1] | (v >> 8));
+  }
+}
+
+void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool reference) {
+  if (bits == 8) {
+    std::memcpy(codes, in, static_cast<size_t>(n));
+    return;
+  }
+#if TK_QUANT_BMI2
+  if (!reference) {
+    const uint64_t mask = repeat_mask(bits);
+    for (int64_t i = 0; i < n; i += 8) {
+      uint64_t p = 0;
+      std::memcpy(&p, in + i / 8 * bits, static_cast<size_t>(bits));
+      const uint64_t v = _pdep_u64(p, mask);
+      std::memcpy(codes + i, &v, 8);
+    }
+    return;
+  }
+#endif
+  const uint32_t mask = (1u << bits) - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t bit = i * bits;
+    uint32_t v = in[bit / 8] >> (bit % 8);
+    if (bit % 8 + bits > 8) v |= static_cast<uint32_t>(in[bit / 8 + 1]) << (8 - bit % 8);
+    codes[i] = static_cast<uint8_t>(v & mask);
+  }
+}
+
+void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, float d, float m, float* y,
+                          bool reference) {
+#if TK_QUANT_AVX2 && TK_QUANT_BMI2
+  if (!reference) {
+    const uint64_t mask = repeat_mask(bits);
+    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
+    const __m256i voff = _mm256_set1_epi32(offset);
+    for (int64_t i = 0; i < n; i += 8) {
+      uint64_t p = 0;
+      std::memcpy(&p, packed + i / 8 * bits, static_cast<size_t>(bits));
+      const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(bits == 8 ? p : _pdep_u64(p, mask)));
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
+      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
+    }
+    return;
+  }
+#endif
+  uint8_t codes[kChunk];
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = std::min(kChunk, n - c);
+    unpack_bits(packed + c / 8 * bits, len, bits, codes, true);
+    decode_affine(codes, len, offset, d, m, y + c, true);
+  }
+}
+
+
+void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference) {
+  const tk::detail::FloatFormat& f = tk::detail::float_format(dtype);
+  if (!reference) {
+    tk::detail::float_format_encode_f32_array(f, v, codes, static_cast<size_t>(n), true);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>(tk::detail::float_format_encode(f, v[i], true));
+}
+
+void decode_table(const float* table, const uint8_t* codes, int64_t n, float scale, float* y, bool reference) {
+  int64_t i = 0;
+#if TK_QUANT_AVX2
+  if (!reference) {
+    const __m256 vs = _mm256_set1_ps(scale);
+    for (; i + 8 <= n; i += 8) {
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_i32gather_ps(table, idx, 4), vs));
+    }
+  }
+#endif
+  for (; i < n; ++i) y[i] = table[codes[i]] * scale;
+}
+
+}  // namespace tk::quant::detail

@@ -1,0 +1,229 @@
+// NF4 (QLoRA's normal-float 4-bit): 16 fixed levels from normal quantiles (bitsandbytes'
+// table), blocks of 64 along a row, one scale per block: y = level[code] * scale.
+//
+// The scale is the block's absmax with --fast; otherwise the candidate among absmax *
+// (1 - k/32), k = 0..7, with the least (weighted) squared error. Codes pick the nearest
+// level (code = number of midpoints between levels that x / scale exceeds).
+//
+// Double quantization (QLoRA): the f32 block scales minus their mean are stored as int8
+// in blocks of 256 scales, each with an f32 scale (absmax / 127); codes are computed
+// from the scales as they decode.
+//
+// Parts: "codes" U8 [rows, padded_cols / 2] (two codes per byte, low nibble first) and
+// either "scales" [rows, groups] (f16, bf16 or f32) or, with double quantization,
+// "scales_q" I8 [rows * groups], "scales_scale" F32 [ceil(rows * groups / 256)] and
+// "scales_offset" F32 [1]. Params: group_size, padded_cols, double_quant.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tk/core/error.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kDefaultBlock = 64;
+constexpr int64_t kScaleBlock = 256;
+constexpr int kCandidates = 8;
+
+constexpr float kLevels[16] = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
+    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
+    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
+    0.7229568362236023f, 1.0f};
+
+class Nf4Scheme final : public Scheme {
+ public:
+  Nf4Scheme() {
+    for (int k = 0; k < 15; ++k) mid_[k] = (kLevels[k] + kLevels[k + 1]) * 0.5f;
+    for (int c = 0; c < 256; ++c) table_[c] = kLevels[c & 15];
+  }
+
+  std::string name() const override { return "nf4"; }
+  std::string description() const override {
+    return "nf4: normal-float 4-bit, blocks of 64, optional double quantization of the scales";
+  }
+
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
+    const Layout l = layout_for(Shape{rows, cols}, o);
+    return static_cast<double>(stored_bytes(l, o)) * 8.0 / static_cast<double>(rows * cols);
+  }
+
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
+    if (!o.double_quant && !is_scale_dtype(o.scale_dtype)) throw usage_error("nf4 scales are f16, bf16 or f32");
+    const Layout l = layout_for(shape, o);
+    Quantized q;
+    q.scheme = name();
+    q.shape = shape;
+    set_layout_params(q, l);
+    q.params["double_quant"] = o.double_quant ? "1" : "0";
+    const PaddedInput in = pad_input(x, l, o.importance);
+    const int64_t n_blocks = l.rows * l.groups_per_row;
+    std::vector<float> scale(static_cast<size_t>(n_blocks));
+    parallel_for(l.rows, [&](int64_t r) {
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        const int64_t c0 = b * l.group;
+        scale[r * l.groups_per_row + b] =
+            fit_scale(in.data + r * l.padded_cols + c0, in.weights.data() + c0, l.group, o);
+      }
+    });
+    if (o.double_quant) {
+      store_double_quant(scale, q);
+    } else {
+      Tensor scales = new_part(o.scale_dtype, {l.rows, l.groups_per_row});
+      for (int64_t i = 0; i < n_blocks; ++i) {
+        store_scale(scales, i, scale[i]);
+        scale[i] = load_scale(scales, i);
+      }
+      q.parts["scales"] = scales;
+    }
+    Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        encode(in.data + r * l.padded_cols + b * l.group, l.group, scale[r * l.groups_per_row + b],
+               row.data() + b * l.group);
+      }
+      pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
+    });
+    q.parts["codes"] = codes;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  static Layout layout_for(const Shape& shape, const QuantOptions& o) {
+    const int64_t group = o.group_size == 0 ? kDefaultBlock : o.group_size;
+    if (group <= 0 || group % 8 != 0) throw usage_error("nf4 block size must be a positive multiple of 8");
+    return make_layout(shape, group);
+  }
+
+  static uint64_t stored_bytes(const Layout& l, const QuantOptions& o) {
+    const auto n_blocks = static_cast<uint64_t>(l.rows * l.groups_per_row);
+    const uint64_t codes = static_cast<uint64_t>(l.rows * l.padded_cols / 2);
+    if (o.double_quant) return codes + n_blocks + 4 * ((n_blocks + kScaleBlock - 1) / kScaleBlock) + 4;
+    return codes + n_blocks * static_cast<uint64_t>(dtype_bits(o.scale_dtype) / 8);
+  }
+
+  void encode(const float* x, int64_t n, float scale, uint8_t* codes) const {
+    const float inv = scale == 0 ? 0.0f : 1.0f / scale;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i] * inv;
+      int c = 0;
+      for (int k = 0; k < 15; ++k) c += v > mid_[k] ? 1 : 0;
+      codes[i] = static_cast<uint8_t>(c);
+    }
+  }
+
+  double error(const float* x, const float* w, int64_t n, float scale) const {
+    uint8_t codes[8];
+    double err = 0;
+    for (int64_t i = 0; i < n; i += 8) {
+      encode(x + i, 8, scale, codes);
+      for (int j = 0; j < 8; ++j) {
+        const double d = static_cast<double>(x[i + j]) - static_cast<double>(kLevels[codes[j]] * scale);
+        err += static_cast<double>(w[i + j]) * d * d;
+      }
+    }
+    return err;
+  }
+
+  float fit_scale(const float* x, const float* w, int64_t n, const QuantOptions& o) const {
+    float amax = 0;
+    for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    if (o.fast || amax == 0) return amax;
+    float best = amax;
+    double best_err = error(x, w, n, amax);
+    for (int k = 1; k < kCandidates; ++k) {
+      const float s = amax * (1.0f - static_cast<float>(k) / 32.0f);
+      const double err = error(x, w, n, s);
+      if (err < best_err) {
+        best_err = err;
+        best = s;
+      }
+    }
+    return best;
+  }
+
+  // Replace `scale` by the values its double-quantized form decodes to.
+  static void store_double_quant(std::vector<float>& scale, Quantized& q) {
+    const auto n = static_cast<int64_t>(scale.size());
+    const int64_t n_outer = (n + kScaleBlock - 1) / kScaleBlock;
+    double sum = 0;
+    for (float s : scale) sum += s;
+    const float offset = n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+    Tensor sq = new_part(DType::kI8, {n});
+    Tensor ss = new_part(DType::kF32, {n_outer});
+    Tensor so = new_part(DType::kF32, {1});
+    so.mutable_data_as<float>()[0] = offset;
+    for (int64_t b = 0; b < n_outer; ++b) {
+      const int64_t end = std::min(n, (b + 1) * kScaleBlock);
+      float amax = 0;
+      for (int64_t i = b * kScaleBlock; i < end; ++i) amax = std::fmax(amax, std::fabs(scale[i] - offset));
+      const float s2 = amax / 127.0f;
+      ss.mutable_data_as<float>()[b] = s2;
+      const float inv = s2 == 0 ? 0.0f : 1.0f / s2;
+      for (int64_t i = b * kScaleBlock; i < end; ++i) {
+        const float c = std::fmax(-127.0f, std::fmin(127.0f, std::nearbyint((scale[i] - offset) * inv)));
+        sq.mutable_data_as<int8_t>()[i] = static_cast<int8_t>(c);
+        scale[i] = c * s2 + offset;
+      }
+    }
+    q.parts["scales_q"] = sq;
+    q.parts["scales_scale"] = ss;
+    q.parts["scales_offset"] = so;
+  }
+
+  std::vector<float> load_scales(const Quantized& q, int64_t n) const {
+    std::vector<float> scale(static_cast<size_t>(n));
+    if (param_int(q, "double_quant", 0, 1) == 1) {
+      const int64_t n_outer = (n + kScaleBlock - 1) / kScaleBlock;
+      const int8_t* sq = part(q, "scales_q", DType::kI8, n).data_as<int8_t>();
+      const float* ss = part(q, "scales_scale", DType::kF32, n_outer).data_as<float>();
+      const float offset = part(q, "scales_offset", DType::kF32, 1).data_as<float>()[0];
+      for (int64_t i = 0; i < n; ++i) scale[i] = static_cast<float>(sq[i]) * ss[i / kScaleBlock] + offset;
+      return scale;
+    }
+    auto it = q.parts.find("scales");
+    if (it == q.parts.end() || !is_scale_dtype(it->second.dtype())) {
+      throw invalid_input("missing or malformed part 'scales'", q.scheme);
+    }
+    const Tensor& t = part(q, "scales", it->second.dtype(), n);
+    for (int64_t i = 0; i < n; ++i) scale[i] = load_scale(t, i);
+    return scale;
+  }
+
+  void decode(const Quantized& q, float* out, bool reference) const {
+    const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
+    if (group % 8 != 0) throw invalid_input("nf4 block size is not a multiple of 8", q.scheme);
+    const Layout l = make_layout(q.shape, group);
+    check_shape_param(q, l);
+    const std::vector<float> scale = load_scales(q, l.rows * l.groups_per_row);
+    const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      std::vector<float> y(static_cast<size_t>(l.padded_cols));
+      unpack_bits(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, row.data(), reference);
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        decode_table(table_, row.data() + b * l.group, l.group, scale[r * l.groups_per_row + b],
+                     y.data() + b * l.group, reference);
+      }
+      std::memcpy(out + r * l.cols, y.data(), static_cast<size_t>(l.cols) * sizeof(float));
+    });
+  }
+
+  float mid_[15];
+  float table_[256];
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_nf4_scheme() { return std::make_unique<Nf4Scheme>(); }
+
+}  // namespace tk::quant

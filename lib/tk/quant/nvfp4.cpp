@@ -1,0 +1,151 @@
+// NVFP4: E2M1 values in blocks of 16 along a row, each block with an E4M3 scale (used
+// unsigned), and one f32 scale for the whole tensor: y = e2m1 * (e4m3 * t). 4.5 bits
+// per weight plus 32 bits per tensor.
+//
+// As NVIDIA's recipe: t = amax_tensor / (448 * 6), so that the block scale amax_block /
+// (6 t) fits E4M3; it is rounded to nearest even. Without --fast the block scale is then
+// the E4M3 code among that one and its two neighbours with the least (weighted) squared
+// error. Elements are x / (e4m3 * t) rounded to nearest even, saturating at +-6.
+//
+// Parts: "codes" F4 [rows, padded_cols] (two per byte, low nibble first), "scales"
+// F8_E4M3 [rows, padded_cols / 16], "tensor_scale" F32 [1].
+#include <cmath>
+#include <cstring>
+
+#include "tk/core/error.h"
+#include "tk/core/float_format.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kBlock = 16;
+
+class Nvfp4Scheme final : public Scheme {
+ public:
+  Nvfp4Scheme() {
+    const auto& e2m1 = tk::detail::float_format(DType::kF4);
+    const auto& e4m3 = tk::detail::float_format(DType::kF8E4M3);
+    for (int c = 0; c < 256; ++c) {
+      fp4_[c] = static_cast<float>(tk::detail::float_format_decode(e2m1, c));
+      fp8_[c] = static_cast<float>(tk::detail::float_format_decode(e4m3, c));
+    }
+  }
+
+  std::string name() const override { return "nvfp4"; }
+  std::string description() const override {
+    return "nvfp4: E2M1 in blocks of 16 with an E4M3 block scale and an f32 tensor scale";
+  }
+
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
+    const Layout l = make_layout(Shape{rows, cols}, kBlock);
+    const double bytes = static_cast<double>(l.rows * l.padded_cols / 2 + l.rows * l.groups_per_row + 4);
+    return bytes * 8.0 / static_cast<double>(rows * cols);
+  }
+
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
+    if (o.group_size != 0 && o.group_size != kBlock) throw usage_error("nvfp4 uses blocks of 16");
+    const Layout l = make_layout(shape, kBlock);
+    Quantized q;
+    q.scheme = name();
+    q.shape = shape;
+    set_layout_params(q, l);
+    Tensor codes = new_part(DType::kF4, {l.rows, l.padded_cols});
+    Tensor scales = new_part(DType::kF8E4M3, {l.rows, l.groups_per_row});
+    Tensor tensor_scale = new_part(DType::kF32, {1});
+    const PaddedInput in = pad_input(x, l, o.importance);
+    float amax = 0;
+    for (int64_t i = 0; i < l.rows * l.padded_cols; ++i) amax = std::fmax(amax, std::fabs(in.data[i]));
+    const float t = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
+    tensor_scale.mutable_data_as<float>()[0] = t;
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      const float* xr = in.data + r * l.padded_cols;
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        const int64_t c0 = b * kBlock;
+        scales.mutable_data()[r * l.groups_per_row + b] =
+            encode_block(xr + c0, in.weights.data() + c0, t, o, row.data() + c0);
+      }
+      pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
+    });
+    q.parts["codes"] = codes;
+    q.parts["scales"] = scales;
+    q.parts["tensor_scale"] = tensor_scale;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  void encode_elements(const float* x, float scale, bool reference, uint8_t* codes) const {
+    float v[kBlock];
+    const float inv = scale == 0 ? 0.0f : 1.0f / scale;
+    for (int64_t i = 0; i < kBlock; ++i) v[i] = x[i] * inv;
+    encode_minifloat(DType::kF4, v, kBlock, codes, reference);
+  }
+
+  double block_error(const float* x, const float* w, float scale, const uint8_t* codes) const {
+    double err = 0;
+    for (int64_t i = 0; i < kBlock; ++i) {
+      const double d = static_cast<double>(x[i]) - static_cast<double>(fp4_[codes[i]] * scale);
+      err += static_cast<double>(w[i]) * d * d;
+    }
+    return err;
+  }
+
+  // Encode one block; returns its E4M3 scale code.
+  uint8_t encode_block(const float* x, const float* w, float t, const QuantOptions& o, uint8_t* codes) const {
+    float amax = 0;
+    for (int64_t i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    const auto& e4m3 = tk::detail::float_format(DType::kF8E4M3);
+    const auto code = static_cast<uint8_t>(tk::detail::float_format_encode(e4m3, amax / 6.0f / t, true));
+    encode_elements(x, fp8_[code] * t, o.reference, codes);
+    if (o.fast || amax == 0) return code;
+    uint8_t best = code;
+    double best_err = block_error(x, w, fp8_[code] * t, codes);
+    uint8_t trial[kBlock];
+    for (int delta : {-1, 1}) {
+      const int c = code + delta;
+      if (c < 0 || c > 0x7e) continue;  // positive codes only, 0x7f is NaN
+      encode_elements(x, fp8_[c] * t, o.reference, trial);
+      const double err = block_error(x, w, fp8_[c] * t, trial);
+      if (err < best_err) {
+        best_err = err;
+        best = static_cast<uint8_t>(c);
+        std::memcpy(codes, trial, kBlock);
+      }
+    }
+    return best;
+  }
+
+  void decode(const Quantized& q, float* out, bool reference) const {
+    const Layout l = make_layout(q.shape, kBlock);
+    check_shape_param(q, l);
+    const Tensor& codes = part(q, "codes", DType::kF4, static_cast<uint64_t>(l.rows * l.padded_cols));
+    const Tensor& scales = part(q, "scales", DType::kF8E4M3, static_cast<uint64_t>(l.rows * l.groups_per_row));
+    const float t = part(q, "tensor_scale", DType::kF32, 1).data_as<float>()[0];
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      std::vector<float> y(static_cast<size_t>(l.padded_cols));
+      unpack_bits(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, row.data(), reference);
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        const float s = fp8_[scales.data()[r * l.groups_per_row + b]] * t;
+        decode_table(fp4_, row.data() + b * kBlock, kBlock, s, y.data() + b * kBlock, reference);
+      }
+      std::memcpy(out + r * l.cols, y.data(), static_cast<size_t>(l.cols) * sizeof(float));
+    });
+  }
+
+  float fp4_[256];
+  float fp8_[256];
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_nvfp4_scheme() { return std::make_unique<Nvfp4Scheme>(); }
+
+}  // namespace tk::quant

@@ -1,0 +1,126 @@
+// Pieces shared by the scheme families of lib/tk/quant: the row/group layout, reading
+// parts and params back, scale storage, bit packing, and the error-search kernels.
+//
+// Every kernel here has a scalar reference and an optimised (AVX2/BMI2) version that
+// give the same bits: sums run in 8 lanes (element i goes to lane i % 8) over chunks of
+// 256 elements, each chunk reduced in one fixed order into a double, products are
+// never fused (the build is ISO C++, so the compiler does not contract a*b+c), and
+// rounding is to nearest even in both. `reference` selects the scalar version.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tk/quant/scheme.h"
+
+namespace tk::quant::detail {
+
+// A tensor viewed as rows x cols, each row cut into groups of `group` values and padded
+// with zeros to padded_cols = groups_per_row * group.
+struct Layout {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t group = 0;
+  int64_t padded_cols = 0;
+  int64_t groups_per_row = 0;
+};
+// `group` must be positive. A 0-rank tensor is one row of one value.
+Layout make_layout(const Shape& shape, int64_t group);
+int64_t round_up(int64_t value, int64_t multiple);
+
+// The tensor as rows x padded_cols f32, zero padded (a copy only when cols != padded_cols),
+// and the matching per-column error weights (importance or ones, 0 in the padding).
+struct PaddedInput {
+  const float* data = nullptr;
+  std::vector<float> storage;
+  std::vector<float> weights;  // padded_cols
+};
+PaddedInput pad_input(const float* x, const Layout& layout, const float* importance);
+// Copy the first `cols` of each padded row of `padded` into `out` (rows x cols).
+void unpad_output(const float* padded, const Layout& layout, float* out);
+
+// Params and parts.
+std::string param(const Quantized& q, const std::string& key);
+int64_t param_int(const Quantized& q, const std::string& key, int64_t lo, int64_t hi);
+// The part `name`, checked to have `dtype` and exactly `numel` elements.
+const Tensor& part(const Quantized& q, const std::string& name, DType dtype, uint64_t numel);
+Tensor new_part(DType dtype, Shape shape);
+// The recorded shape must give the layout the params describe.
+void check_shape_param(const Quantized& q, const Layout& layout);
+void set_layout_params(Quantized& q, const Layout& layout);
+
+// Scales stored as F16, BF16 or F32: round a value to what the dtype holds, and store
+// or load it (index i of a part of that dtype).
+float round_to_scale_dtype(float value, DType dtype);
+void store_scale(Tensor& part, uint64_t i, float value);
+float load_scale(const Tensor& part, uint64_t i);
+DType parse_scale_dtype(const std::string& text);
+bool is_scale_dtype(DType dtype);
+
+// LSB-first bit stream of `bits`-wide codes (as the F4/F6 dtypes store them). n must be
+// a multiple of 8, so every 8 codes fill exactly `bits` bytes.
+void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool reference);
+void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool reference);
+
+// Weighted sums of a trial quantization (see the lane order above).
+struct TrialSums {
+  double lx = 0;  // sum w * x * L
+  double l2 = 0;  // sum w * L * L
+  double l = 0;   // sum w * L (asymmetric only)
+};
+// Symmetric: L = clamp(round(iscale * x), lo, hi).
+TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
+                          bool reference);
+// Asymmetric: L = clamp(round(iscale * (x - min)), 0, hi).
+TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float iscale, float min, float hi,
+                           bool reference);
+// Codes from a stored scale: code = clamp(round(x * inv), lo, hi) + offset (symmetric),
+// or clamp(round((x - min) * inv), 0, hi) (asymmetric, offset 0, lo 0).
+void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
+                     bool reference);
+void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
+                      bool reference);
+// Dequantize: y = float(code - offset) * d + m (m = 0 for symmetric: the add is exact).
+void decode_affine(const uint8_t* codes, int64_t n, int offset, float d, float m, float* y, bool reference);
+// Dequantize packed codes directly (n multiple of 8).
+void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, float d, float m, float* y,
+                          bool reference);
+
+// Weighted sums of the group itself, in the same lane order.
+struct GroupStats {
+  double sw = 0, swx = 0, swx2 = 0;
+  float max = 0, min = 0;  // largest and smallest value
+  float amax_signed = 0;   // the first value of largest magnitude, with its sign
+};
+GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference);
+
+// Error-minimising scales (ggml's make_qx_quants / make_qkx2_quants, extended).
+// Symmetric codes in [-nmax, nmax - 1]; returns d with x ~ d * L (0 for an all-zero
+// group). `fast`: the absmax scale max / -nmax.
+float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference);
+// Asymmetric codes in [0, nmax]; x ~ d * L + m. `nonpositive_min` keeps m <= 0.
+struct AffineScale {
+  float d = 0, m = 0;
+};
+AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nmax, bool nonpositive_min,
+                              bool fast, bool reference);
+// Weighted squared error of codes from the scale (symmetric or asymmetric).
+double error_symmetric(const GroupStats& s, const TrialSums& t, double d);
+double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m);
+
+// Run fn(i) for i in [0, n) over OpenMP threads; each i writes its own outputs.
+template <typename Fn> void parallel_for(int64_t n, Fn&& fn) {
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+
+// Encode n f32 values into one code byte each in a narrow float dtype (F8_*, F6_*, F4),
+// rounding to nearest even and saturating at the largest finite value (NaN keeps the
+// format's NaN code, or -0 for F4/F6 which have none).
+void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference);
+// y = table[code] * scale for n codes (table: the exact values of all 256 codes).
+void decode_table(const float* table, const uint8_t* codes, int64_t n, float scale, float* y, bool reference);
+
+}  // namespace tk::quant::detail

@@ -1,0 +1,67 @@
+// The one scheme table: spec parsing, names for help, stored size and error measures.
+#include <cmath>
+#include <limits>
+
+#include "tk/core/error.h"
+#include "tk/quant/codebook.h"
+#include "tk/quant/scheme.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+
+uint64_t Quantized::stored_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [name, t] : parts) total += t.nbytes();
+  return total;
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4",
+                                    "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
+                                    "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4"};
+  for (auto& n : codebook_scheme_names()) names.push_back(std::move(n));
+  return names;
+}
+
+namespace {
+
+[[noreturn]] void unknown_scheme(std::string_view spec) {
+  std::string list;
+  for (const auto& n : scheme_names()) list += (list.empty() ? "" : ", ") + n;
+  throw usage_error("unknown scheme '" + std::string(spec) + "' (valid: " + list + ")");
+}
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_scheme(std::string_view spec) {
+  const std::string s(spec);
+  if (s.size() == 4 && s.rfind("int", 0) == 0 && s[3] >= '2' && s[3] <= '8') return make_int_scheme(s[3] - '0');
+  if (s == "nf4") return make_nf4_scheme();
+  if (auto k = make_kquant_scheme(s)) return k;
+  if (s == "nvfp4") return make_nvfp4_scheme();
+  if (auto f = make_fp8_scheme(s)) return f;
+  if (auto m = make_mx_scheme(s)) return m;
+  if (auto c = make_codebook_scheme(spec)) return c;
+  unknown_scheme(spec);
+}
+
+ErrorStats measure_error(const float* x, const float* y, int64_t n, int64_t cols, const float* importance) {
+  ErrorStats e;
+  double signal = 0, noise = 0, weighted = 0, max_abs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double xi = x[i];
+    const double diff = xi - static_cast<double>(y[i]);
+    signal += xi * xi;
+    noise += diff * diff;
+    const double w = (importance && cols > 0) ? importance[i % cols] : 1.0;
+    weighted += w * diff * diff;
+    max_abs = std::max(max_abs, std::fabs(diff));
+  }
+  e.rel_rmse = signal > 0 ? std::sqrt(noise / signal) : (noise > 0 ? std::numeric_limits<double>::infinity() : 0);
+  e.sqnr_db = noise > 0 ? 10.0 * std::log10(signal / noise) : std::numeric_limits<double>::infinity();
+  e.max_abs = max_abs;
+  e.weighted_sse = weighted;
+  return e;
+}
+
+}  // namespace tk::quant

@@ -1,0 +1,18 @@
+// Factories of the scheme families, used by the one scheme table (scheme.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tk/quant/scheme.h"
+
+namespace tk::quant {
+
+std::unique_ptr<Scheme> make_int_scheme(int bits);         // int2..int8
+std::unique_ptr<Scheme> make_kquant_scheme(const std::string& name);  // q2k..q8k, null if unknown
+std::unique_ptr<Scheme> make_fp8_scheme(const std::string& name);     // fp8_e4m3, fp8_e5m2, null if unknown
+std::unique_ptr<Scheme> make_mx_scheme(const std::string& name);      // mxfp8_*, mxfp6_*, mxfp4, mxint8
+std::unique_ptr<Scheme> make_nvfp4_scheme();
+std::unique_ptr<Scheme> make_nf4_scheme();
+
+}  // namespace tk::quant

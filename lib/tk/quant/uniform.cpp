@@ -1,0 +1,206 @@
+// Uniform integer schemes int2..int8: per-tensor, per-channel (row) or per-group scales,
+// symmetric (codes -2^(b-1) .. 2^(b-1)-1 stored with offset 2^(b-1), y = (code - off) d)
+// or asymmetric (codes 0 .. 2^b-1, y = code d + m, the offset m stored like the scale).
+//
+// Parts: "codes" U8 [rows, padded_cols * b / 8] (LSB-first bit stream per row),
+// "scales" [rows, groups] (per-channel: [rows, 1], per-tensor: [1]) in the scale dtype,
+// and "mins" of the same shape when asymmetric. Params: bits, granularity, group_size,
+// padded_cols, symmetric. Rows are padded with zeros to a multiple of the group (of 8
+// for per-channel and per-tensor scales).
+#include <algorithm>
+#include <cmath>
+
+#include "tk/core/error.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kDefaultGroup = 32;
+
+const char* granularity_name(Granularity g) {
+  switch (g) {
+    case Granularity::kTensor: return "tensor";
+    case Granularity::kChannel: return "channel";
+    default: return "group";
+  }
+}
+
+Granularity parse_granularity(const std::string& text) {
+  if (text == "tensor") return Granularity::kTensor;
+  if (text == "channel") return Granularity::kChannel;
+  if (text == "group") return Granularity::kGroup;
+  throw invalid_input("bad granularity '" + text + "'");
+}
+
+class IntScheme final : public Scheme {
+ public:
+  explicit IntScheme(int bits) : bits_(bits) {}
+
+  std::string name() const override { return "int" + std::to_string(bits_); }
+  std::string description() const override {
+    return "int" + std::to_string(bits_) +
+           ": uniform integer codes, per-tensor/channel/group scales (default group 32, symmetric, f16 scale)";
+  }
+
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
+    const Layout l = layout_for(Shape{rows, cols}, o);
+    const double numel = static_cast<double>(rows * cols);
+    return static_cast<double>(stored_bytes(l, o)) * 8.0 / numel;
+  }
+
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
+    if (!is_scale_dtype(o.scale_dtype)) throw usage_error("int schemes store scales as f16, bf16 or f32");
+    const Layout l = layout_for(shape, o);
+    const Granularity g = granularity(o);
+    Quantized q;
+    q.scheme = name();
+    q.shape = shape;
+    set_layout_params(q, l);
+    q.params["bits"] = std::to_string(bits_);
+    q.params["granularity"] = granularity_name(g);
+    q.params["symmetric"] = o.symmetric ? "1" : "0";
+    const Shape scale_shape = g == Granularity::kTensor ? Shape{1} : Shape{l.rows, l.groups_per_row};
+    Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols * bits_ / 8});
+    Tensor scales = new_part(o.scale_dtype, scale_shape);
+    Tensor mins = o.symmetric ? Tensor() : new_part(o.scale_dtype, scale_shape);
+    const PaddedInput in = pad_input(x, l, o.importance);
+
+    AffineScale tensor_scale;
+    if (g == Granularity::kTensor) {
+      tensor_scale = fit_tensor_scale(in, l, o);
+      store_scale(scales, 0, tensor_scale.d);
+      if (!o.symmetric) store_scale(mins, 0, tensor_scale.m);
+    }
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
+      const float* xr = in.data + r * l.padded_cols;
+      for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
+        const int64_t c0 = gi * l.group;
+        AffineScale s = tensor_scale;
+        if (g != Granularity::kTensor) {
+          s = fit_scale(xr + c0, in.weights.data() + c0, l.group, o);
+          store_scale(scales, r * l.groups_per_row + gi, s.d);
+          if (!o.symmetric) store_scale(mins, r * l.groups_per_row + gi, s.m);
+        }
+        encode(xr + c0, l.group, s, o, row_codes.data() + c0);
+      }
+      pack_bits(row_codes.data(), l.padded_cols, bits_,
+                codes.mutable_data() + r * l.padded_cols * bits_ / 8, o.reference);
+    });
+    q.parts["codes"] = codes;
+    q.parts["scales"] = scales;
+    if (!o.symmetric) q.parts["mins"] = mins;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  int nmax() const { return 1 << (bits_ - 1); }
+  int top() const { return (1 << bits_) - 1; }
+
+  Granularity granularity(const QuantOptions& o) const {
+    return o.granularity == Granularity::kDefault ? Granularity::kGroup : o.granularity;
+  }
+
+  Layout layout_for(const Shape& shape, const QuantOptions& o) const {
+    const Granularity g = granularity(o);
+    if (g == Granularity::kGroup) {
+      const int64_t group = o.group_size == 0 ? kDefaultGroup : o.group_size;
+      if (group % 8 != 0 || group <= 0) {
+        throw usage_error("group size must be a positive multiple of 8, not " + std::to_string(group));
+      }
+      return make_layout(shape, group);
+    }
+    const Layout rows = make_layout(shape, 8);
+    return make_layout(shape, std::max<int64_t>(8, rows.padded_cols));
+  }
+
+  uint64_t stored_bytes(const Layout& l, const QuantOptions& o) const {
+    const uint64_t scale_count =
+        granularity(o) == Granularity::kTensor ? 1 : static_cast<uint64_t>(l.rows * l.groups_per_row);
+    const uint64_t scale_bytes = scale_count * static_cast<uint64_t>(dtype_bits(o.scale_dtype) / 8);
+    return static_cast<uint64_t>(l.rows * l.padded_cols * bits_ / 8) + scale_bytes * (o.symmetric ? 1 : 2);
+  }
+
+  // The stored (rounded) scale of one group of n values.
+  AffineScale fit_scale(const float* x, const float* w, int64_t n, const QuantOptions& o) const {
+    AffineScale s;
+    if (o.symmetric) {
+      s.d = search_symmetric(x, w, n, nmax(), o.fast, o.reference);
+    } else {
+      s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference);
+    }
+    s.d = round_to_scale_dtype(s.d, o.scale_dtype);
+    s.m = round_to_scale_dtype(s.m, o.scale_dtype);
+    return s;
+  }
+
+  // One scale for the whole tensor: the padded tensor is one long group whose weights
+  // repeat per row.
+  AffineScale fit_tensor_scale(const PaddedInput& in, const Layout& l, const QuantOptions& o) const {
+    std::vector<float> w(static_cast<size_t>(l.rows * l.padded_cols));
+    for (int64_t r = 0; r < l.rows; ++r) {
+      std::copy(in.weights.begin(), in.weights.end(), w.begin() + r * l.padded_cols);
+    }
+    if (w.empty()) return {};
+    return fit_scale(in.data, w.data(), static_cast<int64_t>(w.size()), o);
+  }
+
+  void encode(const float* x, int64_t n, const AffineScale& s, const QuantOptions& o, uint8_t* codes) const {
+    const float inv = s.d == 0 ? 0.0f : 1.0f / s.d;
+    if (o.symmetric) {
+      codes_symmetric(x, n, inv, static_cast<float>(-nmax()), static_cast<float>(nmax() - 1), nmax(), codes,
+                      o.reference);
+    } else {
+      codes_asymmetric(x, n, inv, s.m, static_cast<float>(top()), codes, o.reference);
+    }
+  }
+
+  void decode(const Quantized& q, float* out, bool reference) const {
+    const Granularity g = parse_granularity(param(q, "granularity"));
+    const bool symmetric = param_int(q, "symmetric", 0, 1) == 1;
+    if (param_int(q, "bits", 2, 8) != bits_) throw invalid_input("bits do not match the scheme", q.scheme);
+    const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
+    if (group % 8 != 0) throw invalid_input("group size is not a multiple of 8", q.scheme);
+    const Layout l = make_layout(q.shape, group);
+    check_shape_param(q, l);
+    if (g != Granularity::kGroup && l.groups_per_row > 1) throw invalid_input("group size too small", q.scheme);
+    auto it = q.parts.find("scales");
+    if (it == q.parts.end() || !is_scale_dtype(it->second.dtype())) {
+      throw invalid_input("missing or malformed part 'scales'", q.scheme);
+    }
+    const DType sd = it->second.dtype();
+    const uint64_t scale_count = g == Granularity::kTensor ? 1 : static_cast<uint64_t>(l.rows * l.groups_per_row);
+    const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols * bits_ / 8));
+    const Tensor& scales = part(q, "scales", sd, scale_count);
+    const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
+    const int offset = symmetric ? nmax() : 0;
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
+      float* y = row.empty() ? out + r * l.cols : row.data();
+      const uint8_t* c = codes.data() + r * l.padded_cols * bits_ / 8;
+      for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
+        const uint64_t si = g == Granularity::kTensor ? 0 : static_cast<uint64_t>(r * l.groups_per_row + gi);
+        const float d = load_scale(scales, si);
+        const float m = mins ? load_scale(*mins, si) : 0.0f;
+        decode_packed_affine(c + gi * l.group * bits_ / 8, l.group, bits_, offset, d, m, y + gi * l.group,
+                             reference);
+      }
+      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+    });
+  }
+
+  int bits_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_int_scheme(int bits) { return std::make_unique<IntScheme>(bits); }
+
+}  // namespace tk::quant

@@ -1,0 +1,252 @@
+// tdecomp cp | tucker | tt | rescal: read, decompose each selected tensor, write, report.
+#include <fmt/format.h>
+
+#include "cli/progress.h"
+#include "input.h"
+#include "settings.h"
+#include "tk/core/error.h"
+#include "tk/io/stream.h"
+
+namespace tk::tdecomp {
+
+namespace {
+
+using decomp::Decomposition;
+
+// Everything one tensor's decomposition needs besides its data.
+struct Job {
+  const DecompOptions& o;
+  const Settings& s;
+  const cli::Tool& tool;
+  cli::Progress& progress;
+  const Source& source;
+};
+
+decomp::IterationCallback iteration_callback(const Job& job) {
+  const bool verbose = job.tool.options().verbose > 0;
+  if (!verbose && !job.progress.enabled()) return {};
+  return [&job, verbose](const decomp::IterationInfo& it) {
+    std::string text = fmt::format("{}: restart {} iteration {} fit {:.8f} change {:.2e} ({:.2f} s)", job.source.name,
+                                   it.restart, it.iteration, it.fit, it.fit_change, it.seconds);
+    if (verbose)
+      job.tool.verbose(1, text);
+    else
+      job.progress.show(text);
+  };
+}
+
+decomp::CpOptions cp_options(const Job& job, int rank) {
+  const DecompOptions& o = job.o;
+  decomp::CpOptions c;
+  c.rank = rank;
+  c.init = o.init == "random" ? decomp::CpInit::kRandom : decomp::CpInit::kGram;
+  c.restarts = o.restarts;
+  if (o.tol) c.tol = *o.tol;
+  if (o.max_iters > 0) c.max_iters = o.max_iters;
+  c.max_seconds = o.max_seconds;
+  c.nonneg = o.nonneg;
+  c.l2 = o.l2;
+  c.seed = job.s.seed;
+  c.on_iteration = iteration_callback(job);
+  return c;
+}
+
+// --init-file: the CP factors stored for this tensor (or the file's only CP model).
+void load_init_file(const Job& job, decomp::CpOptions& c) {
+  auto reader = io::open_reader(job.o.init_file);
+  auto tk = reader->metadata().find(cli::kTkMetadataKey);
+  auto models = decomp::parse_decomp_metadata(tk == reader->metadata().end() ? std::nullopt
+                                                                             : std::optional<std::string>(tk->second));
+  const Decomposition* pick = nullptr;
+  for (const auto& m : models)
+    if (m.method == decomp::Method::kCp && (m.name == job.source.name || models.size() == 1)) pick = &m;
+  const std::string file = io::input_display_name(job.o.init_file);
+  if (!pick) throw invalid_input("no CP model for tensor '" + job.source.name + "'", file);
+  Decomposition init = *pick;
+  decomp::load_parts(init, [&](const std::string& name) {
+    auto index = reader->find(name);
+    if (!index) throw invalid_input("missing part '" + name + "'", file);
+    return reader->read(*index);
+  });
+  if (init.shape != job.source.tensor.shape())
+    throw invalid_input("the initial model's shape " + shape_to_string(init.shape) + " differs from the tensor's", file);
+  if (c.rank == 0) c.rank = static_cast<int>(init.ranks[0]);
+  if (c.rank != init.ranks[0]) throw usage_error(fmt::format("--rank {} differs from the initial model's rank {}", c.rank, init.ranks[0]));
+  c.init = decomp::CpInit::kGiven;
+  c.init_factors = decomp::to_cp(init).factors;
+}
+
+template <typename T> Decomposition run_cp(const Job& job, const decomp::DenseView<T>& x, const uint8_t* mask) {
+  decomp::CpOptions c = cp_options(job, job.o.rank);
+  c.mask = mask;
+  if (!job.o.init_file.empty()) load_init_file(job, c);
+  Decomposition d = decomp::from_cp(job.source.name, job.source.tensor.shape(), job.source.tensor.dtype(),
+                                    decomp::cp_als(x, c));
+  d.seed = job.s.seed;
+  d.notes["init"] = job.o.init_file.empty() ? job.o.init : "file";
+  if (mask) d.notes["masked"] = "true";
+  return d;
+}
+
+decomp::TuckerOptions tucker_options(const Job& job) {
+  decomp::TuckerOptions t;
+  t.ranks = job.s.ranks;
+  if (job.o.tol) t.tol = *job.o.tol;
+  t.method = job.o.tucker_method == "hooi" ? decomp::TuckerMethod::kHooi : decomp::TuckerMethod::kSthosvd;
+  if (job.o.max_iters > 0) t.max_iters = job.o.max_iters;
+  t.on_iteration = iteration_callback(job);
+  return t;
+}
+
+decomp::TtOptions tt_options(const DecompOptions& o) {
+  decomp::TtOptions t;
+  if (o.tol) t.tol = *o.tol;
+  t.max_rank = o.max_rank;
+  return t;
+}
+
+// --budget: search ranks and factor dtype (budget.h).
+template <typename T> Outcome run_budget(const Job& job, const decomp::DenseView<T>& x) {
+  const Source& src = job.source;
+  decomp::BudgetProblem p;
+  p.error_of = [&x](const Decomposition& d) { return decomp::reconstruction_error(x, d); };
+  if (job.o.method == "cp") {
+    p.method = decomp::Method::kCp;
+    p.cp_elements_per_rank = 1;
+    for (int64_t n : x.shape) {
+      p.cp_elements_per_rank += n;
+      p.max_rank = std::max<int>(p.max_rank, static_cast<int>(n));
+    }
+    p.at_rank = [&](int rank) {
+      Decomposition d = decomp::from_cp(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::cp_als(x, cp_options(job, rank)));
+      d.seed = job.s.seed;
+      return d;
+    };
+  } else if (job.o.method == "tucker") {
+    p.method = decomp::Method::kTucker;
+    p.at_tol = [&](double tol) {
+      decomp::TuckerOptions t = tucker_options(job);
+      t.tol = tol;
+      return decomp::from_tucker(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tucker(x, t));
+    };
+  } else {
+    p.method = decomp::Method::kTt;
+    p.at_tol = [&](double tol) {
+      decomp::TtOptions t;
+      t.tol = tol;
+      return decomp::from_tt(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tt_svd(x, t));
+    };
+  }
+  decomp::BudgetChoice choice = decomp::budget_search(p, *job.s.budget);
+  choice.model.notes["budget_bytes"] = std::to_string(*job.s.budget);
+  return Outcome{std::move(choice.model), src.tensor.nbytes(), std::move(choice.candidates)};
+}
+
+template <typename T> Outcome decompose_dense(const Job& job) {
+  const Source& src = job.source;
+  const DecompOptions& o = job.o;
+  Shape shape = src.tensor.shape();
+  if (o.method == "tt" && !job.s.shape.empty()) {
+    if (shape_numel(job.s.shape) != shape_numel(shape))
+      throw usage_error(fmt::format("--shape {} does not hold the {} elements of {}", shape_to_string(job.s.shape),
+                                    shape_numel(shape), shape_to_string(shape)),
+                        src.where);
+    shape = job.s.shape;
+  }
+  check_order(shape, src.where);
+  if (o.method == "tucker" && !job.s.ranks.empty() && job.s.ranks.size() != shape.size())
+    throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", job.s.ranks.size(), shape.size()),
+                      src.where);
+  if (o.method == "rescal" && (shape.size() != 3 || shape[0] != shape[1]))
+    throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(shape), src.where);
+
+  std::vector<uint8_t> mask;
+  if (!o.mask.empty()) mask = read_mask(o.mask, src);
+  ComputeData<T> data(src, mask.empty() ? nullptr : mask.data());
+  decomp::DenseView<T> x{data.data(), shape};
+  if (job.s.budget) return run_budget(job, x);
+
+  Decomposition d;
+  if (o.method == "cp") {
+    d = run_cp(job, x, mask.empty() ? nullptr : mask.data());
+  } else if (o.method == "tucker") {
+    d = decomp::from_tucker(src.name, shape, src.tensor.dtype(), decomp::tucker(x, tucker_options(job)));
+    d.notes["algorithm"] = o.tucker_method;
+  } else if (o.method == "tt") {
+    d = decomp::from_tt(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tt_svd(x, tt_options(o)));
+  } else if constexpr (std::is_same_v<T, double>) {
+    decomp::RescalOptions r;
+    r.rank = o.rank;
+    r.lambda_a = o.lambda_a.value_or(o.l2);
+    r.lambda_r = o.lambda_r.value_or(o.l2);
+    r.nonneg = o.nonneg;
+    if (o.tol) r.tol = *o.tol;
+    if (o.max_iters > 0) r.max_iters = o.max_iters;
+    r.max_seconds = o.max_seconds;
+    r.seed = job.s.seed;
+    r.on_iteration = iteration_callback(job);
+    d = decomp::from_rescal(src.name, shape, src.tensor.dtype(), decomp::rescal(x, r));
+    d.seed = job.s.seed;
+  }
+  return Outcome{std::move(d), src.tensor.nbytes(), {}};
+}
+
+DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
+
+// A .tns input: sparse CP, or a dense method on the densified tensor when it is small.
+std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s,
+                                   cli::Progress& progress) {
+  const std::string file = io::input_display_name(o.input);
+  io::TnsReadOptions read_options;
+  if (o.method == "cp") read_options.shape = s.shape;
+  io::SparseTensor sparse = io::read_tns(o.input, read_options);
+  const std::string name = tns_tensor_name(o.input);
+  if (o.method != "cp" || s.budget || !o.mask.empty()) {
+    if (o.method == "cp") throw usage_error("--budget and --mask need a dense input, not .tns");
+    Source src = densify(sparse, name, file);
+    Job job{o, s, tool, progress, src};
+    return {s.f32 ? decompose_dense<float>(job) : decompose_dense<double>(job)};
+  }
+  Source src{name, file + ": tensor '" + name + "'", {}};
+  check_order(sparse.shape, src.where);
+  if (s.f32) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
+  Job job{o, s, tool, progress, src};
+  decomp::CpOptions c = cp_options(job, o.rank);
+  Decomposition d = decomp::from_cp(name, sparse.shape, DType::kF64, decomp::cp_als_sparse(sparse, c));
+  d.seed = s.seed;
+  d.notes["sparse_nnz"] = std::to_string(sparse.nnz());
+  const uint64_t coo_bytes = static_cast<uint64_t>(sparse.nnz()) * (8 * sparse.order() + 8);
+  return {Outcome{std::move(d), coo_bytes, {}}};
+}
+
+}  // namespace
+
+int run_decompose(cli::Tool& tool, const DecompOptions& o) {
+  const Settings s = settings_parse(tool, o);
+  cli::Progress progress(tool.options().show_progress && tool.options().verbose == 0, tool.name());
+  std::vector<Outcome> outcomes;
+  io::Metadata metadata;
+  if (is_tns_input(o.input)) {
+    outcomes = decompose_tns(tool, o, s, progress);
+  } else {
+    auto reader = io::open_reader(o.input);
+    metadata = reader->metadata();
+    const std::string file = io::input_display_name(o.input);
+    for (size_t index : selected_tensors(*reader, tool.options().selection())) {
+      Source src = read_source(*reader, index, file);
+      Job job{o, s, tool, progress, src};
+      outcomes.push_back(s.f32 && o.method != "rescal" ? decompose_dense<float>(job) : decompose_dense<double>(job));
+    }
+  }
+  progress.clear();
+  for (auto& out : outcomes) {
+    if (!out.budget.empty()) continue;  // the budget search chose the dtype
+    out.model.factor_dtype = s.factor_dtype.value_or(default_factor_dtype(out.model.dtype));
+    out.model.notes["precision"] = s.f32 ? "f32" : "f64";
+  }
+  write_decompositions(tool, o.output, s.format, outcomes, std::move(metadata));
+  report_decompositions(tool, o.method, o.input, o.output, outcomes);
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tdecomp

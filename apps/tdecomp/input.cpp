@@ -1,0 +1,136 @@
+// Reading the tensors to decompose.
+#include "input.h"
+
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "tk/core/error.h"
+#include "tk/io/stream.h"
+
+namespace tk::tdecomp {
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+template <typename T> constexpr DType kComputeDType = sizeof(T) == 8 ? DType::kF64 : DType::kF32;
+
+}  // namespace
+
+bool is_tns_input(const std::string& path) {
+  if (path == "-") return false;
+  if (ends_with(path, ".tns") || ends_with(path, ".tns.gz")) return true;
+  auto in = io::InputStream::open(path);
+  if (!in->is_regular_file()) return false;
+  auto head = in->peek(4096);
+  // Dense formats have binary signatures; only text that is none of them can be .tns.
+  if (io::detect_format(*in) != io::FileFormat::kUnknown) return false;
+  return io::looks_like_tns(head.data(), head.size());
+}
+
+std::string tns_tensor_name(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  for (const char* ext : {".gz", ".tns"})
+    if (ends_with(base, ext)) base.resize(base.size() - std::strlen(ext));
+  return base.empty() ? std::string("tensor") : base;
+}
+
+std::vector<size_t> selected_tensors(const io::TensorReader& reader, cli::TensorSelection selection) {
+  std::vector<size_t> picked;
+  const auto& infos = reader.tensors();
+  for (size_t i = 0; i < infos.size(); ++i)
+    if (selection.selects(infos[i].name)) picked.push_back(i);
+  selection.check_all_patterns_used();
+  if (picked.empty()) throw invalid_input("no tensor to decompose");
+  return picked;
+}
+
+Source read_source(io::TensorReader& reader, size_t index, const std::string& file) {
+  const io::TensorInfo& info = reader.tensors()[index];
+  Source s{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
+  const DTypeClass cls = dtype_traits(info.dtype).cls;
+  if (cls == DTypeClass::kBool || cls == DTypeClass::kComplex)
+    throw invalid_input(fmt::format("dtype {} is not a real number type", dtype_name(info.dtype)), s.where);
+  s.tensor = reader.read(index);
+  return s;
+}
+
+void check_order(const Shape& shape, const std::string& where) {
+  if (shape.size() < 2)
+    throw invalid_input(fmt::format("tensor of order {}; decompositions need order >= 2", shape.size()), where);
+}
+
+Source densify(const io::SparseTensor& sparse, const std::string& name, const std::string& file) {
+  Source s{name, fmt::format("{}: tensor '{}'", file, name), {}};
+  const uint64_t numel = shape_numel(sparse.shape);
+  if (numel > kMaxDensifyElements)
+    throw usage_error(fmt::format("a sparse tensor of {} elements is too large to densify; only cp works on "
+                                  ".tns input of this size",
+                                  numel),
+                      s.where);
+  s.tensor = Tensor::zeros(DType::kF64, sparse.shape);
+  double* x = s.tensor.mutable_data_as<double>();
+  const int order = sparse.order();
+  for (int64_t e = 0; e < sparse.nnz(); ++e) {
+    int64_t offset = 0;
+    for (int n = 0; n < order; ++n) offset = offset * sparse.shape[n] + sparse.indices[e * order + n];
+    x[offset] += sparse.values[e];  // duplicates add up, as in COO
+  }
+  return s;
+}
+
+template <typename T> ComputeData<T>::ComputeData(const Source& source, const uint8_t* mask) {
+  const Tensor& t = source.tensor;
+  const uint64_t n = t.numel();
+  const bool aligned = reinterpret_cast<uintptr_t>(t.data()) % alignof(T) == 0;
+  if (t.dtype() == kComputeDType<T> && aligned) {
+    data_ = t.data_as<T>();
+  } else {
+    owned_.resize(n);
+    if constexpr (sizeof(T) == 8)
+      convert_to_f64(t.dtype(), t.data(), 0, n, owned_.data());
+    else
+      convert_to_f32(t.dtype(), t.data(), 0, n, owned_.data());
+    data_ = owned_.data();
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    if (std::isfinite(data_[i])) continue;
+    if (!mask || mask[i])
+      throw invalid_input(fmt::format("non-finite value ({}) at element {}; mask it with --mask or clean the data",
+                                      std::isnan(data_[i]) ? "NaN" : "Inf", i),
+                          source.where);
+    if (owned_.empty()) owned_.assign(data_, data_ + n);
+    owned_[i] = 0;
+    data_ = owned_.data();
+  }
+}
+
+template class ComputeData<double>;
+template class ComputeData<float>;
+
+std::vector<uint8_t> read_mask(const std::string& path, const Source& source) {
+  auto reader = io::open_reader(path);
+  const std::string file = io::input_display_name(path);
+  auto index = reader->find(source.name);
+  if (!index) {
+    if (reader->tensors().size() != 1)
+      throw invalid_input(fmt::format("no mask tensor named '{}' (and not exactly one tensor)", source.name), file);
+    index = 0;
+  }
+  Tensor m = reader->read(*index);
+  if (m.shape() != source.tensor.shape())
+    throw invalid_input(fmt::format("mask shape {} differs from the tensor's {}", shape_to_string(m.shape()),
+                                    shape_to_string(source.tensor.shape())),
+                        fmt::format("{}: tensor '{}'", file, reader->tensors()[*index].name));
+  std::vector<double> values(m.numel());
+  convert_to_f64(m.dtype(), m.data(), 0, m.numel(), values.data());
+  std::vector<uint8_t> mask(m.numel());
+  for (size_t i = 0; i < values.size(); ++i) mask[i] = values[i] != 0 ? 1 : 0;
+  return mask;
+}
+
+}  // namespace tk::tdecomp

@@ -1,0 +1,152 @@
+// tdecomp rank cp|rescal: rank selection table, --json and --svg.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "cli/number_format.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "cli/report.h"
+#include "cli/std_streams.h"
+#include "cli/svg_plot.h"
+#include "input.h"
+#include "tdecomp.h"
+#include "tk/core/error.h"
+#include "tk/decomp/rank_select.h"
+#include "tk/io/stream.h"
+
+namespace tk::tdecomp {
+
+namespace {
+
+using nlohmann::json;
+
+std::pair<int, int> range_parse(const std::string& text) {
+  int lo = 0, hi = 0;
+  char colon = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &lo, &colon, &hi, &tail) != 3 || colon != ':')
+    throw usage_error("expected MIN:MAX, got '" + text + "'", "--range");
+  if (lo < 1 || hi < lo) throw usage_error("the rank range must satisfy 1 <= MIN <= MAX, got '" + text + "'", "--range");
+  return {lo, hi};
+}
+
+std::string table(const decomp::RankSelection& sel, bool cp) {
+  std::vector<std::string> header = {"rank", "rel_error", "silhouette_min", "silhouette_mean", "stable", "levelled"};
+  if (cp) header.push_back("corcondia");
+  header.push_back("chosen");
+  cli::TextTable t(header);
+  for (const auto& s : sel.scores) {
+    std::vector<std::string> row = {std::to_string(s.rank),       fmt::format("{:.4e}", s.rel_error),
+                                    fmt::format("{:.3f}", s.silhouette_min), fmt::format("{:.3f}", s.silhouette_mean),
+                                    s.stable ? "yes" : "no",          s.levelled ? "yes" : "no"};
+    if (cp) row.push_back(fmt::format("{:.1f}", s.corcondia));
+    row.push_back(s.rank == sel.chosen ? "*" : "");
+    t.add_row(row);
+  }
+  return t.render();
+}
+
+json selection_json(const std::string& name, const decomp::RankSelection& sel, bool cp) {
+  json ranks = json::array();
+  for (const auto& s : sel.scores) {
+    json r = {{"rank", s.rank},
+              {"rel_error", cli::json_number(s.rel_error)},
+              {"rel_error_min", cli::json_number(s.rel_error_min)},
+              {"silhouette_min", cli::json_number(s.silhouette_min)},
+              {"silhouette_mean", cli::json_number(s.silhouette_mean)},
+              {"stable", s.stable},
+              {"levelled", s.levelled}};
+    if (cp) r["corcondia"] = cli::json_number(s.corcondia);
+    ranks.push_back(std::move(r));
+  }
+  return {{"name", name}, {"chosen", sel.chosen}, {"ranks", std::move(ranks)}};
+}
+
+cli::LineChart chart(const std::string& name, const decomp::RankSelection& sel) {
+  cli::LineChart c;
+  c.title = "Rank selection: " + name;
+  c.x_label = "rank";
+  c.y_label = "relative error";
+  c.log_y = true;
+  c.y2_label = "silhouette";
+  cli::Series err{"relative error", {}, {}}, smin{"silhouette (min)", {}, {}}, smean{"silhouette (mean)", {}, {}};
+  for (const auto& s : sel.scores) {
+    err.x.push_back(s.rank);
+    err.y.push_back(s.rel_error);
+    smin.x.push_back(s.rank);
+    smin.y.push_back(s.silhouette_min);
+    smean.x.push_back(s.rank);
+    smean.y.push_back(s.silhouette_mean);
+  }
+  c.series = {err};
+  c.right = {smin, smean};
+  return c;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  auto out = io::OutputStream::open(path);
+  out->write(text.data(), text.size());
+  out->commit();
+}
+
+}  // namespace
+
+int run_rank(cli::Tool& tool, const RankOptions& o) {
+  const cli::CommonOptions& common = tool.options();
+  const auto [lo, hi] = range_parse(o.range);
+  decomp::RankSelectOptions options;
+  options.min_rank = lo;
+  options.max_rank = hi;
+  options.realisations = o.realisations;
+  options.noise = o.noise;
+  options.threshold = o.threshold;
+  options.max_iters = o.max_iters;
+  options.tol = o.tol;
+  options.seed = common.seed.value_or(0);
+  if (!(o.tol > 0 && o.tol < 1)) throw usage_error("--tol must lie in (0, 1)");
+  if (o.realisations < 2) throw usage_error("rank selection needs at least 2 realisations", "--realisations");
+  if (!o.svg.empty()) cli::check_output_not_directory(o.svg);
+  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
+  const bool cp = o.method == "cp";
+
+  const std::string file = io::input_display_name(o.input);
+  std::vector<Source> sources;
+  if (is_tns_input(o.input)) {
+    io::SparseTensor sparse = io::read_tns(o.input);
+    sources.push_back(densify(sparse, tns_tensor_name(o.input), file));
+  } else {
+    auto reader = io::open_reader(o.input);
+    for (size_t index : selected_tensors(*reader, common.selection())) sources.push_back(read_source(*reader, index, file));
+  }
+  if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
+
+  cli::Progress progress(common.show_progress, tool.name());
+  json results = json::array();
+  std::string text;
+  for (const Source& src : sources) {
+    check_order(src.tensor.shape(), src.where);
+    ComputeData<double> data(src, nullptr);
+    decomp::DenseView<double> x{data.data(), src.tensor.shape()};
+    options.on_realisation = [&](int rank, int m, double error) {
+      progress.show(fmt::format("{}: rank {} realisation {}/{} error {:.4e}", src.name, rank, m + 1, o.realisations, error));
+      tool.verbose(1, fmt::format("{}: rank {} realisation {} rel_error {:.6e}", src.name, rank, m + 1, error));
+    };
+    decomp::RankSelection sel;
+    try {
+      sel = cp ? decomp::select_rank_cp(x, options) : decomp::select_rank_rescal(x, options);
+    } catch (const Error& e) {
+      throw e.with_context(src.where);
+    }
+    progress.clear();
+    text += fmt::format("{} ({} {}): chosen rank {}\n", src.name, o.method, shape_to_string(src.tensor.shape()), sel.chosen);
+    text += table(sel, cp);
+    results.push_back(selection_json(src.name, sel, cp));
+    if (!o.svg.empty()) write_text_file(o.svg, cli::render_svg(chart(src.name, sel)));
+  }
+  if (common.text_report()) cli::write_stdout(text);
+  if (common.json) cli::write_json({{"command", "rank"}, {"method", o.method}, {"input", o.input}, {"tensors", results}}, *common.json);
+  return cli::kExitOk;
+}
+
+}  // namespace tk::tdecomp

@@ -1,0 +1,173 @@
+// Option checks, output and report shared by the decomposing subcommands.
+#include "settings.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/number_format.h"
+#include "cli/output.h"
+#include "cli/report.h"
+#include "cli/std_streams.h"
+#include "tk/core/error.h"
+
+namespace tk::tdecomp {
+
+namespace {
+
+using nlohmann::json;
+
+void check_tol(const std::optional<double>& tol) {
+  if (tol && !(*tol > 0 && *tol < 1))
+    throw usage_error(fmt::format("--tol must lie in (0, 1), got {}", cli::format_number(*tol)));
+}
+
+std::vector<int64_t> ranks_parse(const std::string& text) {
+  Shape ranks = shape_parse(text);
+  for (int64_t r : ranks)
+    if (r <= 0) throw usage_error(fmt::format("every rank must be >= 1, got {}", r), "--ranks");
+  return ranks;
+}
+
+double ratio(const Outcome& o) {
+  const uint64_t stored = o.model.stored_bytes();
+  return stored ? static_cast<double>(o.source_bytes) / static_cast<double>(stored) : 0.0;
+}
+
+double seconds_per_iteration(const decomp::Decomposition& d) {
+  return d.iterations > 0 ? d.seconds / d.iterations : d.seconds;
+}
+
+std::string ranks_text(const std::vector<int64_t>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
+
+json outcome_json(const Outcome& o) {
+  const auto& d = o.model;
+  json j = {{"name", d.name},
+            {"method", decomp::method_name(d.method)},
+            {"shape", d.shape},
+            {"dtype", dtype_name(d.dtype)},
+            {"ranks", d.ranks},
+            {"factor_dtype", dtype_name(d.factor_dtype)},
+            {"rel_error", cli::json_number(d.rel_error)},
+            {"fit", cli::json_number(d.fit())},
+            {"iterations", d.iterations},
+            {"converged", d.converged},
+            {"seconds", d.seconds},
+            {"seconds_per_iteration", seconds_per_iteration(d)},
+            {"bytes_in", o.source_bytes},
+            {"bytes_out", d.stored_bytes()},
+            {"compression_ratio", cli::json_number(ratio(o))}};
+  if (d.method == decomp::Method::kTt) j["tt_shape"] = d.tt_shape;
+  if (d.seed) j["seed"] = *d.seed;
+  if (!o.budget.empty()) {
+    json c = json::array();
+    for (const auto& b : o.budget)
+      c.push_back({{"factor_dtype", dtype_name(b.dtype)},
+                   {"ranks", b.ranks},
+                   {"bytes", b.bytes},
+                   {"rel_error", cli::json_number(b.rel_error)}});
+    j["budget_candidates"] = std::move(c);
+  }
+  return j;
+}
+
+}  // namespace
+
+DType float_dtype_parse(const std::string& text, const std::string& flag) {
+  auto dtype = dtype_parse(text);
+  if (!dtype || !dtype_is_float(*dtype)) throw usage_error("not a float dtype: '" + text + "'", flag);
+  return *dtype;
+}
+
+Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
+  Settings s;
+  const cli::CommonOptions& common = tool.options();
+  s.format = cli::output_format(o.output, o.format);
+  if (s.format == io::FileFormat::kNpy) throw usage_error("a decomposition is several tensors; .npy holds one", "--format");
+  cli::check_binary_input({o.input}, cli::stdin_is_terminal());
+  cli::check_binary_output(o.output, cli::stdout_is_terminal());
+  cli::check_output_not_directory(o.output);
+  cli::check_output_not_input({o.input}, o.output);
+  if (common.json && *common.json == "-" && o.output == "-")
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  s.f32 = o.precision == "f32";
+  s.seed = common.seed.value_or(0);
+  if (!o.factor_dtype.empty()) s.factor_dtype = float_dtype_parse(o.factor_dtype, "--factor-dtype");
+  if (!o.budget.empty()) {
+    s.budget = cli::bytes_parse(o.budget, "--budget");
+    if (s.factor_dtype) throw usage_error("--budget chooses the factor dtype; leave out --factor-dtype");
+  }
+  check_tol(o.tol);
+  const bool needs_rank = (o.method == "cp" || o.method == "rescal") && !s.budget && o.init_file.empty();
+  if (o.rank_given && o.rank <= 0) throw usage_error(fmt::format("--rank must be >= 1, got {}", o.rank));
+  if (needs_rank && !o.rank_given) throw usage_error(o.method + " needs --rank R");
+  if (o.max_iters < 0) throw usage_error("--max-iters must be >= 0");
+  if (o.max_rank < 0) throw usage_error("--max-rank must be >= 1", "--max-rank");
+  if (!o.ranks.empty()) s.ranks = ranks_parse(o.ranks);
+  if (!o.shape.empty()) s.shape = shape_parse(o.shape);
+  if (o.method == "tucker" && !s.budget && s.ranks.empty() == !o.tol)
+    throw usage_error("tucker needs exactly one of --ranks and --tol (or --budget)");
+  if (o.method == "tucker" && o.tucker_method == "hooi" && s.ranks.empty())
+    throw usage_error("--method hooi refines fixed ranks: give --ranks");
+  if ((o.method == "tt" || o.method == "tt-round") && !s.budget && !o.tol && o.max_rank == 0)
+    throw usage_error(o.method + " needs --tol and/or --max-rank" + (o.method == "tt" ? " (or --budget)" : ""));
+  if (s.budget && o.method == "cp" && (o.rank_given || !o.mask.empty() || !o.init_file.empty()))
+    throw usage_error("--budget chooses the rank of an unmasked CP model; leave out --rank, --mask, --init-file");
+  if (s.budget && (!s.ranks.empty() || o.tol || o.max_rank))
+    throw usage_error("--budget chooses the ranks; leave out --ranks, --tol, --max-rank");
+  return s;
+}
+
+void write_decompositions(const cli::Tool& tool, const std::string& output, io::FileFormat format,
+                          const std::vector<Outcome>& outcomes, io::Metadata metadata) {
+  std::vector<decomp::Decomposition> models;
+  std::vector<io::TensorInfo> infos;
+  std::vector<std::pair<size_t, size_t>> origin;  // (outcome, part) of each info
+  for (size_t k = 0; k < outcomes.size(); ++k) {
+    models.push_back(outcomes[k].model);
+    auto part = decomp::part_infos(outcomes[k].model);
+    for (size_t p = 0; p < part.size(); ++p) origin.emplace_back(k, p);
+    infos.insert(infos.end(), part.begin(), part.end());
+  }
+  std::optional<std::string> previous;
+  if (auto it = metadata.find(cli::kTkMetadataKey); it != metadata.end()) previous = it->second;
+  metadata[cli::kTkMetadataKey] = decomp::decomp_metadata(models, previous);
+  cli::provenance_add(metadata, tool.provenance());
+  io::WriteOptions options;
+  options.format = format;
+  auto writer = io::open_writer(output, options);
+  for (size_t i : writer->begin(infos, metadata)) {
+    const auto& d = outcomes[origin[i].first].model;
+    writer->write(i, decomp::part_tensor(d, d.parts[origin[i].second]));
+  }
+  writer->finish();
+}
+
+void report_decompositions(const cli::Tool& tool, const std::string& command, const std::string& input,
+                           const std::string& output, const std::vector<Outcome>& outcomes) {
+  const cli::CommonOptions& common = tool.options();
+  if (!common.quiet && common.text_report()) {
+    cli::TextTable table({"tensor", "method", "shape", "ranks", "factors", "rel_error", "fit", "iters", "ms/iter",
+                          "seconds", "ratio"});
+    for (const auto& o : outcomes) {
+      const auto& d = o.model;
+      table.add_row({d.name, decomp::method_name(d.method), shape_to_string(d.shape), ranks_text(d.ranks),
+                     dtype_name(d.factor_dtype), fmt::format("{:.3e}", d.rel_error), fmt::format("{:.6f}", d.fit()),
+                     std::to_string(d.iterations), fmt::format("{:.2f}", 1e3 * seconds_per_iteration(d)),
+                     fmt::format("{:.3f}", d.seconds), fmt::format("{:.2f}", ratio(o))});
+    }
+    // stdout carries the data when the output is "-": the table goes to stderr then.
+    if (output == "-")
+      std::fputs(table.render().c_str(), stderr);
+    else
+      cli::write_stdout(table.render());
+  }
+  if (common.json) {
+    json tensors = json::array();
+    for (const auto& o : outcomes) tensors.push_back(outcome_json(o));
+    cli::write_json({{"command", command}, {"input", input}, {"output", output}, {"tensors", std::move(tensors)}},
+                    *common.json);
+  }
+}
+
+}  // namespace tk::tdecomp

@@ -1,0 +1,44 @@
+# Seeded inputs for the tdecomp cases: gen.py KIND OUT [ARGS]
+#   cp OUT         rank-3 CP tensor 10x9x8 (f32) with N(0,1) factors, tensor "x"
+#   tucker OUT     12x11x10 Tucker [3,3,3] + 1e-4 noise (f64), tensor "x"
+#   hilbert OUT    1/(1+i+j+k+l) on 8^4 (f64), tensor "h"
+#   rescal OUT     nonnegative RESCAL rank 3, 20x20x4, tensor "rel"
+#   plain OUT      rank-3 CP 14x13x12 with U(0,1) factors (f64), tensor "x"
+import sys
+
+import numpy as np
+
+kind, out = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(7)
+
+
+def cp(shape, rank, lo=None):
+    fs = [rng.uniform(0, 1, (n, rank)) if lo is not None else rng.normal(size=(n, rank)) for n in shape]
+    return np.einsum("ir,jr,kr->ijk", *fs)
+
+
+if kind == "cp":
+    t = {"x": cp((10, 9, 8), 3).astype(np.float32)}
+elif kind == "tucker":
+    core = rng.normal(size=(3, 3, 3))
+    us = [np.linalg.qr(rng.normal(size=(n, 3)))[0] for n in (12, 11, 10)]
+    x = np.einsum("abc,ia,jb,kc->ijk", core, *us)
+    t = {"x": x + 1e-4 * np.linalg.norm(x) * rng.normal(size=x.shape) / np.sqrt(x.size)}
+elif kind == "hilbert":
+    i = np.arange(8)
+    t = {"h": 1.0 / (1 + i[:, None, None, None] + i[None, :, None, None] + i[None, None, :, None] + i[None, None, None, :])}
+elif kind == "rescal":
+    a = rng.uniform(0, 0.1, (20, 3))
+    a[np.arange(20), np.arange(20) % 3] += 1
+    r = rng.uniform(0, 1, (4, 3, 3))
+    t = {"rel": np.einsum("ia,kab,jb->ijk", a, r, a)}
+elif kind == "plain":
+    t = {"x": cp((14, 13, 12), 3, lo=0)}
+else:
+    raise SystemExit("unknown kind " + kind)
+
+if out.endswith(".npy"):
+    np.save(out, next(iter(t.values())))
+else:
+    from safetensors.numpy import save_file
+    save_file({k: np.ascontiguousarray(v) for k, v in t.items()}, out)

@@ -1,0 +1,2 @@
+# reconstruct needs a tdecomp output.
+tdecomp reconstruct "$TD/tiny.safetensors" -o y.safetensors

@@ -14,13 +14,6 @@ namespace {
 
 using linalg::Op;
 
-// Threads for an OpenMP loop over `count` independent slices (1: run them in sequence
-// and let each BLAS call use the BLAS threads).
-int slice_loop_threads(int64_t count) {
-  int threads = omp_get_max_threads();
-  return count >= threads ? threads : 1;
-}
-
 template <typename T>
 void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, T* gram) {
   const ModeSplit s = mode_split(shape, mode);
@@ -35,10 +28,10 @@ void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, 
   }
   // Sum of the slices' Gram matrices: each thread accumulates a contiguous range of
   // slices in its own matrix; the partial sums are added in thread order.
-  const int threads = slice_loop_threads(s.left);
+  const int threads = loop_threads(s.left);
   const int64_t slice = n * s.right;
   std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
-  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+  LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
@@ -65,26 +58,36 @@ void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mod
     return;
   }
   // Every slice: Y_l (rows x right) = op(M) X_l.
-  const int threads = slice_loop_threads(s.left);
-  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+  const int threads = loop_threads(s.left);
+  LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t l = 0; l < s.left; ++l)
     linalg::gemm(op, Op::kNoTrans, rows, s.right, s.dim, T(1), m, ldm, x + l * s.dim * s.right, s.right,
                  T(0), y + l * rows * s.right, s.right);
 }
 
+// Sum of squares of a short run in eight independent lanes (vectorisable, and a fixed
+// order of operations).
+template <typename T> double sum_squares_run(const T* x, int64_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+  double s = 0;
+  for (; i < n; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  for (double v : lane) s += v;
+  return s;
+}
+
 template <typename T> double sum_squares_impl(const T* x, int64_t n) {
   // Fixed blocks keep the rounding independent of the thread count.
   constexpr int64_t kBlock = 4096;
+  if (n <= kBlock) return sum_squares_run(x, n);
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> block_sums(static_cast<size_t>(blocks));
-#pragma omp parallel for schedule(static) if (n > (int64_t(1) << 16))
-  for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t end = std::min(n, (b + 1) * kBlock);
-    double s = 0;
-    for (int64_t i = b * kBlock; i < end; ++i) s += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-    block_sums[static_cast<size_t>(b)] = s;
-  }
+#pragma omp parallel for schedule(static) if (n > (int64_t(1) << 18))
+  for (int64_t b = 0; b < blocks; ++b)
+    block_sums[static_cast<size_t>(b)] = sum_squares_run(x + b * kBlock, std::min(kBlock, n - b * kBlock));
   double total = 0;
   for (double s : block_sums) total += s;
   return total;
@@ -118,6 +121,12 @@ template <typename T> double trace_impl(int64_t n, const T* a) {
 }
 
 }  // namespace
+
+int loop_threads(int64_t count) {
+  if (omp_in_parallel()) return 1;
+  const int threads = omp_get_max_threads();
+  return count >= threads ? threads : 1;
+}
 
 ModeSplit mode_split(const std::vector<int64_t>& shape, size_t mode) {
   if (mode >= shape.size()) throw internal_error("mode_split: mode out of range");

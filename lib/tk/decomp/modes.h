@@ -16,11 +16,29 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tk/linalg/blas.h"
 
 namespace tk::decomp::modes {
+
+// Threads for an OpenMP loop over `count` independent pieces of work that each call
+// BLAS: the OpenMP thread count when there are at least that many pieces and no
+// enclosing parallel region, else 1 (run in sequence, BLAS threads inside).
+int loop_threads(int64_t count);
+
+// For the scope of an OpenMP loop on `threads` threads: BLAS on one thread when the loop
+// is parallel (no nested pools), untouched otherwise.
+class LoopBlasThreads {
+ public:
+  explicit LoopBlasThreads(int threads) {
+    if (threads > 1) one_.emplace(1);
+  }
+
+ private:
+  std::optional<linalg::BlasThreads> one_;
+};
 
 // A tensor seen around one mode: `left` slices of `dim` x `right`.
 struct ModeSplit {

@@ -8,17 +8,15 @@
 // Q = orth(C V) (QR). Either way Q has orthonormal columns, so the whole approximation
 // is an orthogonal projection of X and
 //   ||X - X_tt||^2 = sum over steps of ||C - Q Q^T C||^2,
-// each computed from the data (see truncate_wide and truncate_tall; no subtraction of
-// nearly equal norms, no reliance on eigenvalues known only to about eps ||C||^2):
-// rel_error is exact to rounding. Each step discards at most
+// each computed from the data (truncate_by_rotation, truncate_by_residual; no
+// subtraction of nearly equal norms, no reliance on eigenvalues known only to about
+// eps ||C||^2): rel_error is exact to rounding. Each step discards at most
 // delta^2 = tol^2 / (d-1) * ||X||^2, so rel_error <= tol unless max_rank cuts deeper.
 //
 // Rounding orthogonalises right to left (QR of each core's transpose; an SVD where a
 // core is wider than tall), after which the TT's norm is that of the first core and a
 // left-to-right sweep of small truncated SVDs (gesdd) discards exactly the squared
 // singular values it drops.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -68,8 +66,8 @@ double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q,
   const int64_t width = std::max<int64_t>(64, (int64_t(1) << 14) / rows);
   const int64_t blocks = (cols + width - 1) / width;
   std::vector<double> sums(static_cast<size_t>(blocks));
-  const int threads = blocks >= 4 ? omp_get_max_threads() : 1;
-  linalg::BlasThreads one(threads > 1 ? 1 : linalg::blas_threads());
+  const int threads = modes::loop_threads(blocks / 2);
+  modes::LoopBlasThreads blas(threads);
 #pragma omp parallel num_threads(threads)
   {
     std::vector<T> residual(static_cast<size_t>(rows * width));
@@ -86,27 +84,6 @@ double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q,
   double total = 0;
   for (double v : sums) total += v;
   return total;
-}
-
-// Rotation of a wide C by all eigenvectors E (rows x rows) of C C^T: E^T C holds the
-// projection Q^T C in its first rows and the discarded part in the others, so the
-// squared norms of its rows, summed from the data, choose the rank and give the exact
-// discarded mass. Costs rows^2 per column: used when the rank is a good part of rows.
-template <typename T>
-std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, const std::vector<T>& e, double delta2,
-                                    int64_t cap, std::vector<T>& carried, double& discarded, int64_t& rank) {
-  std::vector<T> rotated(static_cast<size_t>(rows * cols));
-  linalg::gemm(Op::kTrans, Op::kNoTrans, rows, cols, rows, T(1), e.data(), rows, c, cols, T(0), rotated.data(), cols);
-  std::vector<double> row_mass(static_cast<size_t>(rows));
-  for (int64_t j = 0; j < rows; ++j) row_mass[static_cast<size_t>(j)] = modes::sum_squares(&rotated[j * cols], cols);
-  double tail = 0;
-  rank = modes::truncation_rank(row_mass, delta2, cap, &tail);
-  discarded += tail;
-  std::vector<T> q(static_cast<size_t>(rows * rank));
-  for (int64_t i = 0; i < rows; ++i) std::copy_n(&e[i * rows], rank, &q[i * rank]);
-  rotated.resize(static_cast<size_t>(rank * cols));
-  carried = std::move(rotated);
-  return q;
 }
 
 // Projection on the subspace of the leading `rank` eigenvectors (columns of `basis`,
@@ -137,6 +114,52 @@ std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, cons
     }
     ++rank;
   }
+}
+
+// Rotation of a wide C by all eigenvectors E (rows x rows) of C C^T: E^T C holds the
+// projection Q^T C in its first rows and the discarded part in the others, so the
+// squared norms of its rows, summed from the data, choose the rank and give the exact
+// discarded mass. Column blocks are rotated in a cache-resident buffer (C is read once,
+// only the leading rows are stored), in parallel with one BLAS thread each, the row
+// sums added in block order. Costs rows^2 per column: used when the rank is a good part
+// of rows. `rank` comes in as the eigenvalues' estimate; should the exact masses ask
+// for more rows than were kept, the residual path takes over.
+template <typename T>
+std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, const std::vector<T>& e, double delta2,
+                                    int64_t cap, std::vector<T>& carried, double& discarded, int64_t& rank) {
+  const int64_t keep = std::min(cap, rank + 2);
+  const int64_t width = std::max<int64_t>(256, (int64_t(1) << 15) / rows);
+  const int64_t blocks = (cols + width - 1) / width;
+  std::vector<T> next(static_cast<size_t>(keep * cols));
+  std::vector<double> block_mass(static_cast<size_t>(blocks * rows));
+  const int threads = modes::loop_threads(blocks / 2);
+  {
+    modes::LoopBlasThreads blas(threads);
+#pragma omp parallel num_threads(threads)
+    {
+      std::vector<T> buffer(static_cast<size_t>(rows * width));
+#pragma omp for schedule(static)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t j0 = b * width, w = std::min(width, cols - j0);
+        linalg::gemm(Op::kTrans, Op::kNoTrans, rows, w, rows, T(1), e.data(), rows, c + j0, cols, T(0), buffer.data(),
+                     w);
+        for (int64_t i = 0; i < rows; ++i) block_mass[b * rows + i] = modes::sum_squares(&buffer[i * w], w);
+        for (int64_t i = 0; i < keep; ++i) std::copy_n(&buffer[i * w], w, &next[i * cols + j0]);
+      }
+    }
+  }
+  std::vector<double> row_mass(static_cast<size_t>(rows), 0.0);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t i = 0; i < rows; ++i) row_mass[i] += block_mass[b * rows + i];
+  double tail = 0;
+  rank = modes::truncation_rank(row_mass, delta2, cap, &tail);
+  if (rank > keep) return truncate_by_residual(c, rows, cols, e, rows, delta2, cap, carried, discarded, rank);
+  discarded += tail;
+  std::vector<T> q(static_cast<size_t>(rows * rank));
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(&e[i * rows], rank, &q[i * rank]);
+  next.resize(static_cast<size_t>(rank * cols));
+  carried = std::move(next);
+  return q;
 }
 
 // One TT-SVD step on C (rows x cols) given its smaller-side Gram matrix (destroyed):

@@ -1,0 +1,192 @@
+// Dense CP-ALS: the entry points, the data checks, the Gram initialisation and the
+// MTTKRP by a two-group dimension tree (see DenseProblem). The tensor is never copied or
+// unfolded: every pass over it is one GEMM on its row-major layout.
+#include <algorithm>
+#include <cmath>
+
+#include "tk/core/error.h"
+#include "tk/decomp/cp_internal.h"
+#include "tk/decomp/decomp.h"
+#include "tk/linalg/blas.h"
+
+namespace tk::decomp {
+namespace cp_detail {
+namespace {
+
+using linalg::Op;
+
+int64_t product(const std::vector<int64_t>& shape, int first, int last) {
+  int64_t p = 1;
+  for (int k = first; k < last; ++k) p *= shape[k];
+  return p;
+}
+
+// M[i, r] = sum_{b, c} P[b, i, c, r] * KB[b, r] * KC[c, r]: the MTTKRP of one mode of a
+// partial tensor P (before x dim x after x R) whose other modes' factors are KB and KC
+// (Khatri-Rao rows). Rows of M are independent, so the threads split them and the
+// result does not depend on the thread count.
+template <typename T>
+void contract_partial(const T* p, int64_t before, int64_t dim, int64_t after, int64_t rank, const T* kb, const T* kc,
+                      T* m) {
+  const int64_t work = before * dim * after * rank;
+#pragma omp parallel for schedule(static) if (work > (int64_t{1} << 21))
+  for (int64_t i = 0; i < dim; ++i) {
+    T* out = m + i * rank;
+    std::fill(out, out + rank, T(0));
+    for (int64_t b = 0; b < before; ++b) {
+      const T* pb = p + ((b * dim + i) * after) * rank;
+      const T* kbb = kb + b * rank;
+      for (int64_t c = 0; c < after; ++c) {
+        const T* pc = pb + c * rank;
+        const T* kcc = kc + c * rank;
+        for (int64_t r = 0; r < rank; ++r) out[r] += pc[r] * kbb[r] * kcc[r];
+      }
+    }
+  }
+}
+
+// The unweighted dense problem. The modes are split into a left group [0, split) and a
+// right group [split, d). At mode 0 one GEMM contracts the tensor (L x Rt as stored) with
+// the Khatri-Rao product of the right factors, giving the partial P_left (L x R); every
+// left mode's MTTKRP is a small contraction of P_left. At mode `split` (the left factors
+// now updated) one GEMM with X^T gives P_right (Rt x R) for the right modes. Two passes
+// over the tensor per sweep instead of d, and ALS order is kept exactly.
+template <typename T> class DenseProblem : public GramProblem<T> {
+ public:
+  DenseProblem(const DenseView<T>& x, int64_t rank, double norm_sq, const CpOptions& options)
+      : GramProblem<T>(x.shape, rank, norm_sq, options), x_(x.data) {
+    const int order = static_cast<int>(x.shape.size());
+    // Balance the partials: the split whose larger side is smallest.
+    split_ = 1;
+    int64_t best = -1;
+    for (int s = 1; s < order; ++s) {
+      const int64_t larger = std::max(product(x.shape, 0, s), product(x.shape, s, order));
+      if (best < 0 || larger < best) best = larger, split_ = s;
+    }
+    left_ = product(x.shape, 0, split_);
+    right_ = product(x.shape, split_, order);
+  }
+
+ protected:
+  void mttkrp(int mode, const Factors<T>& a, T* m) override {
+    const std::vector<int64_t>& shape = this->shape_;
+    const int64_t rank = this->rank_;
+    const int order = static_cast<int>(shape.size());
+    if (mode == 0) {
+      const std::vector<T> kr = khatri_rao(a, shape, split_, order, rank);
+      partial_.resize(static_cast<size_t>(left_ * rank));
+      linalg::gemm(Op::kNoTrans, Op::kNoTrans, left_, rank, right_, T(1), x_, right_, kr.data(), rank, T(0),
+                   partial_.data(), rank);
+    } else if (mode == split_) {
+      const std::vector<T> kr = khatri_rao(a, shape, 0, split_, rank);
+      partial_.resize(static_cast<size_t>(right_ * rank));
+      linalg::gemm(Op::kTrans, Op::kNoTrans, right_, rank, left_, T(1), x_, right_, kr.data(), rank, T(0),
+                   partial_.data(), rank);
+    }
+    const int first = mode < split_ ? 0 : split_;
+    const int last = mode < split_ ? split_ : order;
+    const std::vector<T> kb = khatri_rao(a, shape, first, mode, rank);
+    const std::vector<T> kc = khatri_rao(a, shape, mode + 1, last, rank);
+    contract_partial(partial_.data(), product(shape, first, mode), shape[mode], product(shape, mode + 1, last), rank,
+                     kb.data(), kc.data(), m);
+  }
+
+ private:
+  const T* x_;
+  int split_ = 1;
+  int64_t left_ = 0, right_ = 0;
+  std::vector<T> partial_;
+};
+
+}  // namespace
+
+template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int64_t>& shape, int mode) {
+  const int order = static_cast<int>(shape.size());
+  const int64_t dim = shape[mode];
+  const int64_t before = product(shape, 0, mode), after = product(shape, mode + 1, order);
+  std::vector<T> g(static_cast<size_t>(dim * dim), T(0));
+  if (after == 1) {
+    // The last mode: X is (before x dim) as stored, G = X^T X.
+    linalg::syrk(Op::kTrans, dim, before, T(1), x, dim, T(0), g.data(), dim);
+    return g;
+  }
+  // Slice b is the dim x after block X[b, :, :], contiguous: G = sum_b X_b X_b^T.
+  for (int64_t b = 0; b < before; ++b)
+    linalg::syrk(Op::kNoTrans, dim, after, T(1), x + b * dim * after, after, b == 0 ? T(0) : T(1), g.data(), dim);
+  return g;
+}
+
+template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& o) {
+  // Beyond this the I_n x I_n Gram matrix and its eigensolver cost more than the ALS
+  // they would save; such a mode starts from Gaussian columns.
+  constexpr int64_t kMaxGramDim = 8192;
+  Factors<T> a;
+  for (size_t n = 0; n < shape.size(); ++n) {
+    const uint64_t seed = o.seed * 1000003u + n;
+    if (shape[n] > kMaxGramDim) {
+      a.push_back(gaussian_matrix<T>(shape[n], o.rank, seed));
+      continue;
+    }
+    std::vector<T> g = mode_gram(x, shape, static_cast<int>(n));
+    a.push_back(leading_eigenvectors(shape[n], g, o.rank, seed));
+  }
+  return a;
+}
+
+template <typename T> double checked_norm_sq(const T* x, const uint8_t* mask, int64_t size) {
+  // Fixed blocks summed in order: the same norm for every thread count.
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t blocks = (size + kBlock - 1) / kBlock;
+  std::vector<double> sums(static_cast<size_t>(blocks));
+  bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (size > kBlock * 4)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    double s = 0;
+    const int64_t end = std::min(size, (blk + 1) * kBlock);
+    for (int64_t i = blk * kBlock; i < end; ++i) {
+      if (mask && !mask[i]) continue;
+      const double v = static_cast<double>(x[i]);
+      s += v * v;
+    }
+    sums[blk] = s;
+    finite = finite && std::isfinite(s);
+  }
+  if (!finite) throw invalid_input(mask ? "the tensor has NaN or Inf among its observed entries"
+                                        : "the tensor has NaN or Inf entries (mask them to fit around them)");
+  double total = 0;
+  for (double s : sums) total += s;
+  return total;
+}
+
+template std::vector<float> mode_gram<float>(const float*, const std::vector<int64_t>&, int);
+template std::vector<double> mode_gram<double>(const double*, const std::vector<int64_t>&, int);
+template Factors<float> gram_init<float>(const float*, const std::vector<int64_t>&, const CpOptions&);
+template Factors<double> gram_init<double>(const double*, const std::vector<int64_t>&, const CpOptions&);
+template double checked_norm_sq<float>(const float*, const uint8_t*, int64_t);
+template double checked_norm_sq<double>(const double*, const uint8_t*, int64_t);
+
+namespace {
+
+template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptions& o) {
+  validate_options(x.shape, o);
+  if (x.data == nullptr) throw internal_error("cp_als: no data");
+  const int64_t size = product(x.shape, 0, static_cast<int>(x.shape.size()));
+  const double norm_sq = checked_norm_sq(x.data, o.mask, size);
+  if (o.mask) return cp_als_masked(x, o, norm_sq);
+  auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> {
+    return std::make_unique<DenseProblem<T>>(x, o.rank, norm_sq, o);
+  };
+  auto init = [&](int restart) {
+    Factors<T> a = initial_factors<T>(x.shape, o, restart);
+    return a.empty() ? gram_init(x.data, x.shape, o) : a;
+  };
+  return run_cp_als<T>(x.shape, o, norm_sq, make_problem, init);
+}
+
+}  // namespace
+}  // namespace cp_detail
+
+CpResult cp_als(const DenseView<double>& x, const CpOptions& options) { return cp_detail::cp_als_dense(x, options); }
+CpResult cp_als(const DenseView<float>& x, const CpOptions& options) { return cp_detail::cp_als_dense(x, options); }
+
+}  // namespace tk::decomp

@@ -1,0 +1,130 @@
+// CP-ALS internals shared by the dense (cp.cpp), masked (cp_masked.cpp) and sparse
+// (cp_sparse.cpp) front ends: the factor state, the alternating loop with restarts and
+// stopping rules, the Gram-based update (least squares or HALS), the fit from inner
+// products, and the final normalisation (lambda descending, fixed signs).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tk/decomp/decomp.h"
+
+namespace tk::decomp::cp_detail {
+
+// One row-major I_n x R matrix per mode, in compute precision T.
+template <typename T> using Factors = std::vector<std::vector<T>>;
+
+// Standard normal numbers from a seed: Box-Muller over mt19937_64, so that the stream is
+// the same with every standard library (std::normal_distribution is not specified).
+class NormalRng {
+ public:
+  explicit NormalRng(uint64_t seed) : engine_(seed) {}
+  double next();
+
+ private:
+  double uniform_open();  // in (0, 1)
+  std::mt19937_64 engine_;
+  bool have_spare_ = false;
+  double spare_ = 0;
+};
+
+// Seeded N(0,1) matrix of rows x cols.
+template <typename T> std::vector<T> gaussian_matrix(int64_t rows, int64_t cols, uint64_t seed);
+
+// Khatri-Rao product of the factors of modes [first, last) (column-wise Kronecker):
+// row (i_first, ..., i_{last-1}) in row-major order (the last mode varies fastest), R
+// columns. An empty range gives one row of ones.
+template <typename T>
+std::vector<T> khatri_rao(const Factors<T>& a, const std::vector<int64_t>& shape, int first, int last,
+                          int64_t rank);
+
+// The state of one ALS run: unit-norm factor columns, the weights lambda, and each
+// factor's R x R Gram matrix A_n^T A_n.
+template <typename T> struct CpState {
+  Factors<T> a;
+  std::vector<double> lambda;
+  std::vector<std::vector<T>> grams;
+};
+
+// Hadamard product of the Gram matrices of every mode but `skip` (-1: all), R x R.
+template <typename T> std::vector<T> gram_hadamard(const CpState<T>& s, int skip, int64_t rank);
+
+// A CP problem: what the ALS loop needs from the data. update() replaces state.a[mode]
+// by the new, unnormalised factor (lambda absorbed) given the other modes' unit
+// columns; modes are updated in order 0..d-1 in every sweep. residual_sq() is
+// ||X - X^||^2 (observed entries) right after mode d-1 was updated and normalised.
+template <typename T> class CpProblem {
+ public:
+  virtual ~CpProblem() = default;
+  virtual void update(int mode, CpState<T>& state) = 0;
+  virtual double residual_sq(const CpState<T>& state) = 0;
+};
+
+// The unweighted problem: the update is M_n (the MTTKRP) against the Hadamard product of
+// the other Grams (+ l2), solved by least squares or by HALS column updates (nonneg).
+// Subclasses supply mttkrp(); the residual comes from inner products:
+// ||X||^2 - 2 <X, X^> + ||X^||^2, with <X, X^> from the last mode's MTTKRP.
+template <typename T> class GramProblem : public CpProblem<T> {
+ public:
+  GramProblem(std::vector<int64_t> shape, int64_t rank, double norm_sq, const CpOptions& options);
+  void update(int mode, CpState<T>& state) override;
+  double residual_sq(const CpState<T>& state) override;
+
+ protected:
+  // M (I_mode x R, row-major) = X_(mode) times the Khatri-Rao product of the other
+  // factors, for modes called in order 0..d-1 within a sweep.
+  virtual void mttkrp(int mode, const Factors<T>& a, T* m) = 0;
+
+  std::vector<int64_t> shape_;
+  int64_t rank_;
+
+ private:
+  double norm_sq_;
+  double l2_;
+  bool nonneg_;
+  std::vector<T> m_;  // the MTTKRP of the last updated mode
+};
+
+// HALS column updates (sweeps over the columns) of the I x R factor `a` for the
+// normal equations A H = M, keeping A >= 0. H must carry any ridge term already.
+template <typename T> void hals_update(int64_t rows, int64_t rank, const T* m, const T* h, T* a, int sweeps);
+
+// Check what does not depend on the data (kUsage) and the shape (kInvalidInput).
+void validate_options(const std::vector<int64_t>& shape, const CpOptions& options);
+
+// Initial factors (before normalisation) of restart `restart`: the caller's kGiven
+// factors, Gaussian ones for kRandom and every restart > 0; empty for kGram, which the
+// dense and sparse front ends compute from the data themselves.
+template <typename T>
+Factors<T> initial_factors(const std::vector<int64_t>& shape, const CpOptions& options, int restart);
+
+// Leading eigenvectors (columns) of the symmetric n x n matrix g (destroyed) as an
+// n x rank row-major block; columns beyond n are seeded Gaussian.
+template <typename T> std::vector<T> leading_eigenvectors(int64_t n, std::vector<T>& g, int64_t rank, uint64_t seed);
+
+// X_(mode) X_(mode)^T (I_mode x I_mode) of a dense row-major tensor, by one SYRK per
+// contiguous slice; nothing is unfolded.
+template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int64_t>& shape, int mode);
+
+// Gram initialisation of a dense tensor: per mode the leading eigenvectors of its Gram
+// matrix (Gaussian columns beyond I_n, and for modes too long for an I_n x I_n matrix).
+template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& options);
+
+// ||X||^2 over the observed entries (mask null: all); kInvalidInput for NaN or Inf there.
+template <typename T> double checked_norm_sq(const T* x, const uint8_t* mask, int64_t size);
+
+// Masked (weighted) CP-ALS, cp_masked.cpp: options.mask set, data already checked.
+template <typename T> CpResult cp_als_masked(const DenseView<T>& x, const CpOptions& options, double norm_sq);
+
+// Run CP-ALS: for each restart, make_problem() gives a fresh problem and init(restart)
+// its starting factors; the best fit is kept. norm_sq is ||X||^2 over observed
+// entries. Returns the normalised, sorted, sign-fixed result in double.
+template <typename T>
+CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& options, double norm_sq,
+                    const std::function<std::unique_ptr<CpProblem<T>>()>& make_problem,
+                    const std::function<Factors<T>(int restart)>& init);
+
+}  // namespace tk::decomp::cp_detail

@@ -1,0 +1,229 @@
+// Every scheme: the optimised path gives the reference's bytes and values, bits per
+// weight match the stored bytes, padding is stated, results do not depend on the
+// thread count, and the round trip stays within the scheme's error floor.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tk/quant/scheme.h"
+
+namespace tk::quant {
+namespace {
+
+struct Case {
+  std::string scheme;
+  QuantOptions options;
+  double min_sqnr_db;  // on N(0, 1) data
+  std::string label;
+};
+
+QuantOptions opts(Granularity g = Granularity::kDefault, bool symmetric = true, DType scale = DType::kF16,
+                  int64_t group = 0) {
+  QuantOptions o;
+  o.granularity = g;
+  o.symmetric = symmetric;
+  o.scale_dtype = scale;
+  o.group_size = group;
+  return o;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> c;
+  // Floors sit a little under what these schemes reach on Gaussian data.
+  const double int_floor[9] = {0, 0, 3.5, 9, 15, 21, 27, 33, 39};
+  for (int b = 2; b <= 8; ++b) {
+    const std::string s = "int" + std::to_string(b);
+    c.push_back({s, opts(), int_floor[b], s});
+    c.push_back({s, opts(Granularity::kGroup, false, DType::kBF16, 64), int_floor[b], s + " asym bf16 g64"});
+  }
+  c.push_back({"int4", opts(Granularity::kChannel, true, DType::kF32), 12, "int4 channel"});
+  c.push_back({"int4", opts(Granularity::kTensor, false, DType::kF32), 9, "int4 tensor asym"});
+  QuantOptions fast = opts();
+  fast.fast = true;
+  c.push_back({"int4", fast, 17, "int4 fast"});
+  const std::pair<const char*, double> k[] = {{"q2k", 8},  {"q3k", 13}, {"q4k", 19},
+                                              {"q5k", 25}, {"q6k", 31}, {"q8k", 42}};
+  for (auto [s, f] : k) c.push_back({s, opts(), f, s});
+  QuantOptions kfast = opts();
+  kfast.fast = true;
+  c.push_back({"q4k", kfast, 18, "q4k fast"});
+  c.push_back({"nf4", opts(), 19, "nf4"});
+  QuantOptions dq = opts();
+  dq.double_quant = true;
+  c.push_back({"nf4", dq, 19, "nf4 double quant"});
+  c.push_back({"fp8_e4m3", opts(), 30, "fp8_e4m3"});
+  c.push_back({"fp8_e5m2", opts(Granularity::kChannel), 24, "fp8_e5m2 channel"});
+  const std::pair<const char*, double> mx[] = {{"mxfp8_e4m3", 30}, {"mxfp8_e5m2", 24}, {"mxfp6_e2m3", 23},
+                                               {"mxfp6_e3m2", 19}, {"mxfp4", 15},      {"mxint8", 36}};
+  for (auto [s, f] : mx) {
+    for (ScaleRule r : {ScaleRule::kFloor, ScaleRule::kCeil, ScaleRule::kSearch}) {
+      QuantOptions o = opts();
+      o.scale_rule = r;
+      c.push_back({s, o, f, std::string(s) + " rule " + std::to_string(static_cast<int>(r))});
+    }
+  }
+  c.push_back({"nvfp4", opts(), 17, "nvfp4"});
+  return c;
+}
+
+std::vector<float> gaussian(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+void expect_same_quantized(const Quantized& a, const Quantized& b, const std::string& label) {
+  EXPECT_EQ(a.scheme, b.scheme) << label;
+  EXPECT_EQ(a.params, b.params) << label;
+  ASSERT_EQ(a.parts.size(), b.parts.size()) << label;
+  for (const auto& [name, t] : a.parts) {
+    const auto it = b.parts.find(name);
+    ASSERT_NE(it, b.parts.end()) << label << " part " << name;
+    EXPECT_EQ(t.dtype(), it->second.dtype()) << label << " part " << name;
+    EXPECT_EQ(t.shape(), it->second.shape()) << label << " part " << name;
+    ASSERT_EQ(t.nbytes(), it->second.nbytes()) << label << " part " << name;
+    EXPECT_EQ(std::memcmp(t.data(), it->second.data(), t.nbytes()), 0) << label << " part " << name;
+  }
+}
+
+// Rows of 300 values: a tail of 300 % 256, 300 % 32, 300 % 16 ... for every scheme.
+const Shape kShape{5, 300};
+
+TEST(QuantSchemes, OptimisedEqualsReference) {
+  const auto x = gaussian(1500, 1);
+  for (const Case& c : all_cases()) {
+    const auto s = make_scheme(c.scheme);
+    QuantOptions ref = c.options;
+    ref.reference = true;
+    const Quantized qo = s->quantize(x.data(), kShape, c.options);
+    const Quantized qr = s->quantize(x.data(), kShape, ref);
+    expect_same_quantized(qo, qr, c.label);
+    std::vector<float> yo(x.size()), yr(x.size());
+    s->dequantize(qo, yo.data());
+    s->dequantize_reference(qo, yr.data());
+    EXPECT_EQ(std::memcmp(yo.data(), yr.data(), yo.size() * sizeof(float)), 0) << c.label;
+  }
+}
+
+TEST(QuantSchemes, RoundTripWithinErrorFloor) {
+  const auto x = gaussian(1500, 2);
+  for (const Case& c : all_cases()) {
+    const auto s = make_scheme(c.scheme);
+    const Quantized q = s->quantize(x.data(), kShape, c.options);
+    std::vector<float> y(x.size());
+    s->dequantize(q, y.data());
+    const ErrorStats e = measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), kShape[1], nullptr);
+    EXPECT_GE(e.sqnr_db, c.min_sqnr_db) << c.label;
+    EXPECT_LT(e.sqnr_db, c.min_sqnr_db + 12) << c.label << ": floor too loose to mean anything";
+  }
+}
+
+TEST(QuantSchemes, BitsPerWeightMatchStoredBytes) {
+  const auto x = gaussian(1500, 3);
+  for (const Case& c : all_cases()) {
+    const auto s = make_scheme(c.scheme);
+    const Quantized q = s->quantize(x.data(), kShape, c.options);
+    const double stored = static_cast<double>(q.stored_bytes()) * 8.0 / static_cast<double>(x.size());
+    EXPECT_DOUBLE_EQ(s->bits_per_weight(kShape[0], kShape[1], c.options), stored) << c.label;
+  }
+}
+
+TEST(QuantSchemes, SameBytesForAnyThreadCount) {
+  const auto x = gaussian(1500, 4);
+  const int saved = omp_get_max_threads();
+  for (const Case& c : all_cases()) {
+    const auto s = make_scheme(c.scheme);
+    omp_set_num_threads(1);
+    const Quantized one = s->quantize(x.data(), kShape, c.options);
+    omp_set_num_threads(3);
+    const Quantized three = s->quantize(x.data(), kShape, c.options);
+    expect_same_quantized(one, three, c.label);
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST(QuantSchemes, PaddingIsStatedAndZeroed) {
+  const auto x = gaussian(1500, 5);
+  const auto s = make_scheme("int4");
+  const Quantized q = s->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 64));
+  EXPECT_EQ(q.params.at("padded_cols"), "320");
+  EXPECT_EQ(q.params.at("group_size"), "64");
+  EXPECT_EQ(q.parts.at("codes").shape(), (Shape{5, 160}));
+  const Quantized k = make_scheme("q4k")->quantize(x.data(), kShape, QuantOptions{});
+  EXPECT_EQ(k.params.at("padded_cols"), "512");
+  // A 1-D tensor is one row; a 0-rank tensor one value.
+  const float one = 0.5f;
+  const auto nf4 = make_scheme("nf4");
+  const Quantized q0 = nf4->quantize(&one, Shape{}, QuantOptions{});
+  float back = 0;
+  nf4->dequantize(q0, &back);
+  EXPECT_EQ(back, 0.5f);
+}
+
+TEST(QuantSchemes, ImportanceShiftsErrorToUnweightedColumns) {
+  const auto x = gaussian(1500, 6);
+  std::vector<float> w(300, 1.0f);
+  for (int c = 0; c < 16; ++c) w[c] = 100.0f;
+  QuantOptions o;
+  o.importance = w.data();
+  const auto s = make_scheme("q3k");
+  std::vector<float> y_plain(x.size()), y_weighted(x.size());
+  s->dequantize(s->quantize(x.data(), kShape, QuantOptions{}), y_plain.data());
+  s->dequantize(s->quantize(x.data(), kShape, o), y_weighted.data());
+  const ErrorStats plain = measure_error(x.data(), y_plain.data(), 1500, 300, w.data());
+  const ErrorStats weighted = measure_error(x.data(), y_weighted.data(), 1500, 300, w.data());
+  EXPECT_LT(weighted.weighted_sse, plain.weighted_sse);
+}
+
+TEST(QuantSchemes, UnknownAndMalformedSpecsAreUsageErrors) {
+  for (const char* bad : {"int9", "int1", "int", "q7k", "mxfp5", "nf3", ""}) {
+    EXPECT_EQ(test::kind_of([&] { make_scheme(bad); }), ErrorKind::kUsage) << bad;
+  }
+  const auto x = gaussian(1500, 7);
+  EXPECT_EQ(test::kind_of([&] { make_scheme("int4")->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 12)); }),
+            ErrorKind::kUsage);
+  EXPECT_EQ(test::kind_of([&] { make_scheme("mxfp4")->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 64)); }),
+            ErrorKind::kUsage);
+}
+
+TEST(QuantSchemes, InconsistentPartsAreInvalidInput) {
+  const auto x = gaussian(1500, 8);
+  std::vector<float> y(x.size());
+  for (const char* name : {"int4", "q4k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+    const auto s = make_scheme(name);
+    const Quantized good = s->quantize(x.data(), kShape, QuantOptions{});
+    Quantized missing = good;
+    missing.parts.erase(missing.parts.begin());
+    EXPECT_EQ(test::kind_of([&] { s->dequantize(missing, y.data()); }), ErrorKind::kInvalidInput) << name;
+    Quantized reshaped = good;
+    reshaped.shape = Shape{5, 600};
+    EXPECT_EQ(test::kind_of([&] { s->dequantize(reshaped, y.data()); }), ErrorKind::kInvalidInput) << name;
+    Quantized no_params = good;
+    no_params.params.clear();
+    if (!good.params.empty()) {
+      EXPECT_EQ(test::kind_of([&] { s->dequantize(no_params, y.data()); }), ErrorKind::kInvalidInput) << name;
+    }
+  }
+}
+
+TEST(QuantSchemes, MeasureError) {
+  const float x[4] = {1, -1, 2, 0};
+  const float y[4] = {1, -1, 1, 0};
+  const ErrorStats e = measure_error(x, y, 4, 2, nullptr);
+  EXPECT_NEAR(e.sqnr_db, 10 * std::log10(6.0), 1e-12);
+  EXPECT_NEAR(e.rel_rmse, std::sqrt(1.0 / 6.0), 1e-12);
+  EXPECT_EQ(e.max_abs, 1.0);
+  const float w[2] = {3, 5};
+  EXPECT_EQ(measure_error(x, y, 4, 2, w).weighted_sse, 3.0);
+  EXPECT_TRUE(std::isinf(measure_error(x, x, 4, 2, nullptr).sqnr_db));
+}
+
+}  // namespace
+}  // namespace tk::quant

@@ -3,11 +3,10 @@
 // multiplicative updates (Krompass, Nickel, Jiang and Tresp 2013) when options.nonneg.
 //
 // The tensor is never copied or unfolded: x, row-major n x n x m, is read as the matrix
-// X1 = [i, (j,k)] (n x nm), and as n contiguous matrices X_i = [j, k] (n x m). Every
-// product with all slices at once is one of
-//   sum_k X_k F_k     = X1 F,            F = [(j,k), c] stacked F_k (nm x r)
-//   sum_k X_k^T H_k   = sum_i X_i H_i,   H_i = [k, c] (m x r), n GEMMs
-//   Q^T X_k Q (all k) = (Q^T X1) then r GEMMs of (n x m)^T (n x r)
+// X1 = [i, (j,k)] (n x nm). Every product with all slices at once is one of
+//   sum_k X_k F_k       = X1 F,                  F = [(j,k), c] stacked F_k (nm x r)
+//   sum_k X_k^T A R_k   = (X1^T A as n x mr) R,  R = the R_k stacked (mr x r)
+//   Q^T X_k Q (all k)   = (Q^T X1) then r GEMMs of (n x m)^T (n x r)
 // ALS updates:
 //   A   <- [sum_k X_k A R_k^T + X_k^T A R_k] [sum_k R_k A^T A R_k^T + R_k^T A^T A R_k + la I]^-1
 //   R_k <- V (S ⊙ (U^T X_k U)) V^T  with A = U diag(s) V^T, S_ab = s_a s_b / (s_a^2 s_b^2 + lr),
@@ -63,16 +62,18 @@ Matrix stack_a_times_r(const Problem& p, const Matrix& a, const Matrix& r, Op op
   return f;
 }
 
-// sum_k X_k A R_k^T + X_k^T A R_k (n x r).
+// sum_k X_k A R_k^T + X_k^T A R_k (n x r), in four GEMMs.
 Matrix a_numerator(const Problem& p, const Matrix& a, const Matrix& r) {
   Matrix out(static_cast<size_t>(p.n * p.r));
   Matrix f = stack_a_times_r(p, a, r, Op::kTrans);
   linalg::gemm(Op::kNoTrans, Op::kNoTrans, p.n, p.r, p.n * p.m, 1.0, p.x, p.n * p.m, f.data(), p.r, 0.0, out.data(),
                p.r);
-  Matrix h = stack_a_times_r(p, a, r, Op::kNoTrans);  // rows (i,k): (A R_k)[i, :]
-  for (int64_t i = 0; i < p.n; ++i)
-    linalg::gemm(Op::kNoTrans, Op::kNoTrans, p.n, p.r, p.m, 1.0, p.x + i * p.n * p.m, p.m, &h[i * p.m * p.r], p.r,
-                 1.0, out.data(), p.r);
+  // sum_k X_k^T A R_k: Y = X1^T A is [(j,k), b] = (X_k^T A)[j, b]; read as n x (m r) it
+  // multiplies the R_k stacked as (m r) x r.
+  Matrix y(static_cast<size_t>(p.n * p.m * p.r));
+  linalg::gemm(Op::kTrans, Op::kNoTrans, p.n * p.m, p.r, p.n, 1.0, p.x, p.n * p.m, a.data(), p.r, 0.0, y.data(), p.r);
+  linalg::gemm(Op::kNoTrans, Op::kNoTrans, p.n, p.r, p.m * p.r, 1.0, y.data(), p.m * p.r, r.data(), p.r, 1.0,
+               out.data(), p.r);
   return out;
 }
 

@@ -20,8 +20,8 @@ Each case runs with 1 thread, then 2 (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
 tdecomp -j for both tools). The data is generated first and passed as .npy / .tns files;
 TensorLy runs in a fresh interpreter that times only the decomposition, and tdecomp's
 own reported decomposition time is used (file reading and writing excluded). Timed
-figures are medians of --reps runs. Peak memory (ru_maxrss of each process, from
-wait4) is reported for the dense CP runs, next to the input's size.
+figures are medians of --reps runs. Peak memory (maximum resident size of each
+process, from /usr/bin/time) is reported for the dense CP runs, next to the input's size.
 --small shrinks every case for CI (a few seconds). Prints a Markdown table; --json writes
 the tbench result form (docs/TBENCH.md).
 """
@@ -128,18 +128,17 @@ print(json.dumps({"seconds": seconds, "iterations": iters, "rel_error": err}))
 
 
 def run_with_rss(cmd, env):
-    """Run cmd; returns (stdout, wall seconds, peak RSS MiB) from wait4's rusage."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    """Run cmd under /usr/bin/time; returns (stdout, wall seconds, peak RSS in MiB).
+    (The rusage of a child forked from this interpreter would start from the
+    interpreter's own resident size; /usr/bin/time's child starts small.)"""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        t0 = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] + cmd, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
         if p.returncode != 0:
-            die(f"{' '.join(cmd[:3])} failed ({p.returncode}): {err.read().strip()[-400:]}")
-        return out.read(), wall, usage.ru_maxrss / 1024.0
+            die(f"{' '.join(cmd[:3])} failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+        return p.stdout, wall, int(rss.read().split()[-1]) / 1024.0
 
 
 def thread_env(threads):

@@ -247,6 +247,7 @@ RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOpt
   auto fit = [&](const DenseView<double>& xp, int k, uint64_t seed, double& error) {
     RescalOptions r;
     r.rank = k;
+    r.init = RescalInit::kRandom;  // like CP: each realisation starts somewhere else
     r.nonneg = true;
     r.seed = seed;
     r.tol = o.tol;

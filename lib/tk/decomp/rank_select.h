@@ -46,8 +46,8 @@ struct RankSelection {
 };
 
 // Rank selection for CP (random-init CP-ALS on each realisation; components compared by
-// the cosine of their rank-one tensors) and for nonnegative RESCAL (columns of A
-// compared by cosine; needs X >= 0: kInvalidInput otherwise). kUsage for an empty or
+// the cosine of their rank-one tensors) and for nonnegative RESCAL (random init; columns
+// of A compared by cosine; needs X >= 0: kInvalidInput otherwise). kUsage for an empty or
 // invalid range, fewer than 2 realisations, noise outside [0, 1).
 RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions& options);
 RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOptions& options);

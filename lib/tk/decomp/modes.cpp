@@ -14,6 +14,22 @@ namespace {
 
 using linalg::Op;
 
+// Slices narrower than this many columns are gathered side by side into panels of about
+// this width, so that each BLAS call has enough columns to run at full speed.
+constexpr int64_t kPanelColumns = 256;
+
+int64_t slices_per_panel(int64_t right) { return right >= kPanelColumns ? 1 : kPanelColumns / right; }
+
+// Copy slices [first, first + count) of x (each dim x right) side by side into `panel`
+// (dim x count*right).
+template <typename T>
+void gather_slices(const T* x, const ModeSplit& s, int64_t first, int64_t count, T* panel) {
+  const int64_t width = count * s.right;
+  for (int64_t l = 0; l < count; ++l)
+    for (int64_t i = 0; i < s.dim; ++i)
+      std::copy_n(x + ((first + l) * s.dim + i) * s.right, s.right, panel + i * width + l * s.right);
+}
+
 template <typename T>
 void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, T* gram) {
   const ModeSplit s = mode_split(shape, mode);
@@ -26,20 +42,27 @@ void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, 
     linalg::syrk(Op::kNoTrans, n, s.right, T(1), x, s.right, T(0), gram, n);
     return;
   }
-  // Sum of the slices' Gram matrices: each thread accumulates a contiguous range of
-  // slices in its own matrix; the partial sums are added in thread order.
-  const int threads = loop_threads(s.left);
-  const int64_t slice = n * s.right;
+  // Sum of the slices' (or panels') Gram matrices: each thread accumulates a contiguous
+  // range of panels in its own matrix; the partial sums are added in thread order.
+  const int64_t per_panel = slices_per_panel(s.right);
+  const int64_t panels = (s.left + per_panel - 1) / per_panel;
+  const int threads = loop_threads(panels);
   std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
   LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
-    const int64_t begin = s.left * t / threads, end = s.left * (t + 1) / threads;
-    for (int64_t l = begin; l < end; ++l)
-      linalg::syrk(Op::kNoTrans, n, s.right, T(1), x + l * slice, s.right, l == begin ? T(0) : T(1),
-                   acc, n);
-    if (begin == end) std::fill(acc, acc + n * n, T(0));
+    std::fill(acc, acc + n * n, T(0));
+    std::vector<T> panel(per_panel > 1 ? static_cast<size_t>(n * per_panel * s.right) : 0);
+    for (int64_t p = panels * t / threads; p < panels * (t + 1) / threads; ++p) {
+      const int64_t first = p * per_panel, count = std::min(per_panel, s.left - first);
+      if (per_panel == 1) {
+        linalg::syrk(Op::kNoTrans, n, s.right, T(1), x + first * n * s.right, s.right, T(1), acc, n);
+      } else {
+        gather_slices(x, s, first, count, panel.data());
+        linalg::syrk(Op::kNoTrans, n, count * s.right, T(1), panel.data(), count * s.right, T(1), acc, n);
+      }
+    }
   }
   for (int t = 1; t < threads; ++t) {
     const T* p = partial.data() + (t - 1) * n * n;
@@ -57,13 +80,32 @@ void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mod
     linalg::gemm(Op::kNoTrans, flipped, s.left, rows, s.dim, T(1), x, s.dim, m, ldm, T(0), y, rows);
     return;
   }
-  // Every slice: Y_l (rows x right) = op(M) X_l.
-  const int threads = loop_threads(s.left);
+  // Every slice: Y_l (rows x right) = op(M) X_l; narrow slices go through panels
+  // (gathered, multiplied, scattered back).
+  const int64_t per_panel = slices_per_panel(s.right);
+  const int64_t panels = (s.left + per_panel - 1) / per_panel;
+  const int threads = loop_threads(panels);
   LoopBlasThreads blas(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t l = 0; l < s.left; ++l)
-    linalg::gemm(op, Op::kNoTrans, rows, s.right, s.dim, T(1), m, ldm, x + l * s.dim * s.right, s.right,
-                 T(0), y + l * rows * s.right, s.right);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<T> in(per_panel > 1 ? static_cast<size_t>(s.dim * per_panel * s.right) : 0);
+    std::vector<T> out(per_panel > 1 ? static_cast<size_t>(rows * per_panel * s.right) : 0);
+#pragma omp for schedule(static)
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t first = p * per_panel, count = std::min(per_panel, s.left - first);
+      if (per_panel == 1) {
+        linalg::gemm(op, Op::kNoTrans, rows, s.right, s.dim, T(1), m, ldm, x + first * s.dim * s.right, s.right,
+                     T(0), y + first * rows * s.right, s.right);
+        continue;
+      }
+      const int64_t width = count * s.right;
+      gather_slices(x, s, first, count, in.data());
+      linalg::gemm(op, Op::kNoTrans, rows, width, s.dim, T(1), m, ldm, in.data(), width, T(0), out.data(), width);
+      for (int64_t l = 0; l < count; ++l)
+        for (int64_t a = 0; a < rows; ++a)
+          std::copy_n(&out[a * width + l * s.right], s.right, y + ((first + l) * rows + a) * s.right);
+    }
+  }
 }
 
 // Sum of squares of a short run in eight independent lanes (vectorisable, and a fixed

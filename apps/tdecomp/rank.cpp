@@ -32,16 +32,19 @@ std::pair<int, int> range_parse(const std::string& text) {
 }
 
 std::string table(const decomp::RankSelection& sel, bool cp) {
-  std::vector<std::string> header = {"rank", "rel_error", "silhouette_min", "silhouette_mean", "stable", "levelled"};
+  std::vector<std::string> header = {"rank", "chosen", "rel_error", "silhouette_min", "silhouette_mean", "stable",
+                                     "levelled"};
   if (cp) header.push_back("corcondia");
-  header.push_back("chosen");
   cli::TextTable t(header);
   for (const auto& s : sel.scores) {
-    std::vector<std::string> row = {std::to_string(s.rank),       fmt::format("{:.4e}", s.rel_error),
-                                    fmt::format("{:.3f}", s.silhouette_min), fmt::format("{:.3f}", s.silhouette_mean),
-                                    s.stable ? "yes" : "no",          s.levelled ? "yes" : "no"};
+    std::vector<std::string> row = {std::to_string(s.rank),
+                                    s.rank == sel.chosen ? "*" : "",
+                                    fmt::format("{:.4e}", s.rel_error),
+                                    fmt::format("{:.3f}", s.silhouette_min),
+                                    fmt::format("{:.3f}", s.silhouette_mean),
+                                    s.stable ? "yes" : "no",
+                                    s.levelled ? "yes" : "no"};
     if (cp) row.push_back(fmt::format("{:.1f}", s.corcondia));
-    row.push_back(s.rank == sel.chosen ? "*" : "");
     t.add_row(row);
   }
   return t.render();

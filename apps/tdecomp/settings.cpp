@@ -83,7 +83,7 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
   Settings s;
   const cli::CommonOptions& common = tool.options();
   s.format = cli::output_format(o.output, o.format);
-  if (s.format == io::FileFormat::kNpy) throw usage_error("a decomposition is several tensors; .npy holds one", "--format");
+  if (s.format == io::FileFormat::kNpy) throw usage_error("a decomposition is several tensors; .npy holds one", o.output);
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);

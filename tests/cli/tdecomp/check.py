@@ -1,5 +1,6 @@
 # Checks for the tdecomp cases: check.py WHAT ARGS, printing deterministic lines.
 #   names FILE                 tensor names, dtypes and shapes of a safetensors file, sorted
+#   tt FILE NAME               the mode sizes of NAME's TT cores and whether their ranks chain
 #   meta FILE NAME KEY...      values from the tk metadata's decomp entry of NAME
 #   error A B NAME BOUND       "rel_error <= BOUND: True" comparing tensor NAME of A and B
 import json
@@ -33,6 +34,12 @@ what = sys.argv[1]
 if what == "names":
     for k, (dtype, shape) in sorted(header(sys.argv[2]).items()):
         print(k, dtype, shape)
+elif what == "tt":
+    h, name = header(sys.argv[2]), sys.argv[3]
+    cores = [h[f"{name}.tt.core.{k}"][1] for k in range(sum(k.startswith(name + ".tt.core.") for k in h))]
+    print("mode sizes", [c[1] for c in cores])
+    chain = cores[0][0] == 1 and cores[-1][2] == 1 and all(a[2] == b[0] for a, b in zip(cores, cores[1:]))
+    print("ranks chain:", chain)
 elif what == "meta":
     _, meta = load(sys.argv[2])
     tk = meta["tk"]

@@ -17,7 +17,7 @@ namespace {
 
 using namespace cbdetail;
 
-constexpr int kLloydMaxIterations = 100;
+constexpr int kLloydMaxIterations = 300;
 constexpr int64_t kDefaultGroupSize = 256;
 
 // Sorted distinct values of one segment with their summed weights and prefix sums,
@@ -133,12 +133,8 @@ void revive_empty(const SortedSegment& seg, std::vector<double>& c,
   std::sort(c.begin(), c.end());
 }
 
-// Weighted 1-D k-means of one segment: at most k ascending levels.
-std::vector<double> fit_levels(const SortedSegment& seg, int k, uint64_t seed) {
-  if (seg.size() <= static_cast<size_t>(k)) {
-    return std::vector<double>(seg.value.begin(), seg.value.end());
-  }
-  std::vector<double> c = seed_centers(seg, k, seed);
+// Lloyd iterations from `c` to a fixed point; returns the weighted SSE.
+double lloyd(const SortedSegment& seg, std::vector<double>& c) {
   std::vector<size_t> bound = cluster_bounds(seg, c);
   for (int iter = 0; iter < kLloydMaxIterations; ++iter) {
     revive_empty(seg, c, bound);
@@ -150,7 +146,34 @@ std::vector<double> fit_levels(const SortedSegment& seg, int k, uint64_t seed) {
     if (next == bound) break;
     bound = std::move(next);
   }
+  double sse = 0;
+  for (size_t j = 0; j < c.size(); ++j) sse += seg.range_sse(bound[j], bound[j + 1]);
+  return sse;
+}
+
+// Centers at the weighted quantiles (j + 1/2) / k: Lloyd's other classic start.
+std::vector<double> quantile_centers(const SortedSegment& seg, int k) {
+  std::vector<double> c;
+  double total = seg.sum_w.back();
+  for (int j = 0; j < k; ++j) {
+    double target = (j + 0.5) / k * total;
+    size_t i = std::lower_bound(seg.sum_w.begin() + 1, seg.sum_w.end(), target) - (seg.sum_w.begin() + 1);
+    c.push_back(seg.value[std::min(i, seg.size() - 1)]);
+  }
+  c.erase(std::unique(c.begin(), c.end()), c.end());
   return c;
+}
+
+// Weighted 1-D k-means of one segment: at most k ascending levels. Lloyd runs from a
+// k-means++ start and from a quantile start (each costs O(K log n) per iteration on
+// the sorted values) and the lower SSE wins, the k-means++ one on a tie.
+std::vector<double> fit_levels(const SortedSegment& seg, int k, uint64_t seed) {
+  if (seg.size() <= static_cast<size_t>(k)) {
+    return std::vector<double>(seg.value.begin(), seg.value.end());
+  }
+  std::vector<double> a = seed_centers(seg, k, seed), b = quantile_centers(seg, k);
+  double sse_a = lloyd(seg, a), sse_b = lloyd(seg, b);
+  return sse_b < sse_a ? b : a;
 }
 
 struct KmeansLayout {
@@ -237,9 +260,11 @@ class KmeansScheme final : public Scheme {
     return bytes * 8 / static_cast<double>(n);
   }
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const override;
-  void dequantize(const Quantized& q, float* out) const override;
+  void dequantize(const Quantized& q, float* out) const override { restore(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { restore(q, out, true); }
 
  private:
+  void restore(const Quantized& q, float* out, bool reference) const;
   int bits_;
 };
 
@@ -281,7 +306,8 @@ Quantized KmeansScheme::quantize(const float* x, const Shape& shape, const Quant
     for (int64_t p = first; p < first + l.segment; ++p) {
       int64_t r = p / l.padded_cols, c = p % l.padded_cols;
       float v = c < cols ? x[r * cols + c] : 0.0f;
-      codes[p] = static_cast<uint8_t>(codebook_nearest_sorted(mid.data(), k, v));
+      codes[p] = static_cast<uint8_t>(options.reference ? codebook_nearest_reference(lv, k, v)
+                                                                   : codebook_nearest_sorted(lv, mid.data(), k, v));
     }
   }
 
@@ -324,7 +350,7 @@ Granularity parse_granularity(const Quantized& q) {
   throw invalid_input("bad parameter granularity='" + it->second + "'", q.scheme);
 }
 
-void KmeansScheme::dequantize(const Quantized& q, float* out) const {
+void KmeansScheme::restore(const Quantized& q, float* out, bool reference) const {
   int64_t rows = 0, cols = 0;
   rows_cols(q.shape, &rows, &cols);
   if (require_param(q, "bits", bits_, bits_) != bits_) throw internal_error("bits", q.scheme);
@@ -348,18 +374,19 @@ void KmeansScheme::dequantize(const Quantized& q, float* out) const {
   convert_to_f32(DType::kF16, book.data(), 0, levels.size(), levels.data());
   const bool padded = l.padded_cols != cols;
   const int64_t per_row = padded ? l.padded_cols / l.segment : 0;
+  auto decode = reference ? codebook_decode_reference : codebook_decode;
 #pragma omp parallel
   {
     std::vector<float> row(padded ? l.padded_cols : 0);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < (padded ? rows : l.segments); ++r) {
       if (!padded) {
-        codebook_decode(codes.data(), code_bytes, bits_, r * l.segment, l.segment,
+        decode(codes.data(), code_bytes, bits_, r * l.segment, l.segment,
                         levels.data() + r * k, out + r * l.segment);
         continue;
       }
       for (int64_t g = 0; g < per_row; ++g) {
-        codebook_decode(codes.data(), code_bytes, bits_, r * l.padded_cols + g * l.segment,
+        decode(codes.data(), code_bytes, bits_, r * l.padded_cols + g * l.segment,
                         l.segment, levels.data() + (r * per_row + g) * k, row.data() + g * l.segment);
       }
       std::memcpy(out + r * cols, row.data(), cols * sizeof(float));
@@ -415,7 +442,7 @@ std::vector<double> codebook_midpoints(const float* levels, int count) {
   return mid;
 }
 
-int codebook_nearest_sorted(const double* midpoints, int count, float x) {
+int codebook_nearest_sorted(const float* levels, const double* midpoints, int count, float x) {
   // Number of midpoints strictly below x: a value on a midpoint takes the lower level.
   int lo = 0, n = count - 1;
   double v = x;
@@ -428,6 +455,7 @@ int codebook_nearest_sorted(const double* midpoints, int count, float x) {
       n = half;
     }
   }
+  while (lo > 0 && levels[lo - 1] == levels[lo]) --lo;
   return lo;
 }
 

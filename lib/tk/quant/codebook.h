@@ -45,8 +45,8 @@ std::vector<std::string> codebook_scheme_names();
 // Reference: a linear scan over exact distances.
 int codebook_nearest_reference(const float* levels, int count, float x);
 // Same answer through the midpoints (count - 1 values, ascending, computed by
-// codebook_midpoints) by binary search.
-int codebook_nearest_sorted(const double* midpoints, int count, float x);
+// codebook_midpoints) by binary search; a run of equal levels answers its first.
+int codebook_nearest_sorted(const float* levels, const double* midpoints, int count, float x);
 std::vector<double> codebook_midpoints(const float* levels, int count);
 
 // Unpack `count` BITS-bit codes starting at element `first` of a packed stream and

@@ -1,0 +1,76 @@
+// tquant: uniform, microscaling and codebook quantization with budgeted mixed precision.
+#include <fmt/format.h>
+
+#include "tk/quant/scheme.h"
+#include "session.h"
+#include "tquant.h"
+
+int main(int argc, char** argv) {
+  tk::cli::Tool tool("tquant",
+                     "Quantize the float tensors of a model with one scheme or under a size budget; "
+                     "'tquant dequant' restores dense tensors");
+  tk::tquant::QuantArgs q;
+  CLI::App& app = tool.app();
+  app.add_option("input", q.input, "Model file, sharded index or directory ('-': stdin, the default)")->type_name("IN");
+  app.add_option("-o,--output", q.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  app.add_option("--format", q.format, "Output format: safetensors or hdf5 (default: from OUT's extension)")
+      ->type_name("FMT");
+  app.add_option("--scheme", q.scheme, "Quantize every selected float tensor with this scheme")->type_name("NAME");
+  app.add_option("--group-size", q.group_size, "Values per group along a row (default: the scheme's)")
+      ->type_name("G");
+  app.add_option("--granularity", q.granularity, "Scale or codebook per tensor, channel (row) or group")
+      ->type_name("tensor|channel|group");
+  app.add_flag("--asym", q.asym, "Integer schemes: asymmetric, with a zero point");
+  app.add_option("--scale-dtype", q.scale_dtype, "Storage of scales where the scheme lets you choose")
+      ->type_name("f16|bf16|f32");
+  app.add_option("--scale-rule", q.scale_rule, "MX shared exponent: floor (the spec's), ceil or search")
+      ->type_name("floor|ceil|search");
+  app.add_flag("--fast", q.fast, "Absmax scales, no error search");
+  app.add_flag("--double-quant", q.double_quant, "nf4: quantize the block scales too");
+  app.add_option("--outliers", q.outliers, "Codebook schemes: keep this share of values exactly in f16")
+      ->type_name("P%");
+  app.add_option("--importance", q.importance, "Per-column error weights per tensor (safetensors or HDF5 vectors)")
+      ->type_name("FILE");
+  app.add_option("--budget", q.budget, "Average bits per weight over the quantized tensors, metadata included")
+      ->type_name("BPW");
+  app.add_option("--size", q.size, "Output size in bytes (tensor data) instead of --budget")->type_name("BYTES");
+  app.add_option("--candidates", q.candidates, "Schemes the budget may choose from, comma-separated")
+      ->type_name("LIST");
+  app.add_option("--rule", q.rules, "Fix the scheme of tensors matching GLOB (repeatable, last match wins)")
+      ->type_name("GLOB=SCHEME")
+      ->allow_extra_args(false);
+  app.add_option("--keep", q.keep, "Leave tensors matching GLOB unquantized (repeatable; adds to the defaults)")
+      ->type_name("GLOB")
+      ->allow_extra_args(false);
+  app.add_flag("--no-default-keep", q.no_default_keep, "Do not keep norms, biases and embeddings by default");
+  app.add_flag("--explain", q.explain, "Print the default --keep list and the decision for every tensor");
+  app.add_flag("--dry-run", q.dry_run, "Quantize and report, but write nothing");
+  app.add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf unquantized instead of failing");
+  app.footer(fmt::format("Schemes:\n  {}", fmt::join(tk::quant::scheme_names(), "\n  ")));
+
+  tk::tquant::DequantArgs d;
+  CLI::App* dequant = tool.add_subcommand("dequant", "Restore dense tensors from a quantized file");
+  dequant->add_option("input", d.input, "Quantized file ('-': stdin, the default)")->type_name("IN");
+  dequant->add_option("-o,--output", d.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  dequant->add_option("--dtype", d.dtype, "dtype of restored tensors (default: each tensor's original)")
+      ->type_name("f32|bf16|f16");
+  dequant->add_option("--format", d.format, "Output format: safetensors or hdf5")->type_name("FMT");
+
+  std::string svg;
+  CLI::App* curve = tool.add_subcommand(
+      "curve", "Compare budgeted allocations with single schemes on a model: bpw vs SQNR, JSON and SVG");
+  curve->add_option("input", q.input, "Model file, sharded index or directory")->type_name("IN");
+  curve->add_option("--candidates", q.candidates, "Schemes to compare, comma-separated")->type_name("LIST");
+  curve->add_option("--svg", svg, "Write the chart (bpw vs SQNR) to this SVG file")->type_name("FILE");
+  curve->add_option("--importance", q.importance, "Per-column error weights per tensor")->type_name("FILE");
+  curve->add_option("--keep", q.keep, "Leave tensors matching GLOB out")->type_name("GLOB")->allow_extra_args(false);
+  curve->add_flag("--no-default-keep", q.no_default_keep, "Do not keep norms, biases and embeddings");
+  curve->add_option("--group-size", q.group_size, "Values per group along a row")->type_name("G");
+  curve->add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf out");
+
+  return tool.run(argc, argv, [&] {
+    if (dequant->parsed()) return tk::tquant::run_dequant(tool, d);
+    if (curve->parsed()) return tk::tquant::run_curve(tool, q, svg);
+    return tk::tquant::run_quantize(tool, q);
+  });
+}

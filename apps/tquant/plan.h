@@ -1,0 +1,30 @@
+// What tquant does with each tensor of the input, and why (printed by --explain).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tk/io/tensor_file.h"
+#include "tquant.h"
+
+namespace tk::tquant {
+
+struct PlanEntry {
+  size_t index = 0;          // in the reader
+  io::TensorInfo info;
+  bool quantize = false;     // else passed through unchanged
+  bool budgeted = false;     // the scheme is chosen by the budget solver
+  std::string scheme;        // fixed scheme (--scheme or --rule) or the budget's choice
+  std::string reason;        // "--scheme", "rule 'GLOB=SCHEME'", "kept by --keep 'GLOB'", ...
+};
+
+// Decide for every tensor of the input: selection (-t/--exclude), dtype, --rule (last
+// match wins, before --keep), --keep (user globs, then the defaults), empty tensors.
+// `budget` marks the remaining tensors for the solver, else they get args.scheme.
+std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, const QuantArgs& args,
+                                    cli::TensorSelection& selection, bool budget);
+
+// "--rule GLOB=SCHEME" split at the last '='; kUsage when malformed.
+std::pair<std::string, std::string> parse_rule(const std::string& rule);
+
+}  // namespace tk::tquant

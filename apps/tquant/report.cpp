@@ -1,0 +1,127 @@
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/number_format.h"
+#include "cli/report.h"
+#include "results.h"
+
+namespace tk::tquant {
+
+namespace {
+
+using nlohmann::json;
+
+struct Totals {
+  uint64_t weights = 0, bytes = 0;
+  double signal = 0, noise = 0, weighted_sse = 0;
+  double bpw() const { return weights ? static_cast<double>(bytes) * 8 / static_cast<double>(weights) : 0; }
+  double sqnr_db() const { return noise > 0 ? 10 * std::log10(signal / noise) : INFINITY; }
+};
+
+Totals totals_of(const std::vector<Result>& results) {
+  Totals t;
+  for (const Result& r : results) {
+    const Measured& m = r.measured;
+    t.weights += r.entry->info.shape.empty() ? 1 : shape_numel(r.entry->info.shape);
+    t.bytes += m.bytes;
+    t.signal += m.signal;
+    t.noise += m.signal * m.stats.rel_rmse * m.stats.rel_rmse;
+    t.weighted_sse += m.stats.weighted_sse;
+  }
+  return t;
+}
+
+std::string db_text(double db) { return std::isinf(db) ? "inf" : fmt::format("{:.2f}", db); }
+
+std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Result>& results, const Totals& t,
+                        const std::optional<std::string>& sha256, const QuantArgs& args, uint64_t out_bytes) {
+  cli::TextTable table({"tensor", "scheme", "shape", "bpw", "rel_rmse", "sqnr_db", "max_abs", "clipped"});
+  for (const Result& r : results) {
+    const quant::ErrorStats& s = r.measured.stats;
+    table.add_row({r.entry->info.name, r.entry->scheme, shape_to_string(r.entry->info.shape),
+                   fmt::format("{:.4f}", r.measured.bpw), cli::format_number(s.rel_rmse), db_text(s.sqnr_db),
+                   cli::format_number(s.max_abs), fmt::format("{:.3f}%", 100 * s.clipped_share)});
+  }
+  size_t passed = plan.size() - results.size();
+  std::string text = table.render();
+  text += fmt::format("total: {} quantized, {} passed through; {} weights in {} at {:.4f} bpw, SQNR {} dB\n",
+                      cli::count_noun(results.size(), "tensor", "tensors"),
+                      cli::count_noun(passed, "tensor", "tensors"), t.weights, cli::format_bytes(t.bytes),
+                      t.bpw(), db_text(t.sqnr_db()));
+  if (args.dry_run) {
+    text += "dry run: nothing written\n";
+  } else if (sha256) {
+    text += fmt::format("output: {} ({}), sha256 {}\n", args.output, cli::format_bytes(out_bytes), *sha256);
+  } else {
+    text += fmt::format("output: {} ({} of tensor data)\n", args.output == "-" ? "<stdout>" : args.output,
+                        cli::format_bytes(out_bytes));
+  }
+  return text;
+}
+
+json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
+                 const Totals& t, const std::optional<std::string>& sha256, uint64_t out_bytes) {
+  std::map<const PlanEntry*, const Result*> by_entry;
+  for (const Result& r : results) by_entry[r.entry] = &r;
+  json tensors = json::array();
+  for (const PlanEntry& e : plan) {
+    json j = {{"name", e.info.name}, {"dtype", dtype_name(e.info.dtype)}, {"shape", e.info.shape},
+              {"reason", e.reason}};
+    auto it = by_entry.find(&e);
+    if (it == by_entry.end()) {
+      j["action"] = "pass";
+    } else {
+      const Measured& m = it->second->measured;
+      j["action"] = "quantize";
+      j["scheme"] = e.scheme;
+      j["bytes"] = m.bytes;
+      j["bpw"] = m.bpw;
+      j["rel_rmse"] = cli::json_number(m.stats.rel_rmse);
+      j["sqnr_db"] = cli::json_number(m.stats.sqnr_db, true);
+      j["max_abs"] = cli::json_number(m.stats.max_abs);
+      j["clipped_share"] = m.stats.clipped_share;
+      j["weighted_sse"] = cli::json_number(m.stats.weighted_sse);
+      j["params"] = m.q.params;
+    }
+    tensors.push_back(std::move(j));
+  }
+  json doc = {{"input", args.input},
+              {"output", args.dry_run ? json(nullptr) : json(args.output)},
+              {"mode", args.budget ? "budget" : !args.size.empty() ? "size" : "scheme"},
+              {"tensors", std::move(tensors)},
+              {"totals",
+               {{"quantized", results.size()},
+                {"passed", plan.size() - results.size()},
+                {"weights", t.weights},
+                {"bytes", t.bytes},
+                {"bpw", t.bpw()},
+                {"sqnr_db", cli::json_number(t.sqnr_db(), true)},
+                {"weighted_sse", cli::json_number(t.weighted_sse)}}},
+              {"output_bytes", out_bytes},
+              {"output_sha256", sha256 ? json(*sha256) : json(nullptr)}};
+  if (args.budget) doc["budget_bpw"] = *args.budget;
+  if (!args.size.empty()) doc["size"] = args.size;
+  return doc;
+}
+
+}  // namespace
+
+void report_quantize(const cli::Tool& tool, const QuantArgs& args, const std::vector<PlanEntry>& plan,
+                     const std::vector<Result>& results, const std::optional<std::string>& sha256,
+                     uint64_t out_bytes) {
+  const cli::CommonOptions& common = tool.options();
+  Totals t = totals_of(results);
+  if (common.text_report()) {
+    std::string text = text_report(plan, results, t, sha256, args, out_bytes);
+    if (args.dry_run || args.output != "-") {
+      cli::write_stdout(text);
+    } else if (!common.quiet) {
+      std::fputs(text.c_str(), stderr);
+    }
+  }
+  if (common.json) cli::write_json(json_report(args, plan, results, t, sha256, out_bytes), *common.json);
+}
+
+}  // namespace tk::tquant

@@ -1,0 +1,38 @@
+// The quantized tensors of a run: writing them (parts + metadata) and reporting them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure.h"
+#include "plan.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::tquant {
+
+struct Result {
+  const PlanEntry* entry = nullptr;
+  Measured measured;
+};
+
+struct WriteOutcome {
+  std::optional<std::string> sha256;  // hex digest of the output file; none for stdout
+  uint64_t bytes = 0;
+};
+
+// Write the output: in input order, each quantized tensor as its parts NAME.<suffix>,
+// every other tensor unchanged (`read_input` fetches it); the `tk` metadata gets the
+// layout records and the provenance.
+WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
+                             const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
+                             const std::vector<Result>& results, const std::function<Tensor(size_t)>& read_input);
+
+// Per-tensor table and totals (text on stdout, or on stderr when stdout carries the
+// data), and the --json document.
+void report_quantize(const cli::Tool& tool, const QuantArgs& args, const std::vector<PlanEntry>& plan,
+                     const std::vector<Result>& results, const std::optional<std::string>& sha256,
+                     uint64_t out_bytes);
+
+}  // namespace tk::tquant

@@ -1,0 +1,72 @@
+// What one tquant run shares between planning, measuring, allocating and writing: the
+// input's tensors, the parsed options and the scheme objects.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/progress.h"
+#include "plan.h"
+#include "tk/io/tensor_file.h"
+#include "tk/quant/budget.h"
+#include "tquant.h"
+
+namespace tk::tquant {
+
+// The input's tensors: read on demand from a random-access reader, or all held in
+// memory when the input is a pipe (the budget reads tensors twice, and the writer
+// wants them in its own order).
+class Source {
+ public:
+  explicit Source(std::unique_ptr<io::TensorReader> reader);
+  const io::TensorReader& reader() const { return *reader_; }
+  Tensor read(size_t index);
+  // The tensor as f32; `finite` tells whether every value is.
+  std::vector<float> read_f32(size_t index, bool* finite);
+
+ private:
+  std::unique_ptr<io::TensorReader> reader_;
+  std::vector<Tensor> held_;
+};
+
+struct Session {
+  cli::Tool& tool;
+  const QuantArgs& args;
+  quant::QuantOptions base;
+  std::map<std::string, std::vector<float>> importance;
+  std::map<std::string, std::unique_ptr<quant::Scheme>> schemes;
+
+  const quant::Scheme& scheme(const std::string& spec);
+  // base + the tensor's importance vector.
+  quant::QuantOptions options_for(const PlanEntry& e) const;
+  // NaN/Inf: kInvalidInput naming the tensor, or with --allow-nonfinite a warning and
+  // the entry turned into a pass-through (returns false).
+  bool accept_values(PlanEntry& e, bool finite);
+};
+
+// Every budgeted tensor measured under every candidate.
+struct CandidateTable {
+  std::vector<quant::BudgetItem> items;        // per budgeted tensor
+  std::vector<PlanEntry*> entries;             // the same tensors
+  std::vector<std::vector<std::string>> usable;  // candidates that applied, per tensor
+  std::vector<double> signal;                  // importance-weighted sum of x^2, per tensor
+  uint64_t fixed_bytes = 0;  // tensors quantized with a --rule scheme
+  double fixed_error = 0, fixed_signal = 0;
+  uint64_t pass_bytes = 0;   // tensors passed through
+  uint64_t weights = 0;      // elements of all quantized tensors
+};
+
+std::vector<std::string> split_list(const std::string& text);
+std::vector<std::string> candidate_list(const QuantArgs& args);
+CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
+                                  const std::vector<std::string>& candidates, cli::Progress& progress);
+// --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest
+// reachable bpw (or size) when the budget is below it.
+void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress);
+
+// tquant curve: single schemes against budgeted allocations.
+int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_path);
+
+}  // namespace tk::tquant

@@ -1,6 +1,8 @@
 // Dense CP-ALS: the entry points, the data checks, the Gram initialisation and the
 // MTTKRP by a two-group dimension tree (see DenseProblem). The tensor is never copied or
 // unfolded: every pass over it is one GEMM on its row-major layout.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -45,6 +47,22 @@ void contract_partial(const T* p, int64_t before, int64_t dim, int64_t after, in
   }
 }
 
+// C (m x n) = op(A) B, the m rows of C split among the OpenMP threads, each block one
+// single-threaded GEMM (the caller holds BlasThreads(1)): threads come from OpenMP only,
+// never from OpenBLAS as well. Row r of op(A) is row r of A (kNoTrans) or column r (kTrans).
+template <typename T>
+void gemm_split_rows(Op op_a, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t first = m * t / threads, last = m * (t + 1) / threads;
+    if (last > first) {
+      const T* block = op_a == Op::kNoTrans ? a + first * lda : a + first;
+      linalg::gemm(op_a, Op::kNoTrans, last - first, n, k, T(1), block, lda, b, n, T(0), c + first * n, n);
+    }
+  }
+}
+
 // The unweighted dense problem. The modes are split into a left group [0, split) and a
 // right group [split, d). At mode 0 one GEMM contracts the tensor (L x Rt as stored) with
 // the Khatri-Rao product of the right factors, giving the partial P_left (L x R); every
@@ -75,13 +93,11 @@ template <typename T> class DenseProblem : public GramProblem<T> {
     if (mode == 0) {
       const std::vector<T> kr = khatri_rao(a, shape, split_, order, rank);
       partial_.resize(static_cast<size_t>(left_ * rank));
-      linalg::gemm(Op::kNoTrans, Op::kNoTrans, left_, rank, right_, T(1), x_, right_, kr.data(), rank, T(0),
-                   partial_.data(), rank);
+      gemm_split_rows(Op::kNoTrans, left_, rank, right_, x_, right_, kr.data(), partial_.data());
     } else if (mode == split_) {
       const std::vector<T> kr = khatri_rao(a, shape, 0, split_, rank);
       partial_.resize(static_cast<size_t>(right_ * rank));
-      linalg::gemm(Op::kTrans, Op::kNoTrans, right_, rank, left_, T(1), x_, right_, kr.data(), rank, T(0),
-                   partial_.data(), rank);
+      gemm_split_rows(Op::kTrans, right_, rank, left_, x_, right_, kr.data(), partial_.data());
     }
     const int first = mode < split_ ? 0 : split_;
     const int last = mode < split_ ? split_ : order;
@@ -104,15 +120,33 @@ template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int
   const int order = static_cast<int>(shape.size());
   const int64_t dim = shape[mode];
   const int64_t before = product(shape, 0, mode), after = product(shape, mode + 1, order);
-  std::vector<T> g(static_cast<size_t>(dim * dim), T(0));
-  if (after == 1) {
-    // The last mode: X is (before x dim) as stored, G = X^T X.
-    linalg::syrk(Op::kTrans, dim, before, T(1), x, dim, T(0), g.data(), dim);
-    return g;
+  // G = sum over blocks of the summation range; each thread SYRKs its own blocks into its
+  // own G, added in thread order (deterministic for a thread count).
+  //  - last mode: X is (before x dim) as stored, G = X^T X, rows split;
+  //  - first mode: X is (dim x after), G = X X^T, columns split;
+  //  - else: slices X[b, :, :] (dim x after, contiguous), G = sum_b X_b X_b^T, b split.
+  const int threads = omp_get_max_threads();
+  std::vector<std::vector<T>> partial(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    std::vector<T>& g = partial[t];
+    g.assign(static_cast<size_t>(dim * dim), T(0));
+    if (after == 1) {
+      const int64_t first = before * t / nt, last = before * (t + 1) / nt;
+      if (last > first) linalg::syrk(Op::kTrans, dim, last - first, T(1), x + first * dim, dim, T(0), g.data(), dim);
+    } else if (before == 1) {
+      const int64_t first = after * t / nt, last = after * (t + 1) / nt;
+      if (last > first) linalg::syrk(Op::kNoTrans, dim, last - first, T(1), x + first, after, T(0), g.data(), dim);
+    } else {
+      for (int64_t b = before * t / nt; b < before * (t + 1) / nt; ++b)
+        linalg::syrk(Op::kNoTrans, dim, after, T(1), x + b * dim * after, after, T(1), g.data(), dim);
+    }
   }
-  // Slice b is the dim x after block X[b, :, :], contiguous: G = sum_b X_b X_b^T.
-  for (int64_t b = 0; b < before; ++b)
-    linalg::syrk(Op::kNoTrans, dim, after, T(1), x + b * dim * after, after, b == 0 ? T(0) : T(1), g.data(), dim);
+  std::vector<T> g = std::move(partial[0]);
+  for (int t = 1; t < threads; ++t)
+    if (!partial[t].empty())
+      for (size_t e = 0; e < g.size(); ++e) g[e] += partial[t][e];
   return g;
 }
 
@@ -173,6 +207,8 @@ template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptio
   const int64_t size = product(x.shape, 0, static_cast<int>(x.shape.size()));
   const double norm_sq = checked_norm_sq(x.data, o.mask, size);
   if (o.mask) return cp_als_masked(x, o, norm_sq);
+  // Parallel work is split by OpenMP; OpenBLAS runs one thread inside (no nested pools).
+  linalg::BlasThreads one(1);
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> {
     return std::make_unique<DenseProblem<T>>(x, o.rank, norm_sq, o);
   };

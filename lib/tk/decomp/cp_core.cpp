@@ -109,6 +109,18 @@ template <typename T> void GramProblem<T>::update(int mode, CpState<T>& s) {
   }
 }
 
+template <typename T> void GramProblem<T>::sketch(Factors<T>& gaussian) {
+  Factors<T> sketched(gaussian.size());
+  for (size_t n = 0; n < gaussian.size(); ++n) {
+    sketched[n].resize(static_cast<size_t>(shape_[n] * rank_));
+    mttkrp(static_cast<int>(n), gaussian, sketched[n].data());
+    // An orthonormal basis of the sketched range, as the Gram init's eigenvectors are:
+    // the sketch's columns are strongly correlated, and correlated starts converge slowly.
+    if (shape_[n] >= rank_) linalg::qr(shape_[n], rank_, sketched[n].data(), nullptr);
+  }
+  gaussian.swap(sketched);
+}
+
 template <typename T> double GramProblem<T>::residual_sq(const CpState<T>& s) {
   const int last = static_cast<int>(shape_.size()) - 1;
   const int64_t rows = shape_[last];
@@ -304,7 +316,9 @@ CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& o, doubl
     // The time limit covers all restarts: a restart begins only while time is left.
     if (restart > 0 && o.max_seconds > 0 && seconds_since(t0) >= o.max_seconds) break;
     std::unique_ptr<CpProblem<T>> problem = make_problem();
-    RunResult<T> run = run_once(shape, o, norm_sq, *problem, init(restart), restart, t0);
+    Factors<T> start = init(restart);
+    if (restart > 0 || o.init == CpInit::kRandom) problem->sketch(start);
+    RunResult<T> run = run_once(shape, o, norm_sq, *problem, std::move(start), restart, t0);
     total_iterations += run.iterations;
     iteration_seconds += run.iteration_seconds;
     if (restart == 0 || run.fit > best.fit) {

@@ -61,6 +61,9 @@ template <typename T> class CpProblem {
   virtual ~CpProblem() = default;
   virtual void update(int mode, CpState<T>& state) = 0;
   virtual double residual_sq(const CpState<T>& state) = 0;
+  // Turn Gaussian starting factors into random combinations of each mode's leading
+  // directions (see GramProblem); problems without an MTTKRP keep them as they are.
+  virtual void sketch(Factors<T>& /*gaussian*/) {}
 };
 
 // The unweighted problem: the update is M_n (the MTTKRP) against the Hadamard product of
@@ -72,6 +75,10 @@ template <typename T> class GramProblem : public CpProblem<T> {
   GramProblem(std::vector<int64_t> shape, int64_t rank, double norm_sq, const CpOptions& options);
   void update(int mode, CpState<T>& state) override;
   double residual_sq(const CpState<T>& state) override;
+  // A_n = X_(n) KR(G_k, k != n) for the Gaussian G: a randomised range sketch of every
+  // mode (as in randomised SVD), costing one sweep of MTTKRPs. Plain Gaussian starts
+  // put ALS into spurious local minima far more often (a merged pair of components).
+  void sketch(Factors<T>& gaussian) override;
 
  protected:
   // M (I_mode x R, row-major) = X_(mode) times the Khatri-Rao product of the other

@@ -39,9 +39,8 @@ template <typename T> class MaskedProblem : public CpProblem<T> {
     const std::vector<T> kc = khatri_rao(s.a, shape_, mode + 1, order, rank_);
     std::vector<double> row_residual(static_cast<size_t>(dim));
     std::vector<T>& a = s.a[mode];
-    // Each row's solve calls BLAS/LAPACK inside the OpenMP loop: one BLAS thread there.
-    linalg::BlasThreads one(1);
-#pragma omp parallel
+    const int64_t work = before * dim * after * rank_ * rank_;
+#pragma omp parallel if (work > (int64_t{1} << 20))
     {
       std::vector<T> z, xv, g(static_cast<size_t>(rank_ * rank_)), rhs(static_cast<size_t>(rank_));
       z.reserve(static_cast<size_t>(before * after * rank_));
@@ -124,6 +123,9 @@ template <typename T> Factors<T> masked_gram_init(const DenseView<T>& x, const C
 }  // namespace
 
 template <typename T> CpResult cp_als_masked(const DenseView<T>& x, const CpOptions& o, double norm_sq) {
+  // The row solves call BLAS/LAPACK inside OpenMP loops, and every other BLAS call here
+  // is R x R: one BLAS thread for the whole run (switching per update costs more).
+  linalg::BlasThreads one(1);
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> { return std::make_unique<MaskedProblem<T>>(x, o); };
   auto init = [&](int restart) {
     Factors<T> a = initial_factors<T>(x.shape, o, restart);

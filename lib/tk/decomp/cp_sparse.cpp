@@ -51,6 +51,7 @@ class SparseProblem : public GramProblem<double> {
   // out[i_mode, :] += value * prod_{k != mode} A_k[i_k, :] over nonzeros [begin, end).
   void accumulate(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
     const int order = x_.order();
+    if (order == 3) return accumulate3(mode, a, begin, end, out);
     const int64_t rank = rank_;
     std::vector<double> row(static_cast<size_t>(rank));
     for (int64_t e = begin; e < end; ++e) {
@@ -63,6 +64,24 @@ class SparseProblem : public GramProblem<double> {
       }
       double* dst = out + idx[mode] * rank;
       for (int64_t r = 0; r < rank; ++r) dst[r] += row[r];
+    }
+  }
+
+  // The common order-3 case (most FROSTT tensors) as one fused loop the compiler vectorises.
+  void accumulate3(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
+    const int64_t rank = rank_;
+    const int k1 = mode == 0 ? 1 : 0, k2 = mode == 2 ? 1 : 2;
+    const double* f1 = a[k1].data();
+    const double* f2 = a[k2].data();
+    const int64_t* indices = x_.indices.data();
+    const double* values = x_.values.data();
+    for (int64_t e = begin; e < end; ++e) {
+      const int64_t* idx = indices + e * 3;
+      const double v = values[e];
+      const double* __restrict g1 = f1 + idx[k1] * rank;
+      const double* __restrict g2 = f2 + idx[k2] * rank;
+      double* __restrict dst = out + idx[mode] * rank;
+      for (int64_t r = 0; r < rank; ++r) dst[r] += v * g1[r] * g2[r];
     }
   }
 

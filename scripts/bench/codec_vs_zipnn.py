@@ -2,7 +2,7 @@
 """Lossless codec benchmark: tensorkit's byte-grouped codec against ZipNN, same data, same run.
 
   codec_vs_zipnn.py [--values N] [--seed S] [--data FILE] [--reps N] [--threads LIST]
-                    [--bench PATH] [--json PATH]
+                    [--bench PATH] [--small] [--json PATH] [--tbench-json PATH]
 
 Writes N bf16 values drawn from N(0, 0.02) with seed S (default 50M, 42) to a temporary
 safetensors file, or uses the bf16 tensors of FILE, then measures on those bytes:
@@ -13,9 +13,12 @@ speed in MB/s of decoded bytes, median of --reps runs after one warm-up, by the 
 clock and per CPU-second of the process (the steadier figure on a shared machine).
 Every ZipNN round trip is checked bit for bit (tk_bench_codec checks its own). Prints
 the machine line of tk_bench_codec and a Markdown table; --json writes every
-measurement as JSON lines.
+measurement as JSON lines, --tbench-json the tbench result form (docs/TBENCH.md).
+Without the zipnn package the ZipNN rows are reported as skipped. --small is the CI
+size: 1M values, 2 runs, one thread.
 """
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -111,6 +114,27 @@ def run_zipnn(data, reps, threads):
     return results
 
 
+def tbench_results(rows, input_name):
+    """Measurements as tbench results: one cell per (codec, threads), both directions."""
+    import tbench_form as form
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["codec"], r["threads"]), {})[r["case"]] = r
+    results = []
+    for (codec, t), cases in cells.items():
+        c = cases["compress"]
+        metrics = {"ratio": form.metric(c["ratio"], "x", "higher"),
+                   "bits_per_value": form.metric(16 / c["ratio"], "bit", "lower")}
+        for case, r in cases.items():
+            m = form.metric(r["mb_per_s"], "MB/s", "higher")
+            m.update({"min": r["bytes"] / r["max_s"] / 1e6, "max": r["bytes"] / r["min_s"] / 1e6, "runs": r["runs"]})
+            metrics[f"{case}_mb_s"] = m
+        method = "lossless" if codec != "zipnn" else "zipnn"
+        impl = "tensorkit (tk_bench_codec)" if codec != "zipnn" else "ZipNN (Python)"
+        results.append(form.result("compress", method, impl, input_name, metrics, {"level": 3, "threads": t}))
+    return results
+
+
 def main():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,8 +144,12 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--bench", default=os.path.join(root, "build", "bench", "tk_bench_codec"))
+    parser.add_argument("--small", action="store_true", help="the CI size: 1M values, 2 runs, one thread")
     parser.add_argument("--json", help="write every measurement as JSON lines to this file")
+    parser.add_argument("--tbench-json", help="write the results in the tbench form (docs/TBENCH.md) to this file")
     args = parser.parse_args()
+    if args.small:
+        args.values, args.reps, args.threads = 1_000_000, 2, "1"
     try:
         threads = [int(t) for t in args.threads.split(",")]
     except ValueError:
@@ -146,7 +174,8 @@ def main():
             data = bits.tobytes()
             label = f"bf16 N(0, 0.02) x {args.values:,}, seed {args.seed}"
         machine, tk = run_tk(args.bench, path, args.reps, threads)
-        zp = run_zipnn(data, args.reps, threads)
+        have_zipnn = importlib.util.find_spec("zipnn") is not None
+        zp = run_zipnn(data, args.reps, threads) if have_zipnn else []
 
     for r in tk + zp:
         r["data"] = label
@@ -154,6 +183,19 @@ def main():
         with open(args.json, "w") as f:
             for r in tk + zp:
                 f.write(json.dumps(r) + "\n")
+    if args.tbench_json:
+        import tbench_form as form
+        name = os.path.basename(args.data) if args.data else f"bf16-normal-{args.values}"
+        inputs = [{"name": name, "source": "file" if args.data else "synthetic", "dtype": "BF16",
+                   "bytes": len(data), "shape": [len(data) // 2]}]
+        results = tbench_results(tk + zp, name)
+        if not have_zipnn:
+            results += [form.result("compress", "zipnn", "ZipNN (Python)", name, {}, {"level": 3, "threads": t},
+                                    "skipped", "the zipnn package is not installed") for t in threads]
+        form.write(form.document("codec_vs_zipnn.py", sys.argv, inputs, results, args.reps, seed=args.seed),
+                   args.tbench_json)
+    if not have_zipnn:
+        print("ZipNN: the zipnn package is not installed; its rows are skipped")
     if machine:
         print(f"machine: {machine.get('cpu')}, {machine.get('usable_cpus')} usable CPUs, "
               f"{machine.get('kernel')}, {machine.get('compiler')}")

@@ -2,7 +2,7 @@
 """tcompress against its peers, same data, same run.
 
   compress_vs_peers.py [--values N] [--tensors K] [--seed S] [--reps N] [--threads LIST]
-                       [--bin DIR] [--skip-peers] [--json PATH]
+                       [--bin DIR] [--skip-peers] [--small] [--json PATH] [--tbench-json PATH]
 
 Data: N bf16 values (default 50M) drawn from N(0, 0.02) with seed S, split into K
 tensors of one safetensors file (default 50). Measured, median of --reps runs after a
@@ -18,8 +18,14 @@ is checked byte for byte.
 BitX: a fine-tune of the same file in which every value gets N(0, 5e-4) added and is
 rounded back to bf16 (all tensors changed, then only 10% of them), compressed with
 --base against the original: ratio, and MB/s both ways.
+
+ZipNN is optional: without the zipnn package its rows are reported as skipped. --small
+runs the CI size (1M values in 4 tensors, 2 runs, one thread, zstd -19 left out).
+--json writes one JSON line per row; --tbench-json the tbench result form
+(docs/TBENCH.md), which `tbench compare` reads.
 """
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -32,6 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from codec_vs_zipnn import run_zipnn  # noqa: E402  (the same ZipNN measurement)
+import tbench_form as form  # noqa: E402
 
 
 def die(msg):
@@ -88,7 +95,43 @@ def measure(name, threads, reps, compress, decompress, original, packed, restore
     n = os.path.getsize(original)
     return {"tool": name, "threads": threads, "bytes": n, "stored": os.path.getsize(packed),
             "ratio": n / os.path.getsize(packed), "runs": reps,
-            "compress_mb_s": n / statistics.median(comp) / 1e6, "decompress_mb_s": n / statistics.median(dec) / 1e6}
+            "compress_mb_s": n / statistics.median(comp) / 1e6, "decompress_mb_s": n / statistics.median(dec) / 1e6,
+            "compress_s": comp, "decompress_s": dec}
+
+
+def zstd_version():
+    out = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout
+    words = [w.strip(",") for w in out.split() if w.strip(",v").replace(".", "").isdigit()]
+    return f"zstd {words[0].lstrip('v')} (CLI)" if words else "zstd (CLI)"
+
+
+def tbench_results(rows, input_name):
+    """The rows as tbench results: one cell per (tool, level, threads)."""
+    results = []
+    for r in rows:
+        tool, params = r["tool"], {"threads": r["threads"]}
+        if tool == "tcompress":
+            method, impl = "tcompress", "tensorkit (tcompress CLI)"
+        elif tool.startswith("zstd"):
+            method, impl = "zstd-cli", r.get("impl", "zstd (CLI)")
+            params["level"] = int(tool.split()[1].lstrip("-"))
+        elif tool == "ZipNN":
+            method, impl = "zipnn", r.get("impl", "ZipNN (Python)")
+        else:
+            method, impl = "tcompress-bitx", "tensorkit (tcompress CLI)"
+            params["changed"] = "all" if "all" in tool else "10%"
+        if r.get("skipped"):
+            results.append(form.result("compress", method, impl, input_name, {}, params, "skipped", r["skipped"]))
+            continue
+        metrics = {"ratio": form.metric(r["ratio"], "x", "higher"),
+                   "bits_per_value": form.metric(16 / r["ratio"], "bit", "lower")}
+        for case in ("compress", "decompress"):
+            if f"{case}_s" in r:
+                metrics[f"{case}_mb_s"] = form.rate(r[f"{case}_s"], r["bytes"])
+            elif f"{case}_mb_s" in r:
+                metrics[f"{case}_mb_s"] = form.metric(r[f"{case}_mb_s"], "MB/s", "higher")
+        results.append(form.result("compress", method, impl, input_name, metrics, params))
+    return results
 
 
 def main():
@@ -101,8 +144,12 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--bin", default=os.path.join(root, "build"), help="directory holding tcompress")
     p.add_argument("--skip-peers", action="store_true", help="measure tcompress only")
+    p.add_argument("--small", action="store_true", help="the CI size: 1M values, 4 tensors, 2 runs, 1 thread")
     p.add_argument("--json", help="write every measurement as JSON lines to this file")
+    p.add_argument("--tbench-json", help="write the results in the tbench form (docs/TBENCH.md) to this file")
     a = p.parse_args()
+    if a.small:
+        a.values, a.tensors, a.reps, a.threads = 1_000_000, 4, 2, "1"
     threads = [int(t) for t in a.threads.split(",")]
     tc = os.path.join(a.bin, "tcompress")
     if not os.access(tc, os.X_OK):
@@ -129,13 +176,16 @@ def main():
                 continue
             # zstd -19 takes minutes on this much data: one run, at the first thread count.
             for level, reps in (("-3", a.reps), ("-19", 1)):
-                if level == "-19" and t != threads[0]:
+                if level == "-19" and (t != threads[0] or a.small):
                     continue
                 rows.append(measure(f"zstd {level}", t, reps,
                                     ["zstd", "-q", "-f", level, f"-T{t}", orig, "-o", f("m.zst")],
                                     ["zstd", "-q", "-f", "-d", f("m.zst"), "-o", f("back")], orig, f("m.zst"),
                                     f("back"), warm_up=level != "-19"))
-        if not a.skip_peers:
+        if not a.skip_peers and importlib.util.find_spec("zipnn") is None:
+            print("# ZipNN: the zipnn package is not installed; its rows are skipped", flush=True)
+            rows += [{"tool": "ZipNN", "threads": t, "skipped": "the zipnn package is not installed"} for t in threads]
+        elif not a.skip_peers:
             data = b"".join(v.tobytes() for v in base.values())
             for r in run_zipnn(data, a.reps, threads):
                 row = next((x for x in rows if x["tool"] == "ZipNN" and x["threads"] == r["threads"]), None)
@@ -161,8 +211,21 @@ def main():
     print("| tool | threads | ratio | compress MB/s | decompress MB/s |")
     print("|---|---|---|---|---|")
     for r in rows:
+        if r.get("skipped"):
+            print(f"| {r['tool']} | {r['threads']} | skipped: {r['skipped']} | | |")
+            continue
         print(f"| {r['tool']} | {r['threads']} | {r['ratio']:.3f} | {r.get('compress_mb_s', 0):.0f} | "
               f"{r.get('decompress_mb_s', 0):.0f} |")
+    if a.tbench_json:
+        name = f"bf16-normal-{per * a.tensors}"
+        inputs = [{"name": name, "source": "synthetic", "dist": "gaussian", "shape": [per * a.tensors],
+                   "dtype": "BF16", "bytes": 2 * per * a.tensors}]
+        results = tbench_results(rows, name)
+        zv = zstd_version() if shutil.which("zstd") else None
+        for r in results:
+            if zv and r["method"] == "zstd-cli":
+                r["implementation"] = zv
+        form.write(form.document("compress_vs_peers.py", sys.argv, inputs, results, a.reps, seed=a.seed), a.tbench_json)
     if a.json:
         with open(a.json, "w") as out:
             for r in rows:

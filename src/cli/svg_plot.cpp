@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string_view>
 
@@ -331,6 +333,29 @@ std::string render_svg(const BarChart& chart) {
   draw_legend(svg, legend_x, f.top + 10, legend, true);
   svg += "</svg>\n";
   return svg;
+}
+
+std::string stack_svg(const std::vector<std::string>& documents) {
+  if (documents.size() == 1) return documents.front();
+  // Each part keeps its own <svg> element (nested SVG is plain SVG 1.1); only the XML
+  // declaration goes, and each is placed by y at the sum of the heights above it.
+  double width = 0, height = 0;
+  std::string body;
+  for (const auto& doc : documents) {
+    size_t start = doc.find("<svg ");
+    if (start == std::string::npos) continue;
+    auto attribute = [&](const char* name) {
+      size_t at = doc.find(std::string(name) + "=\"", start);
+      return at == std::string::npos ? 0.0 : std::atof(doc.c_str() + at + std::strlen(name) + 2);
+    };
+    double w = attribute("width"), h = attribute("height");
+    body += "<svg x=\"0\" y=\"" + num(height) + "\"" + doc.substr(start + 4);
+    width = std::max(width, w);
+    height += h;
+  }
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         num(width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+         "\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body + "</svg>\n";
 }
 
 }  // namespace tk::cli

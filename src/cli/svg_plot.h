@@ -38,4 +38,8 @@ struct BarChart {
 std::string render_svg(const LineChart& chart);
 std::string render_svg(const BarChart& chart);
 
+// One SVG document showing `documents` (each from render_svg) one below the other, e.g.
+// a rate-distortion chart above a throughput chart. A single document is returned as is.
+std::string stack_svg(const std::vector<std::string>& documents);
+
 }  // namespace tk::cli

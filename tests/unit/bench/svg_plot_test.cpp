@@ -89,5 +89,20 @@ TEST(SvgBar, OneRectPerFiniteValuePlusLegend) {
   EXPECT_NE(svg.find(">lossless<"), std::string::npos);
 }
 
+TEST(SvgStack, NestsDocumentsOneBelowTheOther) {
+  BarChart b;
+  b.title = "Throughput";
+  b.bar_names = {"x"};
+  b.groups = {{"a", {1}}};
+  std::string line = render_svg(two_curves()), bars = render_svg(b);
+  std::string svg = stack_svg({line, bars});
+  EXPECT_EQ(count(svg, "<?xml"), 1u);
+  EXPECT_EQ(count(svg, "<svg "), 3u);
+  EXPECT_EQ(count(svg, "</svg>"), 3u);
+  EXPECT_NE(svg.find("<svg x=\"0\" y=\"0.00\""), std::string::npos);
+  EXPECT_EQ(count(svg, "<g class=\"series\""), 2u);
+  EXPECT_EQ(stack_svg({line}), line);
+}
+
 }  // namespace
 }  // namespace tk::cli

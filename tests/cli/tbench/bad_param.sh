@@ -1,0 +1,1 @@
+tbench decomp --params ranks=4

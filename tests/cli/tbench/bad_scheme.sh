@@ -1,0 +1,1 @@
+tbench quant --methods int4,int99

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "tk/core/float_format.h"
 #include "tk/core/float_kernels.h"
@@ -92,10 +93,12 @@ GroupStats group_stats_ref(const float* x, const float* w, int64_t n) {
 
 #if TK_QUANT_AVX2
 inline __m256 round_even(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+// The same order as the scalar reduce8: (a_j + a_j+4), then pairs two apart, then the
+// last two.
 inline double reduce8(__m256 v) {
-  alignas(32) float a[8];
-  _mm256_store_ps(a, v);
-  return reduce8(a);
+  const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  return static_cast<double>(_mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1))));
 }
 
 TrialSums trial_symmetric_avx2(const float* x, const float* w, int64_t n, float iscale, float lo, float hi) {
@@ -187,6 +190,36 @@ float first_amax(const float* x, int64_t n) {
   return best;
 }
 
+// Call fn(std::integral_constant<int, B>) for B = bits (1..8), so that the byte moves
+// of a bit width have a constant size and compile to single loads and stores.
+template <typename Fn> void with_bits(int bits, Fn&& fn) {
+  switch (bits) {
+    case 1: return fn(std::integral_constant<int, 1>{});
+    case 2: return fn(std::integral_constant<int, 2>{});
+    case 3: return fn(std::integral_constant<int, 3>{});
+    case 4: return fn(std::integral_constant<int, 4>{});
+    case 5: return fn(std::integral_constant<int, 5>{});
+    case 6: return fn(std::integral_constant<int, 6>{});
+    case 7: return fn(std::integral_constant<int, 7>{});
+    default: return fn(std::integral_constant<int, 8>{});
+  }
+}
+
+#if TK_QUANT_BMI2
+// The 8 codes from code index i of a packed stream of n codes, one per byte (the byte
+// moves have constant sizes; 8 bytes are read where the stream allows).
+template <int kBits> inline uint64_t load_codes8(const uint8_t* packed, int64_t i, int64_t n, uint64_t mask) {
+  uint64_t p = 0;
+  const int64_t offset = i / 8 * kBits;
+  if (offset + 8 <= n / 8 * kBits) {
+    std::memcpy(&p, packed + offset, 8);
+  } else {
+    std::memcpy(&p, packed + offset, kBits);
+  }
+  return kBits == 8 ? p : _pdep_u64(p, mask);
+}
+#endif
+
 inline uint64_t repeat_mask(int bits) {
   const uint64_t m = (bits == 8) ? 0xffu : ((1u << bits) - 1);
   uint64_t out = 0;
@@ -210,6 +243,28 @@ TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float isca
   if (!reference) return trial_asymmetric_avx2(x, w, n, iscale, min, hi);
 #endif
   return trial_asymmetric_ref(x, w, n, iscale, min, hi);
+}
+
+void trial_symmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, int count, float lo,
+                           float hi, TrialSums* out, bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) {
+    for (int k = 0; k < count; ++k) out[k] = trial_symmetric_avx2(x, w, n, iscales[k], lo, hi);
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k) out[k] = trial_symmetric_ref(x, w, n, iscales[k], lo, hi);
+}
+
+void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, const float* mins,
+                            int count, float hi, TrialSums* out, bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) {
+    for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_avx2(x, w, n, iscales[k], mins[k], hi);
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_ref(x, w, n, iscales[k], mins[k], hi);
 }
 
 GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference) {
@@ -268,22 +323,6 @@ void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi,
   }
 }
 
-void decode_affine(const uint8_t* codes, int64_t n, int offset, float d, float m, float* y, bool reference) {
-  int64_t i = 0;
-#if TK_QUANT_AVX2
-  if (!reference) {
-    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
-    const __m256i voff = _mm256_set1_epi32(offset);
-    for (; i + 8 <= n; i += 8) {
-      const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i));
-      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
-      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
-    }
-  }
-#endif
-  for (; i < n; ++i) y[i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * d + m;
-}
-
 void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool reference) {
   if (bits == 8) {
     std::memcpy(out, codes, static_cast<size_t>(n));
@@ -291,13 +330,16 @@ void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool ref
   }
 #if TK_QUANT_BMI2
   if (!reference) {
-    const uint64_t mask = repeat_mask(bits);
-    for (int64_t i = 0; i < n; i += 8) {
-      uint64_t v;
-      std::memcpy(&v, codes + i, 8);
-      const uint64_t p = _pext_u64(v, mask);
-      std::memcpy(out + i / 8 * bits, &p, static_cast<size_t>(bits));
-    }
+    with_bits(bits, [&](auto b) {
+      constexpr int kBits = decltype(b)::value;
+      const uint64_t mask = repeat_mask(kBits);
+      for (int64_t i = 0; i < n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, codes + i, 8);
+        const uint64_t p = _pext_u64(v, mask);
+        std::memcpy(out + i / 8 * kBits, &p, kBits);
+      }
+    });
     return;
   }
 #endif
@@ -318,13 +360,14 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
   }
 #if TK_QUANT_BMI2
   if (!reference) {
-    const uint64_t mask = repeat_mask(bits);
-    for (int64_t i = 0; i < n; i += 8) {
-      uint64_t p = 0;
-      std::memcpy(&p, in + i / 8 * bits, static_cast<size_t>(bits));
-      const uint64_t v = _pdep_u64(p, mask);
-      std::memcpy(codes + i, &v, 8);
-    }
+    with_bits(bits, [&](auto b) {
+      constexpr int kBits = decltype(b)::value;
+      const uint64_t mask = repeat_mask(kBits);
+      for (int64_t i = 0; i < n; i += 8) {
+        const uint64_t v = load_codes8<kBits>(in, i, n, mask);
+        std::memcpy(codes + i, &v, 8);
+      }
+    });
     return;
   }
 #endif
@@ -337,31 +380,75 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
   }
 }
 
-void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, float d, float m, float* y,
-                          bool reference) {
+void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
+                          const float* m, float* y, bool reference) {
 #if TK_QUANT_AVX2 && TK_QUANT_BMI2
   if (!reference) {
-    const uint64_t mask = repeat_mask(bits);
-    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
-    const __m256i voff = _mm256_set1_epi32(offset);
-    for (int64_t i = 0; i < n; i += 8) {
-      uint64_t p = 0;
-      std::memcpy(&p, packed + i / 8 * bits, static_cast<size_t>(bits));
-      const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(bits == 8 ? p : _pdep_u64(p, mask)));
-      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
-      _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
-    }
+    with_bits(bits, [&](auto b) {
+      constexpr int kBits = decltype(b)::value;
+      const uint64_t mask = repeat_mask(kBits);
+      const __m256i voff = _mm256_set1_epi32(offset);
+      for (int64_t g0 = 0; g0 < n; g0 += group) {
+        const __m256 vd = _mm256_set1_ps(d[g0 / group]), vm = _mm256_set1_ps(m ? m[g0 / group] : 0.0f);
+        for (int64_t i = g0; i < g0 + group; i += 8) {
+          const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
+          const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
+          _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
+        }
+      }
+    });
     return;
   }
 #endif
   uint8_t codes[kChunk];
-  for (int64_t c = 0; c < n; c += kChunk) {
-    const int64_t len = std::min(kChunk, n - c);
-    unpack_bits(packed + c / 8 * bits, len, bits, codes, true);
-    decode_affine(codes, len, offset, d, m, y + c, true);
+  for (int64_t g0 = 0; g0 < n; g0 += group) {
+    const float dg = d[g0 / group], mg = m ? m[g0 / group] : 0.0f;
+    for (int64_t c = g0; c < g0 + group; c += kChunk) {
+      const int64_t len = std::min(kChunk, g0 + group - c);
+      unpack_bits(packed + c / 8 * bits, len, bits, codes, true);
+      for (int64_t i = 0; i < len; ++i) y[c + i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * dg + mg;
+    }
   }
 }
 
+void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
+                         const float* scales, float* y, bool reference) {
+#if TK_QUANT_AVX2 && TK_QUANT_BMI2
+  if (!reference) {
+    with_bits(bits, [&](auto b) {
+      constexpr int kBits = decltype(b)::value;
+      const uint64_t mask = repeat_mask(kBits);
+      // Up to 16 entries: two in-register permutes and a blend instead of a gather.
+      const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
+      for (int64_t g0 = 0; g0 < n; g0 += group) {
+        const __m256 vs = _mm256_set1_ps(scales[g0 / group]);
+        for (int64_t i = g0; i < g0 + group; i += 8) {
+          const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
+          const __m256i idx = _mm256_cvtepu8_epi32(c);
+          __m256 v;
+          if constexpr (kBits <= 4) {
+            const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
+            v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
+          } else {
+            v = _mm256_i32gather_ps(table, idx, 4);
+          }
+          _mm256_storeu_ps(y + i, _mm256_mul_ps(v, vs));
+        }
+      }
+    });
+    return;
+  }
+#endif
+  uint8_t codes[kChunk];
+  for (int64_t g0 = 0; g0 < n; g0 += group) {
+    const float sg = scales[g0 / group];
+    for (int64_t c = g0; c < g0 + group; c += kChunk) {
+      const int64_t len = std::min(kChunk, g0 + group - c);
+      unpack_bits(packed + c / 8 * bits, len, bits, codes, true);
+      for (int64_t i = 0; i < len; ++i) y[c + i] = table[codes[i]] * sg;
+    }
+  }
+}
 
 void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference) {
   const tk::detail::FloatFormat& f = tk::detail::float_format(dtype);
@@ -370,20 +457,6 @@ void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bo
     return;
   }
   for (int64_t i = 0; i < n; ++i) codes[i] = static_cast<uint8_t>(tk::detail::float_format_encode(f, v[i], true));
-}
-
-void decode_table(const float* table, const uint8_t* codes, int64_t n, float scale, float* y, bool reference) {
-  int64_t i = 0;
-#if TK_QUANT_AVX2
-  if (!reference) {
-    const __m256 vs = _mm256_set1_ps(scale);
-    for (; i + 8 <= n; i += 8) {
-      const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + i)));
-      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_i32gather_ps(table, idx, 4), vs));
-    }
-  }
-#endif
-  for (; i < n; ++i) y[i] = table[codes[i]] * scale;
 }
 
 }  // namespace tk::quant::detail

@@ -45,15 +45,16 @@ struct KFormat {
   int sub;
   int scale_bits;
   bool asymmetric;
+  int factor_steps;  // super-block scale factors tried: 1 + 0.02 j, |j| <= factor_steps
+  int reach;         // sub-block integers tried: the rounded one +- reach
 };
 
+// q3k tries more super-block scales: its 3-bit codes in sub-blocks of 16 gain most.
 constexpr KFormat kFormats[] = {
-    {"q2k", 2, 16, 4, true},  {"q3k", 3, 16, 6, false}, {"q4k", 4, 32, 6, true},
-    {"q5k", 5, 32, 6, true},  {"q6k", 6, 16, 8, false}, {"q8k", 8, 16, 6, false},
+    {"q2k", 2, 16, 4, true, 3, 1},  {"q3k", 3, 16, 6, false, 10, 1}, {"q4k", 4, 32, 6, true, 3, 1},
+    {"q5k", 5, 32, 6, true, 3, 1},  {"q6k", 6, 16, 8, false, 3, 1},  {"q8k", 8, 16, 6, false, 3, 1},
 };
-
-// Factors tried for the super-block scale (the first is the plain one).
-constexpr float kSuperFactors[] = {1.0f, 0.96f, 1.04f, 0.92f, 1.08f};
+constexpr int kMaxFactors = 21;
 
 float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
 
@@ -61,6 +62,7 @@ float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
 struct SuperChoice {
   float d = 0, dmin = 0;
   std::array<int, kMaxSubs> q{}, qm{};
+  std::array<TrialSums, kMaxSubs> sums{};  // of each sub-block's codes
   double err = 0;
 };
 
@@ -140,109 +142,150 @@ class KScheme final : public Scheme {
     return static_cast<uint64_t>(l.rows * per_row);
   }
 
-  // Error of one sub-block at a real scale (symmetric).
-  double sub_error_sym(const float* x, const float* w, const GroupStats& st, float scale, bool reference) const {
-    if (scale == 0) return st.swx2;
-    const TrialSums t = trial_symmetric(x, w, f_.sub, 1.0f / scale, static_cast<float>(-nmax()),
-                                        static_cast<float>(nmax() - 1), reference);
-    return error_symmetric(st, t, scale);
+  // The candidate super-block scales (as stored: f16) for the largest sub-block scale.
+  int super_scales(float largest, const QuantOptions& o, float* out) const {
+    const int count = o.fast ? 1 : 2 * f_.factor_steps + 1;
+    const float limit = static_cast<float>(f_.asymmetric ? qtop() : -qlo_abs());
+    for (int k = 0; k < count; ++k) {
+      const int j = (k + 1) / 2 * (k % 2 == 1 ? -1 : 1);  // 0, -1, 1, -2, 2, ...
+      out[k] = round_f16(largest / limit * (1.0f + 0.02f * static_cast<float>(j)));
+    }
+    return count;
   }
 
-  double sub_error_asym(const float* x, const float* w, const GroupStats& st, float scale, float min,
-                        bool reference) const {
-    if (scale == 0) return error_asymmetric(st, TrialSums{}, 0, min);
-    const TrialSums t = trial_asymmetric(x, w, f_.sub, 1.0f / scale, min, static_cast<float>(top()), reference);
-    return error_asymmetric(st, t, scale, min);
+  // Sub-block scale integers tried around the rounded one: [*first, *last].
+  void neighbours(float value, float d, int lo, int hi, bool fast, int* first, int* last) const {
+    const int r = d == 0 ? 0 : std::clamp(static_cast<int>(std::nearbyint(value / d)), lo, hi);
+    const int reach = fast ? 0 : f_.reach;
+    *first = std::max(lo, r - reach);
+    *last = std::min(hi, r + reach);
   }
 
+  // For every candidate super scale (dmin stays fixed), pick each sub-block's integers
+  // with the least error; keep the super scale whose total error is least.
   SuperChoice choose(const float* x, const float* w, const QuantOptions& o) const {
     std::array<GroupStats, kMaxSubs> st;
     std::array<AffineScale, kMaxSubs> best;
+    float largest = 0, largest_min = 0;
     for (int i = 0; i < subs_; ++i) {
       const float* xi = x + i * f_.sub;
       const float* wi = w + i * f_.sub;
       st[i] = group_stats(xi, wi, f_.sub, o.reference);
       if (f_.asymmetric) {
         best[i] = search_asymmetric(xi, wi, f_.sub, top(), true, o.fast, o.reference);
+        largest = std::fmax(largest, best[i].d);
+        largest_min = std::fmax(largest_min, -best[i].m);
       } else {
         best[i].d = search_symmetric(xi, wi, f_.sub, nmax(), o.fast, o.reference);
+        if (std::fabs(best[i].d) > std::fabs(largest)) largest = best[i].d;
       }
     }
-    return f_.asymmetric ? choose_asym(x, w, st, best, o) : choose_sym(x, w, st, best, o);
-  }
-
-  SuperChoice choose_sym(const float* x, const float* w, const std::array<GroupStats, kMaxSubs>& st,
-                         const std::array<AffineScale, kMaxSubs>& best, const QuantOptions& o) const {
-    float smax = 0;
-    for (int i = 0; i < subs_; ++i) {
-      if (std::fabs(best[i].d) > std::fabs(smax)) smax = best[i].d;
+    if (largest == 0 && largest_min == 0) return SuperChoice{};
+    constexpr int kFactors = kMaxFactors;
+    float ds[kFactors];
+    const int n_super = super_scales(largest, o, ds);
+    const float dmin = f_.asymmetric ? round_f16(largest_min / static_cast<float>(qtop())) : 0.0f;
+    std::array<SuperChoice, kFactors> c;
+    for (int k = 0; k < n_super; ++k) {
+      c[k].d = ds[k];
+      c[k].dmin = dmin;
     }
-    SuperChoice out;
-    if (smax == 0) return out;
-    const int qlo = -qlo_abs(), qhi = qlo_abs() - 1;
-    const int n_factors = o.fast ? 1 : static_cast<int>(std::size(kSuperFactors));
-    const int reach = o.fast ? 0 : 1;
-    out.err = -1;
-    for (int k = 0; k < n_factors; ++k) {
-      SuperChoice c;
-      c.d = round_f16(smax / static_cast<float>(qlo) * kSuperFactors[k]);
-      if (c.d == 0) continue;
-      for (int i = 0; i < subs_; ++i) {
-        const int r = std::clamp(static_cast<int>(std::nearbyint(best[i].d / c.d)), qlo, qhi);
-        double best_err = -1;
-        for (int q = std::max(qlo, r - reach); q <= std::min(qhi, r + reach); ++q) {
-          const double e = sub_error_sym(x + i * f_.sub, w + i * f_.sub, st[i], c.d * static_cast<float>(q),
-                                         o.reference);
-          if (best_err < 0 || e < best_err) {
-            best_err = e;
-            c.q[i] = q;
+    constexpr int kMaxTrials = kFactors * 9;  // 3 x 3 (asymmetric, reach 1) or 5 (reach 2) each
+    float iscales[kMaxTrials], mins[kMaxTrials];
+    int owner[kMaxTrials], qs[kMaxTrials], qms[kMaxTrials];
+    TrialSums sums[kMaxTrials];
+    const int qlo = f_.asymmetric ? 0 : -qlo_abs(), qhi = f_.asymmetric ? qtop() : qlo_abs() - 1;
+    for (int i = 0; i < subs_; ++i) {
+      int count = 0;
+      for (int k = 0; k < n_super; ++k) {
+        int q0, q1, m0 = 0, m1 = 0;
+        neighbours(best[i].d, ds[k], qlo, qhi, o.fast, &q0, &q1);
+        if (f_.asymmetric) neighbours(-best[i].m, dmin, 0, qhi, o.fast, &m0, &m1);
+        for (int q = q0; q <= q1; ++q) {
+          for (int qm = m0; qm <= m1; ++qm) {
+            const float scale = ds[k] * static_cast<float>(q);
+            owner[count] = k;
+            qs[count] = q;
+            qms[count] = qm;
+            iscales[count] = scale == 0 ? 0.0f : 1.0f / scale;
+            mins[count] = -(dmin * static_cast<float>(qm));
+            ++count;
           }
         }
-        c.err += best_err;
       }
-      if (out.err < 0 || c.err < out.err) out = c;
+      const float* xi = x + i * f_.sub;
+      const float* wi = w + i * f_.sub;
+      if (f_.asymmetric) {
+        trial_asymmetric_batch(xi, wi, f_.sub, iscales, mins, count, static_cast<float>(top()), sums, o.reference);
+      } else {
+        trial_symmetric_batch(xi, wi, f_.sub, iscales, count, static_cast<float>(-nmax()),
+                              static_cast<float>(nmax() - 1), sums, o.reference);
+      }
+      std::array<double, kFactors> best_err;
+      best_err.fill(-1);
+      for (int t = 0; t < count; ++t) {
+        // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
+        const double scale = static_cast<double>(ds[owner[t]] * static_cast<float>(qs[t]));
+        const double e = f_.asymmetric ? error_asymmetric(st[i], sums[t], scale, mins[t])
+                                       : error_symmetric(st[i], sums[t], scale);
+        const int k = owner[t];
+        if (best_err[k] < 0 || e < best_err[k]) {
+          best_err[k] = e;
+          c[k].q[i] = qs[t];
+          c[k].qm[i] = qms[t];
+          c[k].sums[i] = sums[t];
+        }
+      }
+      for (int k = 0; k < n_super; ++k) c[k].err += best_err[k];
     }
-    if (out.err < 0) out = SuperChoice{};
-    return out;
+    int pick = 0;
+    for (int k = 1; k < n_super; ++k) {
+      if (c[k].err < c[pick].err) pick = k;
+    }
+    return o.fast ? c[pick] : refit(x, w, st, c[pick], o.reference);
   }
 
-  SuperChoice choose_asym(const float* x, const float* w, const std::array<GroupStats, kMaxSubs>& st,
-                          const std::array<AffineScale, kMaxSubs>& best, const QuantOptions& o) const {
-    float smax = 0, mmax = 0;
+  // Refit d (and dmin) by least squares with every code and integer fixed; keep the
+  // rounded refit when, codes recomputed, its error is lower.
+  SuperChoice refit(const float* x, const float* w, const std::array<GroupStats, kMaxSubs>& st,
+                    const SuperChoice& c, bool reference) const {
+    double a = 0, b = 0, cc = 0, bx = 0, cx = 0;
     for (int i = 0; i < subs_; ++i) {
-      smax = std::fmax(smax, best[i].d);
-      mmax = std::fmax(mmax, -best[i].m);
+      const double q = c.q[i], qm = c.qm[i];
+      a += q * q * c.sums[i].l2;
+      bx += q * c.sums[i].lx;
+      b += q * qm * c.sums[i].l;
+      cc += qm * qm * st[i].sw;
+      cx += qm * st[i].swx;
     }
-    const int qhi = qtop();
-    const int n_factors = o.fast ? 1 : static_cast<int>(std::size(kSuperFactors));
-    const int reach = o.fast ? 0 : 1;
-    SuperChoice out;
-    out.err = -1;
-    for (int k = 0; k < n_factors; ++k) {
-      SuperChoice c;
-      c.d = round_f16(smax / static_cast<float>(qhi) * kSuperFactors[k]);
-      c.dmin = round_f16(mmax / static_cast<float>(qhi));
-      for (int i = 0; i < subs_; ++i) {
-        const int rs = c.d == 0 ? 0 : std::clamp(static_cast<int>(std::nearbyint(best[i].d / c.d)), 0, qhi);
-        const int rm = c.dmin == 0 ? 0 : std::clamp(static_cast<int>(std::nearbyint(-best[i].m / c.dmin)), 0, qhi);
-        double best_err = -1;
-        for (int qs = std::max(0, rs - reach); qs <= std::min(qhi, rs + reach); ++qs) {
-          for (int qm = std::max(0, rm - reach); qm <= std::min(qhi, rm + reach); ++qm) {
-            const float scale = c.d * static_cast<float>(qs);
-            const float min = -(c.dmin * static_cast<float>(qm));
-            const double e = sub_error_asym(x + i * f_.sub, w + i * f_.sub, st[i], scale, min, o.reference);
-            if (best_err < 0 || e < best_err) {
-              best_err = e;
-              c.q[i] = qs;
-              c.qm[i] = qm;
-            }
-          }
-        }
-        c.err += best_err;
+    SuperChoice r = c;
+    if (f_.asymmetric) {
+      const double det = a * cc - b * b;
+      if (!(det > 0)) return c;
+      r.d = round_f16(static_cast<float>((bx * cc - b * cx) / det));
+      r.dmin = round_f16(static_cast<float>((b * bx - a * cx) / det));
+      if (r.dmin < 0) return c;
+    } else {
+      if (!(a > 0)) return c;
+      r.d = round_f16(static_cast<float>(bx / a));
+    }
+    r.err = 0;
+    for (int i = 0; i < subs_; ++i) {
+      const float scale = r.d * static_cast<float>(r.q[i]);
+      const float inv = scale == 0 ? 0.0f : 1.0f / scale;
+      const float* xi = x + i * f_.sub;
+      const float* wi = w + i * f_.sub;
+      if (f_.asymmetric) {
+        const float min = -(r.dmin * static_cast<float>(r.qm[i]));
+        r.sums[i] = trial_asymmetric(xi, wi, f_.sub, inv, min, static_cast<float>(top()), reference);
+        r.err += error_asymmetric(st[i], r.sums[i], scale, min);
+      } else {
+        r.sums[i] = trial_symmetric(xi, wi, f_.sub, inv, static_cast<float>(-nmax()), static_cast<float>(nmax() - 1),
+                                    reference);
+        r.err += error_symmetric(st[i], r.sums[i], scale);
       }
-      if (out.err < 0 || c.err < out.err) out = c;
     }
-    return out;
+    return r.err < c.err ? r : c;
   }
 
   void encode_super(const float* x, const SuperChoice& c, bool reference, uint8_t* codes) const {
@@ -278,19 +321,18 @@ class KScheme final : public Scheme {
       float* y = row.empty() ? out + r * l.cols : row.data();
       unpack_bits(sub_scales.data() + r * sb, row_subs, f_.scale_bits, qs.data(), reference);
       if (sub_mins) unpack_bits(sub_mins->data() + r * sb, row_subs, f_.scale_bits, qm.data(), reference);
-      const uint8_t* c = codes.data() + r * l.padded_cols * f_.bits / 8;
+      std::vector<float> scale(static_cast<size_t>(row_subs)), min(f_.asymmetric ? scale.size() : 0);
       for (int64_t s = 0; s < n_super; ++s) {
         const float ds = f16_to_f32(d.data_as<uint16_t>()[r * n_super + s]);
         const float dm = dmin ? f16_to_f32(dmin->data_as<uint16_t>()[r * n_super + s]) : 0.0f;
         for (int i = 0; i < subs_; ++i) {
           const int64_t k = s * subs_ + i;
-          const int qv = static_cast<int>(qs[k]) - (f_.asymmetric ? 0 : qlo_abs());
-          const float scale = ds * static_cast<float>(qv);
-          const float min = dmin ? -(dm * static_cast<float>(qm[k])) : 0.0f;
-          const int64_t c0 = s * kSuper + i * f_.sub;
-          decode_packed_affine(c + c0 * f_.bits / 8, f_.sub, f_.bits, offset, scale, min, y + c0, reference);
+          scale[k] = ds * static_cast<float>(static_cast<int>(qs[k]) - (f_.asymmetric ? 0 : qlo_abs()));
+          if (dmin) min[k] = -(dm * static_cast<float>(qm[k]));
         }
       }
+      decode_packed_affine(codes.data() + r * l.padded_cols * f_.bits / 8, l.padded_cols, f_.bits, offset, f_.sub,
+                           scale.data(), dmin ? min.data() : nullptr, y, reference);
       if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }

@@ -181,20 +181,16 @@ class MxScheme final : public Scheme {
     const Tensor& codes = part(q, "codes", f_.element, static_cast<uint64_t>(l.rows * l.padded_cols));
     const Tensor& scales = part(q, "scales", DType::kF8E8M0, static_cast<uint64_t>(l.rows * l.groups_per_row));
     parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      std::vector<float> y(static_cast<size_t>(l.padded_cols));
-      const uint8_t* src = codes.data() + r * l.padded_cols * bits_ / 8;
-      if (bits_ == 8) {
-        std::memcpy(row.data(), src, row.size());
-      } else {
-        unpack_bits(src, l.padded_cols, bits_, row.data(), reference);
-      }
+      std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
       for (int64_t b = 0; b < l.groups_per_row; ++b) {
         const uint8_t sc = scales.data()[r * l.groups_per_row + b];
-        const float scale = sc == 0xff ? NAN : std::ldexp(1.0f, static_cast<int>(sc) - 127);
-        decode_table(table_.data(), row.data() + b * kBlock, kBlock, scale, y.data() + b * kBlock, reference);
+        scale[b] = sc == 0xff ? NAN : std::ldexp(1.0f, static_cast<int>(sc) - 127);
       }
-      std::memcpy(out + r * l.cols, y.data(), static_cast<size_t>(l.cols) * sizeof(float));
+      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
+      float* y = row.empty() ? out + r * l.cols : row.data();
+      decode_packed_table(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, table_.data(), kBlock,
+                          scale.data(), y, reference);
+      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 

@@ -207,14 +207,11 @@ class Nf4Scheme final : public Scheme {
     const std::vector<float> scale = load_scales(q, l.rows * l.groups_per_row);
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
     parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      std::vector<float> y(static_cast<size_t>(l.padded_cols));
-      unpack_bits(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, row.data(), reference);
-      for (int64_t b = 0; b < l.groups_per_row; ++b) {
-        decode_table(table_, row.data() + b * l.group, l.group, scale[r * l.groups_per_row + b],
-                     y.data() + b * l.group, reference);
-      }
-      std::memcpy(out + r * l.cols, y.data(), static_cast<size_t>(l.cols) * sizeof(float));
+      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
+      float* y = row.empty() ? out + r * l.cols : row.data();
+      decode_packed_table(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, table_, l.group,
+                          scale.data() + r * l.groups_per_row, y, reference);
+      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 

@@ -129,14 +129,13 @@ class Nvfp4Scheme final : public Scheme {
     const Tensor& scales = part(q, "scales", DType::kF8E4M3, static_cast<uint64_t>(l.rows * l.groups_per_row));
     const float t = part(q, "tensor_scale", DType::kF32, 1).data_as<float>()[0];
     parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      std::vector<float> y(static_cast<size_t>(l.padded_cols));
-      unpack_bits(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, row.data(), reference);
-      for (int64_t b = 0; b < l.groups_per_row; ++b) {
-        const float s = fp8_[scales.data()[r * l.groups_per_row + b]] * t;
-        decode_table(fp4_, row.data() + b * kBlock, kBlock, s, y.data() + b * kBlock, reference);
-      }
-      std::memcpy(out + r * l.cols, y.data(), static_cast<size_t>(l.cols) * sizeof(float));
+      std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
+      for (int64_t b = 0; b < l.groups_per_row; ++b) scale[b] = fp8_[scales.data()[r * l.groups_per_row + b]] * t;
+      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
+      float* y = row.empty() ? out + r * l.cols : row.data();
+      decode_packed_table(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, fp4_, kBlock, scale.data(), y,
+                          reference);
+      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 

@@ -75,17 +75,25 @@ TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscal
 // Asymmetric: L = clamp(round(iscale * (x - min)), 0, hi).
 TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float iscale, float min, float hi,
                            bool reference);
+// The same for `count` scales (and offsets) on one group: out[k] for iscales[k].
+void trial_symmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, int count, float lo,
+                           float hi, TrialSums* out, bool reference);
+void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, const float* mins,
+                            int count, float hi, TrialSums* out, bool reference);
 // Codes from a stored scale: code = clamp(round(x * inv), lo, hi) + offset (symmetric),
 // or clamp(round((x - min) * inv), 0, hi) (asymmetric, offset 0, lo 0).
 void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
                      bool reference);
 void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
                       bool reference);
-// Dequantize: y = float(code - offset) * d + m (m = 0 for symmetric: the add is exact).
-void decode_affine(const uint8_t* codes, int64_t n, int offset, float d, float m, float* y, bool reference);
-// Dequantize packed codes directly (n multiple of 8).
-void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, float d, float m, float* y,
-                          bool reference);
+// Dequantize n packed codes (n and group multiples of 8): y = float(code - offset) *
+// d[i / group] + m[i / group] (m null: + 0).
+void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
+                          const float* m, float* y, bool reference);
+// Dequantize n packed codes through a table: y = table[code] * scales[i / group]. The
+// table has 2^bits entries (bits <= 4: 16 entries must be readable).
+void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
+                         const float* scales, float* y, bool reference);
 
 // Weighted sums of the group itself, in the same lane order.
 struct GroupStats {
@@ -115,12 +123,9 @@ template <typename Fn> void parallel_for(int64_t n, Fn&& fn) {
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
-
 // Encode n f32 values into one code byte each in a narrow float dtype (F8_*, F6_*, F4),
 // rounding to nearest even and saturating at the largest finite value (NaN keeps the
 // format's NaN code, or -0 for F4/F6 which have none).
 void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference);
-// y = table[code] * scale for n codes (table: the exact values of all 256 codes).
-void decode_table(const float* table, const uint8_t* codes, int64_t n, float scale, float* y, bool reference);
 
 }  // namespace tk::quant::detail

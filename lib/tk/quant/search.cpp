@@ -10,7 +10,7 @@
 namespace tk::quant::detail {
 namespace {
 
-constexpr int kSymmetricTries = 9;   // candidates iscale = -(nmax + 0.1 k) / amax, |k| <= 9
+constexpr int kSymmetricTries = 9;   // candidates iscale = -(nmax + 0.1 k) / amax, |k| <= 9, and mirrored
 constexpr int kAsymmetricSteps = 20; // candidates (nmax - 1 + 0.1 k) / (max - min), k <= 20
 constexpr int kRefits = 2;
 
@@ -33,8 +33,7 @@ float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool
   const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
   // Score: the error reduction lx^2 / l2 of the least-squares scale lx / l2.
   double best_score = -1;
-  auto consider = [&](float iscale) {
-    const TrialSums t = trial_symmetric(x, w, n, iscale, lo, hi, reference);
+  auto consider = [&](const TrialSums& t) {
     if (t.l2 <= 0) return;
     const double score = t.lx * t.lx / t.l2;
     if (score > best_score) {
@@ -42,10 +41,20 @@ float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool
       best_d = static_cast<float>(t.lx / t.l2);
     }
   };
-  for (int k = -kSymmetricTries; k <= kSymmetricTries; ++k) {
-    consider(-(static_cast<float>(nmax) + 0.1f * static_cast<float>(k)) / amax);
+  // Both orientations: amax towards the extra negative level -nmax (ggml's choice) and
+  // towards nmax - 1; with few levels the better one differs from group to group.
+  constexpr int kSide = 2 * kSymmetricTries + 1;
+  constexpr int kCount = 2 * kSide;
+  float iscales[kCount];
+  TrialSums sums[kCount];
+  for (int k = 0; k < kSide; ++k) {
+    const float step = 0.1f * static_cast<float>(k - kSymmetricTries);
+    iscales[k] = -(static_cast<float>(nmax) + step) / amax;
+    iscales[kSide + k] = (static_cast<float>(nmax - 1) + step) / amax;
   }
-  for (int r = 0; r < kRefits && best_d != 0; ++r) consider(1.0f / best_d);
+  trial_symmetric_batch(x, w, n, iscales, kCount, lo, hi, sums, reference);
+  for (const TrialSums& t : sums) consider(t);
+  for (int r = 0; r < kRefits && best_d != 0; ++r) consider(trial_symmetric(x, w, n, 1.0f / best_d, lo, hi, reference));
   return best_d;
 }
 
@@ -60,8 +69,7 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
   const float hi = static_cast<float>(nmax);
   double best_err = error_asymmetric(s, trial_asymmetric(x, w, n, 1.0f / best.d, min, hi, reference), best.d,
                                      best.m);
-  auto consider = [&](float iscale, float trial_min) {
-    const TrialSums t = trial_asymmetric(x, w, n, iscale, trial_min, hi, reference);
+  auto consider = [&](const TrialSums& t) {
     const double det = s.sw * t.l2 - t.l * t.l;
     if (!(det > 0)) return;
     double d = (s.sw * t.lx - s.swx * t.l) / det;
@@ -76,10 +84,16 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
       best = {static_cast<float>(d), static_cast<float>(m)};
     }
   };
-  for (int k = 0; k <= kAsymmetricSteps; ++k) {
-    consider((static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k)) / (max - min), min);
+  constexpr int kCount = kAsymmetricSteps + 1;
+  float iscales[kCount], mins[kCount];
+  TrialSums sums[kCount];
+  for (int k = 0; k < kCount; ++k) {
+    iscales[k] = (static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k)) / (max - min);
+    mins[k] = min;
   }
-  for (int r = 0; r < kRefits; ++r) consider(1.0f / best.d, best.m);
+  trial_asymmetric_batch(x, w, n, iscales, mins, kCount, hi, sums, reference);
+  for (const TrialSums& t : sums) consider(t);
+  for (int r = 0; r < kRefits; ++r) consider(trial_asymmetric(x, w, n, 1.0f / best.d, best.m, hi, reference));
   return best;
 }
 

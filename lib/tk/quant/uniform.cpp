@@ -183,15 +183,15 @@ class IntScheme final : public Scheme {
     const int offset = symmetric ? nmax() : 0;
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
-      float* y = row.empty() ? out + r * l.cols : row.data();
-      const uint8_t* c = codes.data() + r * l.padded_cols * bits_ / 8;
+      std::vector<float> d(static_cast<size_t>(l.groups_per_row)), m(mins ? d.size() : 0);
       for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
         const uint64_t si = g == Granularity::kTensor ? 0 : static_cast<uint64_t>(r * l.groups_per_row + gi);
-        const float d = load_scale(scales, si);
-        const float m = mins ? load_scale(*mins, si) : 0.0f;
-        decode_packed_affine(c + gi * l.group * bits_ / 8, l.group, bits_, offset, d, m, y + gi * l.group,
-                             reference);
+        d[gi] = load_scale(scales, si);
+        if (mins) m[gi] = load_scale(*mins, si);
       }
+      float* y = row.empty() ? out + r * l.cols : row.data();
+      decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,
+                           d.data(), mins ? m.data() : nullptr, y, reference);
       if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }

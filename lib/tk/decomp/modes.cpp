@@ -30,18 +30,47 @@ void gather_slices(const T* x, const ModeSplit& s, int64_t first, int64_t count,
       std::copy_n(x + ((first + l) * s.dim + i) * s.right, s.right, panel + i * width + l * s.right);
 }
 
+// The piece [t/threads, (t+1)/threads) of `count` items.
+inline int64_t split_begin(int64_t count, int t, int threads) { return count * t / threads; }
+
+// Sum of the per-thread partial Gram matrices (n x n each, thread 0's is `gram`), added
+// in thread order.
+template <typename T> void add_partials(const std::vector<T>& partial, int threads, int64_t n, T* gram) {
+  for (int t = 1; t < threads; ++t) {
+    const T* p = partial.data() + (t - 1) * n * n;
+    for (int64_t i = 0; i < n * n; ++i) gram[i] += p[i];
+  }
+}
+
+// X X^T (or X^T X when `transposed`) of a dense rows x cols matrix, its columns (rows)
+// split among the threads, each adding its range's Gram matrix to its own partial sum.
+template <typename T> void matrix_gram(const T* x, int64_t rows, int64_t cols, bool transposed, T* gram) {
+  const int64_t n = transposed ? cols : rows, k = transposed ? rows : cols;
+  const int threads = loop_threads(k / kPanelColumns);
+  if (threads == 1) {
+    linalg::syrk(transposed ? Op::kTrans : Op::kNoTrans, n, k, T(1), x, cols, T(0), gram, n);
+    return;
+  }
+  std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
+  LoopBlasThreads blas(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
+    const int64_t begin = split_begin(k, t, threads), end = split_begin(k, t + 1, threads);
+    if (transposed)
+      linalg::syrk(Op::kTrans, n, end - begin, T(1), x + begin * cols, cols, T(0), acc, n);
+    else
+      linalg::syrk(Op::kNoTrans, n, end - begin, T(1), x + begin, cols, T(0), acc, n);
+  }
+  add_partials(partial, threads, n, gram);
+}
+
 template <typename T>
 void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, T* gram) {
   const ModeSplit s = mode_split(shape, mode);
   const int64_t n = s.dim;
-  if (s.right == 1) {  // X is left x I_n: the Gram matrix is X^T X.
-    linalg::syrk(Op::kTrans, n, s.left, T(1), x, n, T(0), gram, n);
-    return;
-  }
-  if (s.left == 1) {  // X is I_n x right: the Gram matrix is X X^T.
-    linalg::syrk(Op::kNoTrans, n, s.right, T(1), x, s.right, T(0), gram, n);
-    return;
-  }
+  if (s.right == 1) return matrix_gram(x, s.left, n, true, gram);  // X is left x I_n
+  if (s.left == 1) return matrix_gram(x, n, s.right, false, gram);  // X is I_n x right
   // Sum of the slices' (or panels') Gram matrices: each thread accumulates a contiguous
   // range of panels in its own matrix; the partial sums are added in thread order.
   const int64_t per_panel = slices_per_panel(s.right);
@@ -54,7 +83,7 @@ void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, 
     T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
     std::fill(acc, acc + n * n, T(0));
     std::vector<T> panel(per_panel > 1 ? static_cast<size_t>(n * per_panel * s.right) : 0);
-    for (int64_t p = panels * t / threads; p < panels * (t + 1) / threads; ++p) {
+    for (int64_t p = split_begin(panels, t, threads); p < split_begin(panels, t + 1, threads); ++p) {
       const int64_t first = p * per_panel, count = std::min(per_panel, s.left - first);
       if (per_panel == 1) {
         linalg::syrk(Op::kNoTrans, n, s.right, T(1), x + first * n * s.right, s.right, T(1), acc, n);
@@ -64,9 +93,20 @@ void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, 
       }
     }
   }
-  for (int t = 1; t < threads; ++t) {
-    const T* p = partial.data() + (t - 1) * n * n;
-    for (int64_t i = 0; i < n * n; ++i) gram[i] += p[i];
+  add_partials(partial, threads, n, gram);
+}
+
+// Y = op(M) X for X dim x cols (leading dimension ldx), Y rows x cols (ldy), the
+// columns split among the threads.
+template <typename T>
+void product_by_columns(const T* m, Op op, int64_t ldm, int64_t rows, int64_t dim, const T* x, int64_t cols,
+                        int64_t ldx, T* y, int64_t ldy) {
+  const int threads = loop_threads(cols / kPanelColumns);
+  LoopBlasThreads blas(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    const int64_t begin = split_begin(cols, t, threads), end = split_begin(cols, t + 1, threads);
+    linalg::gemm(op, Op::kNoTrans, rows, end - begin, dim, T(1), m, ldm, x + begin, ldx, T(0), y + begin, ldy);
   }
 }
 
@@ -75,11 +115,19 @@ void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mod
                        int64_t rows, T* y) {
   const ModeSplit s = mode_split(shape, mode);
   const int64_t ldm = op == Op::kNoTrans ? s.dim : rows;
-  if (s.right == 1) {  // X is left x I_n: Y = X op(M)^T.
+  if (s.right == 1) {  // X is left x I_n: Y = X op(M)^T, the rows of X split among the threads.
     const Op flipped = op == Op::kNoTrans ? Op::kTrans : Op::kNoTrans;
-    linalg::gemm(Op::kNoTrans, flipped, s.left, rows, s.dim, T(1), x, s.dim, m, ldm, T(0), y, rows);
+    const int threads = loop_threads(s.left / kPanelColumns);
+    LoopBlasThreads blas(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const int64_t begin = split_begin(s.left, t, threads), end = split_begin(s.left, t + 1, threads);
+      linalg::gemm(Op::kNoTrans, flipped, end - begin, rows, s.dim, T(1), x + begin * s.dim, s.dim, m, ldm, T(0),
+                   y + begin * rows, rows);
+    }
     return;
   }
+  if (s.left == 1) return product_by_columns(m, op, ldm, rows, s.dim, x, s.right, s.right, y, s.right);
   // Every slice: Y_l (rows x right) = op(M) X_l; narrow slices go through panels
   // (gathered, multiplied, scattered back).
   const int64_t per_panel = slices_per_panel(s.right);
@@ -164,9 +212,10 @@ template <typename T> double trace_impl(int64_t n, const T* a) {
 
 }  // namespace
 
+int parallel_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+
 int loop_threads(int64_t count) {
-  if (omp_in_parallel()) return 1;
-  const int threads = omp_get_max_threads();
+  const int threads = parallel_threads();
   return count >= threads ? threads : 1;
 }
 

@@ -9,14 +9,16 @@
 // slices' Gram matrices and U^T X_(n) is U^T applied to every slice: strided syrk/gemm
 // calls over the slices, never a copy of the tensor.
 //
-// Threads: a single BLAS call (first or last mode) uses the OpenBLAS threads; a loop over
-// many slices runs as an OpenMP loop with one BLAS thread per slice (no nested pools).
-// Results are deterministic for a given thread count.
+// Threads: with more than one OpenMP thread, the work is split into independent pieces
+// (slices, panels, or column/row ranges of the first and last modes) run by an OpenMP
+// loop with one BLAS thread each; with one thread it is one BLAS call per piece or one
+// call in all. Results are deterministic for a given thread count. Callers that run many
+// of these operations hold a OnePool for their whole run, so that OpenBLAS's own workers
+// never spin between the loops (two pools on the same cores are slower, not faster).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "tk/linalg/blas.h"
@@ -28,16 +30,25 @@ namespace tk::decomp::modes {
 // enclosing parallel region, else 1 (run in sequence, BLAS threads inside).
 int loop_threads(int64_t count);
 
+// OpenMP threads available here: 1 inside a parallel region, else omp_get_max_threads().
+int parallel_threads();
+
 // For the scope of an OpenMP loop on `threads` threads: BLAS on one thread when the loop
-// is parallel (no nested pools), untouched otherwise.
+// is parallel (no nested pools), untouched otherwise. Constructed with
+// parallel_threads() around a whole decomposition, it makes OpenMP the only pool.
 class LoopBlasThreads {
  public:
-  explicit LoopBlasThreads(int threads) {
-    if (threads > 1) one_.emplace(1);
+  explicit LoopBlasThreads(int threads) : saved_(threads > 1 ? linalg::blas_threads() : 0) {
+    if (saved_ > 0) linalg::set_blas_threads(1);
   }
+  ~LoopBlasThreads() {
+    if (saved_ > 0) linalg::set_blas_threads(saved_);
+  }
+  LoopBlasThreads(const LoopBlasThreads&) = delete;
+  LoopBlasThreads& operator=(const LoopBlasThreads&) = delete;
 
  private:
-  std::optional<linalg::BlasThreads> one_;
+  int saved_;  // the BLAS thread count to restore; 0: left untouched
 };
 
 // A tensor seen around one mode: `left` slices of `dim` x `right`.

@@ -46,14 +46,11 @@ int64_t rank_cap(const TtOptions& options, int64_t largest) {
 }
 
 // The Gram matrix of the smaller side of C (rows x cols, row-major): C C^T when
-// rows <= cols, else C^T C.
+// rows <= cols, else C^T C (C as a rows x cols tensor, modes.h splits it among threads).
 template <typename T> std::vector<T> smaller_side_gram(const T* c, int64_t rows, int64_t cols) {
   const int64_t side = std::min(rows, cols);
   std::vector<T> gram(static_cast<size_t>(side * side));
-  if (rows <= cols)
-    linalg::syrk(Op::kNoTrans, rows, cols, T(1), c, cols, T(0), gram.data(), rows);
-  else
-    linalg::syrk(Op::kTrans, cols, rows, T(1), c, cols, T(0), gram.data(), cols);
+  modes::mode_gram(c, {rows, cols}, rows <= cols ? 0 : 1, gram.data());
   return gram;
 }
 
@@ -182,6 +179,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
 
 template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
+  modes::LoopBlasThreads one_pool(modes::parallel_threads());  // OpenMP loops only
   validate_tt_options(options, "tt");
   modes::validate_dense_shape(x.shape, "tt");
   const size_t d = x.shape.size();

@@ -6,14 +6,19 @@
 // each scheme and matrix: SQNR in dB (10 log10 of signal over error energy), bits per
 // weight from the stored bytes (all metadata included), quantize speed in MB/s of f32
 // input and dequantize speed in GB/s of f32 output (medians of N timed runs after one
-// warm-up, default 3), on N threads (default 1). Prints a table, or one JSON line per
-// (scheme, matrix) with --json (the first line describes the machine). Exit status 2 for
-// bad usage, 1 on failure.
+// warm-up, default 3), on N threads (default 1). The same speeds per second of process
+// CPU time are printed too: on a time-shared machine they stay close to what an idle
+// one measures (cache and memory contention still show). Prints a table, or one JSON
+// line per (scheme, matrix) with --json (the first line describes the machine). Exit
+// status 2 for bad usage, 1 on failure.
 #include <omp.h>
+#include <time.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <utility>
 #include <random>
 #include <sstream>
 #include <string>
@@ -121,6 +126,28 @@ std::vector<float> make_matrix(const std::string& dist, int64_t n, uint64_t seed
   return std::vector<float>(v.begin(), v.end());
 }
 
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Time `run` by tk::bench::measure and, alongside, by process CPU time; returns the
+// median wall and CPU seconds of the timed runs.
+std::pair<double, double> time_runs(const std::function<void()>& run, int reps) {
+  tk::bench::TimingOptions t;
+  t.warmup = 1;
+  t.repetitions = reps;
+  std::vector<double> cpu;
+  const auto m = tk::bench::measure([&] {
+    const double c0 = cpu_seconds();
+    run();
+    cpu.push_back(cpu_seconds() - c0);
+  }, t);
+  cpu.erase(cpu.begin());  // the warm-up
+  return {m.summary.median, tk::bench::summarize(cpu).median};
+}
+
 nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
   return {{"cpu", m.cpu_model}, {"logical_cpus", m.logical_cpus}, {"memory_bytes", m.memory_bytes},
           {"kernel", m.kernel}, {"compiler", m.compiler}};
@@ -132,24 +159,24 @@ void run_one(const Args& a, const std::string& spec, const std::string& dist, co
   o.fast = a.fast;
   o.scale_rule = a.rule;
   const tk::Shape shape{a.rows, a.cols};
-  const auto bytes = static_cast<uint64_t>(x.size() * sizeof(float));
-  tk::bench::TimingOptions t;
-  t.warmup = 1;
-  t.repetitions = a.reps;
+  const auto bytes = static_cast<double>(x.size() * sizeof(float));
   tk::quant::Quantized q;
-  const auto mq = tk::bench::measure([&] { q = scheme->quantize(x.data(), shape, o); }, t, bytes);
+  const auto [q_wall, q_cpu] = time_runs([&] { q = scheme->quantize(x.data(), shape, o); }, a.reps);
   std::vector<float> y(x.size());
-  const auto md = tk::bench::measure([&] { scheme->dequantize(q, y.data()); }, t, bytes);
+  const auto [d_wall, d_cpu] = time_runs([&] { scheme->dequantize(q, y.data()); }, a.reps);
   const auto err = tk::quant::measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), a.cols, nullptr);
   const double bpw = static_cast<double>(q.stored_bytes()) * 8.0 / static_cast<double>(x.size());
-  const double q_mbs = mq.gb_per_s() * 1000.0, dq_gbs = md.gb_per_s();
+  const double q_mbs = bytes / q_wall / 1e6, dq_gbs = bytes / d_wall / 1e9;
+  const double q_cpu_mbs = bytes / q_cpu / 1e6, dq_cpu_gbs = bytes / d_cpu / 1e9;
   if (a.json) {
     nlohmann::json j{{"scheme", spec}, {"dist", dist}, {"rows", a.rows}, {"cols", a.cols}, {"threads", a.threads},
                      {"bpw", bpw}, {"sqnr_db", err.sqnr_db}, {"rel_rmse", err.rel_rmse}, {"max_abs", err.max_abs},
-                     {"quantize_mb_s", q_mbs}, {"dequantize_gb_s", dq_gbs}, {"runs", a.reps}};
+                     {"quantize_mb_s", q_mbs}, {"dequantize_gb_s", dq_gbs}, {"quantize_cpu_mb_s", q_cpu_mbs},
+                     {"dequantize_cpu_gb_s", dq_cpu_gbs}, {"runs", a.reps}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%-12s %-6s %8.4f %9.3f %12.1f %12.2f\n", spec.c_str(), dist.c_str(), bpw, err.sqnr_db, q_mbs, dq_gbs);
+    std::printf("%-12s %-6s %8.4f %9.3f %12.1f %12.2f %12.1f %12.2f\n", spec.c_str(), dist.c_str(), bpw, err.sqnr_db,
+                q_mbs, dq_gbs, q_cpu_mbs, dq_cpu_gbs);
   }
   std::fflush(stdout);
 }
@@ -163,7 +190,8 @@ int main(int argc, char** argv) {
     if (a.json) {
       std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
     } else {
-      std::printf("%-12s %-6s %8s %9s %12s %12s\n", "scheme", "matrix", "bpw", "SQNR dB", "quant MB/s", "dequant GB/s");
+      std::printf("%-12s %-6s %8s %9s %12s %12s %12s %12s\n", "scheme", "matrix", "bpw", "SQNR dB", "quant MB/s",
+                  "dequant GB/s", "q MB/cpu-s", "dq GB/cpu-s");
     }
     for (const auto& dist : a.dists) {
       const std::vector<float> x = make_matrix(dist, a.rows * a.cols, a.seed + (dist == "t4" ? 1 : 0));

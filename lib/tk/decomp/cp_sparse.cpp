@@ -12,6 +12,7 @@
 #include "tk/core/error.h"
 #include "tk/decomp/cp_internal.h"
 #include "tk/decomp/decomp.h"
+#include "tk/linalg/blas.h"
 
 namespace tk::decomp {
 namespace cp_detail {
@@ -188,6 +189,9 @@ CpResult cp_als_sparse(const io::SparseTensor& x, const CpOptions& options) {
   o.mask = nullptr;
   validate_options(x.shape, o);
   const double norm_sq = checked_sparse_norm_sq(x);
+  // Threads come from OpenMP (the MTTKRP); the BLAS calls are R x R or I_n x R and run
+  // on one thread, so the two pools never compete.
+  linalg::BlasThreads one(1);
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<double>> {
     return std::make_unique<SparseProblem>(x, o.rank, norm_sq, o);
   };

@@ -142,6 +142,7 @@ class TnsParser {
       if (order_ < 1) fail("an entry needs at least one index and a value");
       max_index_.assign(static_cast<size_t>(order_), -1);
       max_index_line_.assign(static_cast<size_t>(order_), 0);
+      t.indices.reserve(t.values.capacity() * static_cast<size_t>(order_));
     }
     for (int k = 0; k < order_; ++k) {
       skip_blanks();

@@ -1,6 +1,7 @@
 // CP-ALS: planted-model recovery (dense, float, masked, nonnegative, sparse), option and
 // data checks, determinism, restarts and stopping rules, CORCONDIA.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -199,6 +200,53 @@ TEST(CpAls, DeterministicForASeed) {
   EXPECT_EQ(a.factors, b.factors);
   o.seed = 43;
   EXPECT_NE(cp_als(view(p), o).factors, a.factors);
+}
+
+TEST(CpAls, EverySeedOfTheRandomStartReachesTheNoiseFloor) {
+  auto p = planted_cp({40, 35, 30}, 6, 22);
+  std::mt19937 gen(2);
+  std::normal_distribution<double> noise;
+  std::vector<double> n(p.data.size());
+  double nn = 0, tt = 0;
+  for (size_t e = 0; e < n.size(); ++e) {
+    n[e] = noise(gen);
+    nn += n[e] * n[e];
+    tt += p.data[e] * p.data[e];
+  }
+  for (size_t e = 0; e < n.size(); ++e) p.data[e] += 0.01 * std::sqrt(tt / nn) * n[e];
+  CpOptions o;
+  o.rank = 6;
+  const double floor = cp_als(view(p), o).rel_error;  // from the Gram init
+  EXPECT_LT(floor, 0.01);
+  o.init = CpInit::kRandom;
+  for (uint64_t seed = 0; seed < 5; ++seed) {
+    o.seed = seed;
+    const CpResult r = cp_als(view(p), o);
+    EXPECT_LT(r.rel_error, 1.001 * floor) << "seed " << seed;
+    EXPECT_GT(factor_match_score(p.factors, r.factors, 6, 6), 0.99) << "seed " << seed;
+  }
+}
+
+TEST(CpAls, DeterministicWithTwoThreads) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  auto p = planted_cp({30, 20, 25}, 3, 23);
+  p.data[5] += 0.5;
+  CpOptions o;
+  o.rank = 3;
+  o.max_iters = 10;
+  const CpResult a = cp_als(view(p), o), b = cp_als(view(p), o);
+  EXPECT_EQ(a.factors, b.factors);
+  io::SparseTensor s;
+  s.shape = p.shape;
+  std::mt19937 gen(4);
+  std::uniform_int_distribution<int64_t> i0(0, 29), i1(0, 19), i2(0, 24);
+  for (int e = 0; e < 40000; ++e) {  // enough nonzeros for the threaded MTTKRP
+    s.indices.insert(s.indices.end(), {i0(gen), i1(gen), i2(gen)});
+    s.values.push_back(1.0 + e % 7);
+  }
+  EXPECT_EQ(cp_als_sparse(s, o).factors, cp_als_sparse(s, o).factors);
+  omp_set_num_threads(saved);
 }
 
 TEST(CpAls, RestartsKeepTheBestRun) {

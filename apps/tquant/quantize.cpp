@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/output.h"
+#include "cli/provenance.h"
 #include "cli/progress.h"
 #include "cli/std_streams.h"
 #include "cli/number_format.h"
@@ -37,6 +38,19 @@ void explain(const QuantArgs& args, const std::vector<PlanEntry>& plan) {
   std::fputs(text.c_str(), stderr);
 }
 
+// Quantizing a quantized file would treat its float parts (scales, codebooks) as
+// weights and leave records that no longer match.
+void refuse_quantized_input(const io::Metadata& metadata) {
+  auto tk = metadata.find(cli::kTkMetadataKey);
+  if (tk == metadata.end()) return;
+  try {
+    quant::layout_metadata_parse(tk->second);
+  } catch (const Error&) {
+    return;
+  }
+  throw usage_error("the input is already quantized; run 'tquant dequant' first");
+}
+
 }  // namespace
 
 int run_quantize(cli::Tool& tool, const QuantArgs& args) {
@@ -64,6 +78,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
   Source src(io::open_reader(args.input));
+  refuse_quantized_input(src.reader().metadata());
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();

@@ -47,6 +47,35 @@ void contract_partial(const T* p, int64_t before, int64_t dim, int64_t after, in
   }
 }
 
+// The same contraction on a partial stored transposed, R x (before x dim x after) (the
+// layout A^T X of the right group's GEMM, which OpenBLAS runs faster than X^T A):
+// M[i, r] = sum_b KB[b, r] sum_c PT[r, b, i, c] KC[c, r], with KC transposed so that the
+// inner sum runs over contiguous memory.
+template <typename T>
+void contract_partial_transposed(const T* pt, int64_t before, int64_t dim, int64_t after, int64_t rank, const T* kb,
+                                 const T* kc, T* m) {
+  std::vector<T> kct(static_cast<size_t>(rank * after));
+  for (int64_t c = 0; c < after; ++c)
+    for (int64_t r = 0; r < rank; ++r) kct[r * after + c] = kc[c * rank + r];
+  const int64_t size = before * dim * after;
+#pragma omp parallel for schedule(static) if (size * rank > (int64_t{1} << 21))
+  for (int64_t i = 0; i < dim; ++i) {
+    for (int64_t r = 0; r < rank; ++r) {
+      const T* row = pt + r * size;
+      const T* w = kct.data() + r * after;
+      T acc = 0;
+      for (int64_t b = 0; b < before; ++b) {
+        const T* p = row + (b * dim + i) * after;
+        T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t c = 0; c < after; ++c) sum += p[c] * w[c];
+        acc += kb[b * rank + r] * sum;
+      }
+      m[i * rank + r] = acc;
+    }
+  }
+}
+
 // C (m x n) = op(A) B, the m rows of C split among the OpenMP threads, each block one
 // single-threaded GEMM (the caller holds BlasThreads(1)): threads come from OpenMP only,
 // never from OpenBLAS as well. Row r of op(A) is row r of A (kNoTrans) or column r (kTrans).
@@ -63,11 +92,23 @@ void gemm_split_rows(Op op_a, int64_t m, int64_t n, int64_t k, const T* a, int64
   }
 }
 
+// C (r x n) = A^T B for A (k x r) and B (k x n, leading dimension n), the n columns of C
+// split among the OpenMP threads as above.
+template <typename T> void gemm_transposed_split_columns(int64_t r, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t first = n * t / threads, last = n * (t + 1) / threads;
+    if (last > first)
+      linalg::gemm(Op::kTrans, Op::kNoTrans, r, last - first, k, T(1), a, r, b + first, n, T(0), c + first, n);
+  }
+}
+
 // The unweighted dense problem. The modes are split into a left group [0, split) and a
 // right group [split, d). At mode 0 one GEMM contracts the tensor (L x Rt as stored) with
 // the Khatri-Rao product of the right factors, giving the partial P_left (L x R); every
 // left mode's MTTKRP is a small contraction of P_left. At mode `split` (the left factors
-// now updated) one GEMM with X^T gives P_right (Rt x R) for the right modes. Two passes
+// now updated) one GEMM gives P_right^T = KR_left^T X (R x Rt) for the right modes. Two passes
 // over the tensor per sweep instead of d, and ALS order is kept exactly.
 template <typename T> class DenseProblem : public GramProblem<T> {
  public:
@@ -97,14 +138,18 @@ template <typename T> class DenseProblem : public GramProblem<T> {
     } else if (mode == split_) {
       const std::vector<T> kr = khatri_rao(a, shape, 0, split_, rank);
       partial_.resize(static_cast<size_t>(right_ * rank));
-      gemm_split_rows(Op::kTrans, right_, rank, left_, x_, right_, kr.data(), partial_.data());
+      gemm_transposed_split_columns(rank, right_, left_, kr.data(), x_, partial_.data());
     }
-    const int first = mode < split_ ? 0 : split_;
-    const int last = mode < split_ ? split_ : order;
+    const bool left = mode < split_;
+    const int first = left ? 0 : split_;
+    const int last = left ? split_ : order;
     const std::vector<T> kb = khatri_rao(a, shape, first, mode, rank);
     const std::vector<T> kc = khatri_rao(a, shape, mode + 1, last, rank);
-    contract_partial(partial_.data(), product(shape, first, mode), shape[mode], product(shape, mode + 1, last), rank,
-                     kb.data(), kc.data(), m);
+    const int64_t before = product(shape, first, mode), after = product(shape, mode + 1, last);
+    if (left)
+      contract_partial(partial_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
+    else
+      contract_partial_transposed(partial_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
   }
 
  private:

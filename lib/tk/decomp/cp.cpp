@@ -196,13 +196,18 @@ template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int
 }
 
 template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& o) {
-  // Beyond this the I_n x I_n Gram matrix and its eigensolver cost more than the ALS
-  // they would save; such a mode starts from Gaussian columns.
+  // A mode whose Gram matrices (one I_n x I_n per thread) would cost more time or memory
+  // than the ALS they save (over 8192, or over 1/8 of the tensor's size) starts from
+  // Gaussian columns instead. Mode 0's start is never used by ALS (its first update
+  // reads only the other modes), so a long first mode costs nothing.
   constexpr int64_t kMaxGramDim = 8192;
+  const int64_t size = product(shape, 0, static_cast<int>(shape.size()));
+  const int64_t threads = omp_get_max_threads();
   Factors<T> a;
   for (size_t n = 0; n < shape.size(); ++n) {
     const uint64_t seed = o.seed * 1000003u + n;
-    if (shape[n] > kMaxGramDim) {
+    const int64_t dim = shape[n];
+    if (dim > kMaxGramDim || threads * dim * dim > std::max<int64_t>(size / 8, int64_t{1} << 16)) {
       a.push_back(gaussian_matrix<T>(shape[n], o.rank, seed));
       continue;
     }

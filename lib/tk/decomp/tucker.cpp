@@ -19,7 +19,8 @@
 // exceeds the budget: rel_error <= tol.
 //
 // rel_error is sqrt(||X||^2 - ||core||^2) / ||X|| (the factors are orthonormal and the
-// core is the projection of X), both norms accumulated in double.
+// core is the projection of X), both norms accumulated in double; when that is below
+// 1e-4, where the subtraction has lost its digits, it is measured on a reconstruction.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -104,7 +105,7 @@ template <typename T> double initial_squared_norm(const DenseView<T>& x) {
 
 // ST-HOSVD; sets norm2 from the first Gram matrix when it is negative.
 template <typename T>
-TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double& norm2) {
+TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double tol, double& norm2) {
   const size_t d = x.shape.size();
   TuckerModel<T> model;
   model.ranks = options.ranks.empty() ? x.shape : options.ranks;
@@ -127,7 +128,7 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
     std::vector<T> all = modes::leading_eigenvectors(dim, gram.data(), dim, &eigenvalues);
     if (options.ranks.empty()) {
       double tail = 0;
-      const double budget = options.tol * options.tol * norm2;
+      const double budget = tol * tol * norm2;
       const double allowance = std::max(0.0, budget - discarded) / double(d - step);
       model.ranks[n] = modes::truncation_rank(eigenvalues, allowance, dim, &tail);
       discarded += tail;
@@ -154,11 +155,40 @@ std::vector<T> project_all_but(const DenseView<T>& x, const TuckerModel<T>& mode
   return storage;
 }
 
+// Below this squared relative error, ||X||^2 - ||core||^2 has lost most of its digits
+// to rounding (each norm is known to about 1e-16 relative): the error of the final
+// model is then measured on an explicit reconstruction instead.
+constexpr double kSmallSquaredError = 1e-8;
+
+// ||X - X^|| / ||X|| with X^ = core ×_1 U_1 ... ×_d U_d rebuilt densely (memory: about
+// twice the tensor).
+template <typename T>
+double reconstructed_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2) {
+  std::vector<int64_t> shape = model.ranks;
+  std::vector<T> current = model.core;
+  for (size_t n = 0; n < shape.size(); ++n) {
+    std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * x.shape[n]));
+    modes::mode_product(current.data(), shape, n, model.factors[n].data(), Op::kNoTrans, x.shape[n], next.data());
+    shape[n] = x.shape[n];
+    current = std::move(next);
+  }
+  for (size_t i = 0; i < current.size(); ++i) current[i] = x.data[i] - current[i];
+  return std::sqrt(modes::sum_squares(current.data(), static_cast<int64_t>(current.size())) / norm2);
+}
+
 template <typename T>
 double relative_error(double norm2, const std::vector<T>& core) {
   if (norm2 == 0) return 0;
   const double core2 = modes::sum_squares(core.data(), static_cast<int64_t>(core.size()));
   return std::sqrt(std::max(0.0, norm2 - core2) / norm2);
+}
+
+// The model's relative error: from the norms, or from a reconstruction when it is too
+// small for them (kSmallSquaredError).
+template <typename T> double measured_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2) {
+  const double error = relative_error(norm2, model.core);
+  if (error * error < kSmallSquaredError && norm2 > 0) return reconstructed_relative_error(x, model, norm2);
+  return error;
 }
 
 // HOOI sweeps from the ST-HOSVD model: each mode's factor becomes the leading
@@ -199,13 +229,28 @@ template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const Tuck
   modes::validate_dense_shape(x.shape, "tucker");
   validate_tucker_options(x.shape, options);
   double norm2 = initial_squared_norm(x);
-  TuckerModel<T> model = sthosvd(x, options, norm2);
+  TuckerModel<T> model = sthosvd(x, options, options.tol, norm2);
+  // The rank rule trusts the Gram eigenvalues, known to about eps ||X||^2: for a
+  // tolerance near sqrt(eps) the discarded mass can exceed its budget. The measured error
+  // decides: ST-HOSVD reruns with a hundred times smaller budget, then at full ranks
+  // (which hold any tolerance to rounding).
+  double error = measured_relative_error(x, model, norm2);
+  for (int attempt = 1; options.ranks.empty() && error > options.tol; ++attempt) {
+    TuckerOptions retry = options;
+    if (attempt == 2) retry.ranks = x.shape;
+    model = sthosvd(x, retry, attempt == 2 ? 0.0 : options.tol / 100, norm2);
+    error = measured_relative_error(x, model, norm2);
+    if (attempt == 2) break;
+  }
   TuckerResult result;
-  if (options.method == TuckerMethod::kHooi) result.iterations = hooi(x, options, norm2, start, model);
+  if (options.method == TuckerMethod::kHooi) {
+    result.iterations = hooi(x, options, norm2, start, model);
+    error = measured_relative_error(x, model, norm2);
+  }
   result.ranks = model.ranks;
   result.core.assign(model.core.begin(), model.core.end());
   for (auto& f : model.factors) result.factors.emplace_back(f.begin(), f.end());
-  result.rel_error = relative_error(norm2, model.core);
+  result.rel_error = error;
   result.seconds = seconds_since(start);
   return result;
 }

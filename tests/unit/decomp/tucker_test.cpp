@@ -64,7 +64,7 @@ TEST(Tucker, ToleranceBoundHoldsOnRandomAndSmoothTensors) {
   const std::vector<double> random = gaussian(count_of(shape), 1);
   const std::vector<double> smooth = test::hilbert_like({20, 18, 16, 5});
   const std::vector<double> noisy = planted_tucker(shape, {4, 3, 5}, 0.05, 3);
-  for (double tol : {0.5, 0.2, 0.05, 1e-2, 1e-3, 1e-6}) {
+  for (double tol : {0.5, 0.2, 0.05, 1e-2, 1e-3, 1e-6, 1e-9}) {
     check_tolerance_bound(random, shape, tol);
     check_tolerance_bound(smooth, {20, 18, 16, 5}, tol);
     check_tolerance_bound(noisy, shape, tol);

@@ -17,6 +17,10 @@ namespace {
 
 using linalg::Op;
 
+// Below this many multiply-adds a parallel region costs more than it saves (small
+// tensors run thousands of iterations; every region is a barrier).
+constexpr int64_t kParallelWork = int64_t{1} << 20;
+
 int64_t product(const std::vector<int64_t>& shape, int first, int last) {
   int64_t p = 1;
   for (int k = first; k < last; ++k) p *= shape[k];
@@ -31,7 +35,7 @@ template <typename T>
 void contract_partial(const T* p, int64_t before, int64_t dim, int64_t after, int64_t rank, const T* kb, const T* kc,
                       T* m) {
   const int64_t work = before * dim * after * rank;
-#pragma omp parallel for schedule(static) if (work > (int64_t{1} << 21))
+#pragma omp parallel for schedule(static) if (work > kParallelWork)
   for (int64_t i = 0; i < dim; ++i) {
     T* out = m + i * rank;
     std::fill(out, out + rank, T(0));
@@ -58,7 +62,7 @@ void contract_partial_transposed(const T* pt, int64_t before, int64_t dim, int64
   for (int64_t c = 0; c < after; ++c)
     for (int64_t r = 0; r < rank; ++r) kct[r * after + c] = kc[c * rank + r];
   const int64_t size = before * dim * after;
-#pragma omp parallel for schedule(static) if (size * rank > (int64_t{1} << 21))
+#pragma omp parallel for schedule(static) if (size * rank > kParallelWork)
   for (int64_t i = 0; i < dim; ++i) {
     for (int64_t r = 0; r < rank; ++r) {
       const T* row = pt + r * size;
@@ -81,7 +85,7 @@ void contract_partial_transposed(const T* pt, int64_t before, int64_t dim, int64
 // never from OpenBLAS as well. Row r of op(A) is row r of A (kNoTrans) or column r (kTrans).
 template <typename T>
 void gemm_split_rows(Op op_a, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c) {
-#pragma omp parallel
+#pragma omp parallel if (m * n * k >= kParallelWork)
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t first = m * t / threads, last = m * (t + 1) / threads;
@@ -95,7 +99,7 @@ void gemm_split_rows(Op op_a, int64_t m, int64_t n, int64_t k, const T* a, int64
 // C (r x n) = A^T B for A (k x r) and B (k x n, leading dimension n), the n columns of C
 // split among the OpenMP threads as above.
 template <typename T> void gemm_transposed_split_columns(int64_t r, int64_t n, int64_t k, const T* a, const T* b, T* c) {
-#pragma omp parallel
+#pragma omp parallel if (r * n * k >= kParallelWork)
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t first = n * t / threads, last = n * (t + 1) / threads;
@@ -172,7 +176,7 @@ template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int
   //  - else: slices X[b, :, :] (dim x after, contiguous), G = sum_b X_b X_b^T, b split.
   const int threads = omp_get_max_threads();
   std::vector<std::vector<T>> partial(static_cast<size_t>(threads));
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (before * dim * after * dim >= kParallelWork)
   {
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     std::vector<T>& g = partial[t];

@@ -103,16 +103,16 @@ Area compress_area() {
   a.description = "Lossless, BitX and lossy compression: ratio, bits per value, MB/s both ways, error";
   a.methods = {
       {"lossless", {"level"}, "byte-grouped entropy coding (tcompress)"},
-      {"bitx", {"level", "perturb"}, "XOR delta against the input, of a copy with relative noise `perturb`"},
+      {"bitx", {"level", "perturb"}, "a copy of the input times 1 + perturb * N(0,1) (a synthetic fine-tune), XOR-coded against the input"},
       {"lossy-quant", {"bits"}, "rotation + uniform quantization + entropy coding at `bits` per value"},
       {"lossy-hevc", {"bits"}, "HEVC (x265) intra frames at `bits` per value"},
       {"lossy-av1", {"bits"}, "AV1 (SVT-AV1) intra frames at `bits` per value"},
       {"lossy-h264", {"bits"}, "H.264 (x264) intra frames at `bits` per value"},
   };
   a.default_methods = {"lossless", "bitx", "lossy-quant"};
-  a.params = {{"level", "3", "zstd level of the lossless streams"},
-              {"perturb", "1e-3", "bitx: relative size of the fine-tune's change"},
-              {"bits", "2,3,4,6", "lossy: target bits per value"}};
+  a.params = {{"level", "3", "zstd level of the lossless streams", {}},
+              {"perturb", "1e-3", "bitx: relative size of the fine-tune's change", {}},
+              {"bits", "2,3,4,6", "lossy: target bits per value", {}}};
   a.default_shapes = {"512x512"};
   a.default_dists = {"gaussian"};
   a.run = [](const Cell& cell, Result& r) {

@@ -83,9 +83,9 @@ Area decomp_area() {
       {"tt", {"tol"}, "Tensor-Train by TT-SVD to a relative tolerance"},
   };
   a.default_methods = {"cp", "tucker", "tt"};
-  a.params = {{"rank", "2,4,8", "cp: rank; tucker: rank per mode"},
-              {"max_iters", "50", "cp: ALS iterations at most"},
-              {"tol", "0.3,0.1,0.03", "tt: relative error tolerance"}};
+  a.params = {{"rank", "2,4,8", "cp: rank; tucker: rank per mode", {}},
+              {"max_iters", "50", "cp: ALS iterations at most", {}},
+              {"tol", "0.3,0.1,0.03", "tt: relative error tolerance", {}}};
   a.default_shapes = {"32x32x32"};
   a.default_dists = {"lowrank"};
   a.run = run_method;

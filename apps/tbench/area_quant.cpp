@@ -36,10 +36,12 @@ Area quant_area() {
   a.description = "Quantization schemes: bits per value, SQNR, relative RMSE, max error, speed both ways";
   std::vector<std::string> takes = {"group_size", "fast"};
   for (const char* name : {"int8", "int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4", "q4k", "kmeans:3"})
-    a.methods.push_back({name, takes, "scheme " + std::string(name) + " (any tquant scheme spec is accepted)"});
+    a.methods.push_back({name, takes, quant::make_scheme(name)->description()});
   a.default_methods = {"int8", "int4", "nf4", "mxfp4", "nvfp4"};
-  a.params = {{"group_size", "0", "elements per scale group (0: the scheme's default)"},
-              {"fast", "0", "1: absmax scales without the error search"}};
+  a.description = "Quantization schemes: bits per value, SQNR, relative RMSE, max error, speed both ways "
+                  "(--methods takes any tquant scheme spec, e.g. int3, q4k, kmeans:3, vq:4:8)";
+  a.params = {{"group_size", "0", "elements per scale group (0: the scheme's default)", {}},
+              {"fast", "0", "1: absmax scales without the error search", {"0", "1"}}};
   a.default_shapes = {"512x512"};
   a.default_dists = {"gaussian", "student-t"};
   // Any spec make_scheme takes ("int3", "vq:4:8"); it throws kUsage listing the valid ones.

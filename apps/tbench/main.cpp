@@ -1,4 +1,7 @@
 // tbench: benchmarks of tensorkit's areas on the user's own tensors and machine.
+#include <memory>
+#include <vector>
+
 #include "tbench.h"
 
 namespace {
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
     a->options.area = name;
     a->cmd = tool.add_subcommand(name, area.description);
     add_run_flags(a->cmd, a->options);
+    a->cmd->footer(tk::tbench::area_help(area));
     if (a->options.area == "io" || a->options.area == "ckpt")
       a->cmd->add_option("--dir", a->options.dir, "Directory to measure (default: $TMPDIR or /tmp)")
           ->type_name("DIR");

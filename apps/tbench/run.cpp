@@ -78,8 +78,12 @@ std::map<std::string, std::vector<std::string>> parse_params(const Area& area, c
     if (!values.count(key))
       throw usage_error("unknown parameter '" + key + "' for " + area.name + " (valid: " + join(valid) + ")");
     values[key] = split(text.substr(eq + 1), ',');
-    for (const auto& v : values[key])
+    const ParamSpec& spec = *std::find_if(area.params.begin(), area.params.end(), [&](const ParamSpec& p) { return p.name == key; });
+    for (const auto& v : values[key]) {
       if (v.empty()) throw usage_error("--params " + text + ": empty value");
+      if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(), v) == spec.choices.end())
+        throw usage_error("parameter " + key + "=" + v + " is not one of " + join(spec.choices));
+    }
   }
   return values;
 }
@@ -199,12 +203,41 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (ec) throw io_error("failed to rename into place: " + ec.message(), path);
 }
 
+// A --params key that none of the methods to run takes would be silently ignored.
+void check_params_used(const Area& area, const std::vector<std::string>& methods, const std::vector<std::string>& given) {
+  for (const auto& text : given) {
+    std::string key = text.substr(0, text.find('='));
+    std::vector<std::string> takers;
+    bool used = false;
+    for (const auto& m : area.methods)
+      if (std::find(m.params.begin(), m.params.end(), key) != m.params.end()) {
+        takers.push_back(m.name);
+        used = used || std::find(methods.begin(), methods.end(), m.name) != methods.end();
+      }
+    bool any_spec = area.check_method && !takers.empty();  // quant: every scheme takes every key
+    if (!used && !any_spec)
+      throw usage_error("parameter '" + key + "' is taken by none of the methods run (" + join(methods) +
+                        "); it applies to " + join(takers));
+  }
+}
+
 }  // namespace
+
+std::string area_help(const Area& area) {
+  std::string text = "Methods (default: " + join(area.default_methods) + "):\n";
+  for (const auto& m : area.methods)
+    text += "  " + m.name + (m.params.empty() ? "" : " [" + join(m.params) + "]") + ": " + m.description + "\n";
+  if (!area.params.empty()) text += "Parameters (--params KEY=V1,V2; default values in brackets):\n";
+  for (const auto& p : area.params) text += "  " + p.name + " [" + p.defaults + "]: " + p.description + "\n";
+  text += "Synthetic inputs (no INPUT): --shape " + join(area.default_shapes) + " --dist " + join(area.default_dists, ",");
+  return text;
+}
 
 int run_area(cli::Tool& tool, const RunOptions& o) {
   const Area& area = find_area(o.area);
   std::vector<std::string> methods = select_methods(area, o.methods);
   auto values = parse_params(area, o.params);
+  check_params_used(area, methods, o.params);
   if (o.csv == "-" && !tool.options().text_report())
     throw usage_error("--csv - and --json - both want stdout; give one of them a file");
 

@@ -100,6 +100,7 @@ struct ParamSpec {
   std::string name;
   std::string defaults;     // comma-separated default values
   std::string description;
+  std::vector<std::string> choices;  // the values allowed; empty: any (numbers are checked by the area)
 };
 
 struct MethodSpec {
@@ -145,6 +146,8 @@ void set_error_metrics(Result& r, const float* x, const float* y, uint64_t n);
 
 // ---- commands ----
 
+// The methods, parameters and synthetic inputs of an area, for its --help.
+std::string area_help(const Area& area);
 int run_area(cli::Tool& tool, const RunOptions& options);
 
 struct CompareOptions {

@@ -1,0 +1,1 @@
+tbench ckpt --params compression=zstd

@@ -1,0 +1,1 @@
+tbench compress --methods lossless --params bits=4

@@ -103,6 +103,7 @@ json decomp_json(const Decomposition& d) {
             {"iterations", d.iterations},
             {"seconds", d.seconds},
             {"converged", d.converged}};
+  if (d.seconds_per_iteration > 0) j["seconds_per_iteration"] = d.seconds_per_iteration;
   if (d.method == Method::kTt) j["tt_shape"] = d.tt_shape;
   if (d.seed) j["seed"] = *d.seed;
   for (const auto& [key, value] : d.notes) j[key] = value;
@@ -145,6 +146,7 @@ Decomposition from_cp(const std::string& name, const Shape& shape, DType dtype, 
   d.rel_error = r.rel_error;
   d.iterations = r.iterations;
   d.seconds = r.seconds;
+  d.seconds_per_iteration = r.seconds_per_iteration;
   d.converged = r.converged;
   return d;
 }

@@ -48,6 +48,7 @@ struct Decomposition {
   double rel_error = 0;         // ||X - X^|| / ||X|| (observed entries for masked CP)
   int iterations = 0;
   double seconds = 0;
+  double seconds_per_iteration = 0;  // 0: not reported by the method (seconds / iterations)
   bool converged = true;
   std::optional<uint64_t> seed;
   // Further facts for the metadata (e.g. "init": "gram", "precision": "f64"); strings

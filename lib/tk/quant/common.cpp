@@ -3,6 +3,7 @@
 
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
+#include "tk/core/float_format.h"
 #include "tk/quant/quant_internal.h"
 
 namespace tk::quant::detail {
@@ -96,18 +97,23 @@ void check_shape_param(const Quantized& q, const Layout& layout) {
   }
 }
 
+// Scales saturate at the dtype's largest finite value: a huge tensor then clips
+// instead of decoding to Inf or NaN.
+uint16_t scale_to_f16(float value) { return tk::detail::f64_to_f16(value, true); }
+static uint16_t scale_to_bf16(float value) { return tk::detail::f64_to_bf16(value, true); }
+
 float round_to_scale_dtype(float value, DType dtype) {
   switch (dtype) {
-    case DType::kF16: return f16_to_f32(f32_to_f16(value));
-    case DType::kBF16: return bf16_to_f32(f32_to_bf16(value));
+    case DType::kF16: return f16_to_f32(scale_to_f16(value));
+    case DType::kBF16: return bf16_to_f32(scale_to_bf16(value));
     default: return value;
   }
 }
 
 void store_scale(Tensor& part, uint64_t i, float value) {
   switch (part.dtype()) {
-    case DType::kF16: part.mutable_data_as<uint16_t>()[i] = f32_to_f16(value); break;
-    case DType::kBF16: part.mutable_data_as<uint16_t>()[i] = f32_to_bf16(value); break;
+    case DType::kF16: part.mutable_data_as<uint16_t>()[i] = scale_to_f16(value); break;
+    case DType::kBF16: part.mutable_data_as<uint16_t>()[i] = scale_to_bf16(value); break;
     case DType::kF32: part.mutable_data_as<float>()[i] = value; break;
     default: throw internal_error("store_scale: not a scale dtype");
   }

@@ -56,7 +56,7 @@ constexpr KFormat kFormats[] = {
 };
 constexpr int kMaxFactors = 21;
 
-float round_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+float round_f16(float v) { return f16_to_f32(scale_to_f16(v)); }
 
 // One super-block's choice: sub-block scales as stored integers and the f16 scales.
 struct SuperChoice {
@@ -108,8 +108,8 @@ class KScheme final : public Scheme {
           row_q[s * subs_ + i] = static_cast<uint8_t>(c.q[i] + (f_.asymmetric ? 0 : qlo_abs()));
           row_qm[s * subs_ + i] = static_cast<uint8_t>(c.qm[i]);
         }
-        d.mutable_data_as<uint16_t>()[r * n_super + s] = f32_to_f16(c.d);
-        if (f_.asymmetric) dmin.mutable_data_as<uint16_t>()[r * n_super + s] = f32_to_f16(c.dmin);
+        d.mutable_data_as<uint16_t>()[r * n_super + s] = scale_to_f16(c.d);
+        if (f_.asymmetric) dmin.mutable_data_as<uint16_t>()[r * n_super + s] = scale_to_f16(c.dmin);
       }
       pack_bits(row_codes.data(), l.padded_cols, f_.bits, codes.mutable_data() + r * l.padded_cols * f_.bits / 8,
                 o.reference);

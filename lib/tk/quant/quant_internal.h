@@ -50,8 +50,9 @@ Tensor new_part(DType dtype, Shape shape);
 void check_shape_param(const Quantized& q, const Layout& layout);
 void set_layout_params(Quantized& q, const Layout& layout);
 
-// Scales stored as F16, BF16 or F32: round a value to what the dtype holds, and store
-// or load it (index i of a part of that dtype).
+// Scales stored as F16, BF16 or F32: round a value to what the dtype holds (saturating
+// at its largest finite value), and store or load it (index i of a part of that dtype).
+uint16_t scale_to_f16(float value);
 float round_to_scale_dtype(float value, DType dtype);
 void store_scale(Tensor& part, uint64_t i, float value);
 float load_scale(const Tensor& part, uint64_t i);

@@ -167,6 +167,17 @@ TEST(QuantSchemes, PaddingIsStatedAndZeroed) {
   EXPECT_EQ(back, 0.5f);
 }
 
+TEST(QuantSchemes, HugeValuesSaturateTheScaleInsteadOfOverflowing) {
+  auto x = gaussian(1500, 9);
+  for (auto& v : x) v *= 1e6f;  // scales of ~1e5 are beyond f16
+  for (const char* name : {"int4", "q4k", "q3k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+    const auto s = make_scheme(name);
+    std::vector<float> y(x.size());
+    s->dequantize(s->quantize(x.data(), kShape, QuantOptions{}), y.data());
+    for (float v : y) ASSERT_TRUE(std::isfinite(v)) << name;
+  }
+}
+
 TEST(QuantSchemes, ImportanceShiftsErrorToUnweightedColumns) {
   const auto x = gaussian(1500, 6);
   std::vector<float> w(300, 1.0f);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 
 #include "tk/core/error.h"
@@ -24,7 +25,7 @@ double NormalRng::next() {
     return spare_;
   }
   const double radius = std::sqrt(-2.0 * std::log(uniform_open()));
-  const double angle = 2.0 * M_PI * uniform_open();
+  const double angle = 2.0 * std::numbers::pi * uniform_open();
   spare_ = radius * std::sin(angle);
   have_spare_ = true;
   return radius * std::cos(angle);

@@ -100,7 +100,7 @@ struct TuckerResult {
   std::vector<int64_t> ranks;
   std::vector<double> core;                   // r_1 x ... x r_d, row-major
   std::vector<std::vector<double>> factors;   // per mode I_n x r_n, orthonormal columns
-  double rel_error = 0;                       // exact: sqrt(||X||^2 - ||core||^2) / ||X||
+  double rel_error = 0;                       // exact: ||X - X^|| / ||X|| (see tucker.cpp)
   int iterations = 0;                         // HOOI sweeps (0 for ST-HOSVD)
   double seconds = 0;
 };

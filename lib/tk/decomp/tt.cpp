@@ -54,28 +54,40 @@ template <typename T> std::vector<T> smaller_side_gram(const T* c, int64_t rows,
   return gram;
 }
 
-// next = Q^T C (rank x cols) and the exact ||C - Q next||^2. Column blocks small enough
-// to stay in cache make the residual cost arithmetic only (C is read from memory once);
-// the blocks run in parallel with one BLAS thread each and their sums are added in
-// block order (deterministic).
+// next = Q^T C (rank x cols) and the exact ||C - Q next||^2, the residual formed piece
+// by piece in a cache-resident buffer (C is read from memory once more at most). A wide
+// C goes by column blocks (each block's projection and residual together); a tall one
+// is projected in one product, then its residual formed by row blocks. The blocks run in
+// parallel with one BLAS thread each; their sums are added in block order.
 template <typename T>
 double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q, int64_t rank, T* next) {
-  const int64_t width = std::max<int64_t>(64, (int64_t(1) << 14) / rows);
-  const int64_t blocks = (cols + width - 1) / width;
+  const bool wide = rows <= cols;
+  const int64_t span = wide ? cols : rows, other = wide ? rows : cols;
+  const int64_t width = std::min(span, std::max<int64_t>(64, (int64_t(1) << 14) / other));
+  const int64_t blocks = (span + width - 1) / width;
+  if (!wide)
+    linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, rows, T(1), q, rank, c, cols, T(0), next, cols);
   std::vector<double> sums(static_cast<size_t>(blocks));
   const int threads = modes::loop_threads(blocks / 2);
   modes::LoopBlasThreads blas(threads);
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<T> residual(static_cast<size_t>(rows * width));
+    std::vector<T> residual(static_cast<size_t>(other * width));
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t j0 = b * width, w = std::min(width, cols - j0);
-      linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, T(1), q, rank, c + j0, cols, T(0), next + j0, cols);
-      for (int64_t i = 0; i < rows; ++i) std::copy_n(c + i * cols + j0, w, &residual[i * w]);
-      linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, w, rank, T(-1), q, rank, next + j0, cols, T(1), residual.data(),
-                   w);
-      sums[static_cast<size_t>(b)] = modes::sum_squares(residual.data(), rows * w);
+      const int64_t start = b * width, w = std::min(width, span - start);
+      if (wide) {  // columns [start, start + w)
+        linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, T(1), q, rank, c + start, cols, T(0), next + start,
+                     cols);
+        for (int64_t i = 0; i < rows; ++i) std::copy_n(c + i * cols + start, w, &residual[i * w]);
+        linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, w, rank, T(-1), q, rank, next + start, cols, T(1),
+                     residual.data(), w);
+      } else {  // rows [start, start + w)
+        std::copy_n(c + start * cols, w * cols, residual.data());
+        linalg::gemm(Op::kNoTrans, Op::kNoTrans, w, cols, rank, T(-1), q + start * rank, rank, next, cols, T(1),
+                     residual.data(), cols);
+      }
+      sums[static_cast<size_t>(b)] = modes::sum_squares(residual.data(), other * w);
     }
   }
   double total = 0;

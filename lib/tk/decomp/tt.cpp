@@ -17,6 +17,8 @@
 // core is wider than tall), after which the TT's norm is that of the first core and a
 // left-to-right sweep of small truncated SVDs (gesdd) discards exactly the squared
 // singular values it drops.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,6 +42,27 @@ void validate_tt_options(const TtOptions& options, const char* what) {
   if (options.tol == 0 && options.max_rank == 0)
     throw usage_error(std::string(what) + ": give a tolerance, a maximum rank or both");
 }
+
+// A TT-SVD of fewer elements takes a few milliseconds: too little to split among
+// threads, whose synchronisation would cost more than it saves (16^5 ran slower on two
+// threads than on one). Such runs use one thread whatever the OpenMP setting.
+constexpr int64_t kParallelElements = int64_t(1) << 22;
+
+// Run OpenMP code on one thread for a scope (restoring the thread count after).
+class SequentialScope {
+ public:
+  explicit SequentialScope(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (saved_ > 0) omp_set_num_threads(1);
+  }
+  ~SequentialScope() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  SequentialScope(const SequentialScope&) = delete;
+  SequentialScope& operator=(const SequentialScope&) = delete;
+
+ private:
+  int saved_;  // 0: inactive
+};
 
 int64_t rank_cap(const TtOptions& options, int64_t largest) {
   return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
@@ -192,6 +215,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
 template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
   modes::LoopBlasThreads one_pool(modes::parallel_threads());  // OpenMP loops only
+  SequentialScope small(modes::element_count(x.shape) < kParallelElements);
   validate_tt_options(options, "tt");
   modes::validate_dense_shape(x.shape, "tt");
   const size_t d = x.shape.size();

@@ -4,6 +4,7 @@
 // rounding brings an over-ranked TT back to its ranks within its bound; bad options and
 // bad data are refused.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -33,6 +34,25 @@ TEST(Tt, SmoothTensorGetsRanks78871) {
   EXPECT_LE(tt.rel_error, 1e-6);
   EXPECT_LE(true_error, 1e-6);
   EXPECT_NEAR(tt.rel_error, true_error, 0.01 * true_error);
+}
+
+TEST(Tt, LargeTensorAgreesOnOneAndTwoThreads) {
+  // 2^22 elements: large enough for the threaded column blocks.
+  const std::vector<int64_t> shape = {16, 16, 16, 16, 64};
+  const std::vector<double> x = test::hilbert_like(shape);
+  TtOptions options;
+  options.tol = 1e-5;
+  std::vector<TtResult> runs;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    runs.push_back(tt_svd(DenseView<double>{x.data(), shape}, options));
+  }
+  omp_set_num_threads(1);
+  EXPECT_EQ(runs[0].ranks, runs[1].ranks);
+  EXPECT_NEAR(runs[0].rel_error, runs[1].rel_error, 1e-3 * runs[0].rel_error);
+  const double true_error = relative_difference(x, test::tt_reconstruct(runs[1]));
+  EXPECT_LE(true_error, 1e-5);
+  EXPECT_NEAR(runs[1].rel_error, true_error, 1e-3 * true_error);
 }
 
 void check_bound(const std::vector<double>& x, const std::vector<int64_t>& shape, double tol) {

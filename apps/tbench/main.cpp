@@ -22,7 +22,7 @@ void add_run_flags(CLI::App* cmd, tk::tbench::RunOptions& o) {
   cmd->add_option("--max-seconds", o.max_seconds, "Stop starting cells after this long; the rest are skipped")
       ->check(CLI::NonNegativeNumber)
       ->type_name("S");
-  cmd->add_option("--csv", o.csv, "Write the results as CSV (one row per metric) to PATH ('-': stdout)")
+  cmd->add_option("--csv", o.csv, "Write the results as CSV (one row per metric) to PATH ('-': stdout, replacing the table)")
       ->type_name("PATH");
   cmd->add_option("--svg", o.svg, "Write plots (rate-distortion curves, throughput bars) to FILE")->type_name("FILE");
 }

@@ -309,7 +309,8 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
   }
   progress.clear();
 
-  if (tool.options().text_report()) cli::write_stdout(report_table(report));
+  // stdout carries one report: the table, or the JSON or CSV asked for with '-'.
+  if (tool.options().text_report() && o.csv != "-") cli::write_stdout(report_table(report));
   if (tool.options().json) cli::write_json(report_json(report), *tool.options().json);
   if (!o.csv.empty()) write_text_file(o.csv, report_csv(report));
   if (!o.svg.empty()) write_text_file(o.svg, report_svg(report));

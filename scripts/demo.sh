@@ -46,4 +46,35 @@ run tinfo testdata/sharded
 run tconvert testdata/sharded -o "$work/merged.safetensors"
 run tinfo "$work/merged.safetensors"
 
+step "7. tdecomp: Tucker with a guaranteed error bound, piped into reconstruct"
+pipe "tdecomp tucker testdata/field.h5 -t 'fields/*' --tol 1e-2 -o - | tdecomp reconstruct - -o $work/approx.h5"
+run tinfo "$work/approx.h5"
+run tdecomp cp testdata/field.h5 -t fields/temperature --rank 4 -o "$work/cp.safetensors"
+run tinfo "$work/cp.safetensors"
+
+step "8. tquant: one scheme, then a 4.5-bit budget with a scheme chosen per tensor"
+run "$root/.venv/bin/python" scripts/bench/make_quant_model.py "$work/model.safetensors" --rows 64 --cols 512
+run tquant "$work/model.safetensors" --scheme q4k -o "$work/q4k.safetensors"
+run tquant "$work/model.safetensors" --budget 4.5 -o "$work/mixed.safetensors"
+run tquant dequant "$work/mixed.safetensors" -o "$work/dense.safetensors"
+run tinfo "$work/dense.safetensors"
+
+step "9. tcompress: lossless round trip, byte for byte"
+run tcompress "$work/model.safetensors" -o "$work/model.tkz"
+run tcompress -l "$work/model.tkz"
+run tcompress -d "$work/model.tkz" -o "$work/model-back.safetensors"
+run cmp "$work/model.safetensors" "$work/model-back.safetensors"
+
+step "10. tckpt: two committed steps, the second incremental; restore and verify"
+run tckpt save "$work/ckpt" --step 1 "$work/model.safetensors"
+run tckpt save "$work/ckpt" --step 2 --incremental "$work/model.safetensors"
+run tckpt ls "$work/ckpt"
+run tckpt verify "$work/ckpt"
+run tckpt restore "$work/ckpt" -o "$work/restored.safetensors"
+run cmp "$work/model.safetensors" "$work/restored.safetensors"
+
+step "11. tbench: quantization schemes on a seeded synthetic matrix; compare two runs"
+run tbench quant --methods int4,q4k,nf4,mxfp4 --reps 1 --json "$work/bench.json"
+run tbench compare "$work/bench.json" "$work/bench.json"
+
 printf '\ndemo: all steps succeeded\n'

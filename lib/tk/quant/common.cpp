@@ -4,6 +4,7 @@
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
+#include "tk/core/float_kernels.h"
 #include "tk/quant/quant_internal.h"
 
 namespace tk::quant::detail {
@@ -125,6 +126,16 @@ float load_scale(const Tensor& part, uint64_t i) {
     case DType::kBF16: return bf16_to_f32(part.data_as<uint16_t>()[i]);
     case DType::kF32: return part.data_as<float>()[i];
     default: throw internal_error("load_scale: not a scale dtype");
+  }
+}
+
+void load_scales(const Tensor& part, uint64_t first, uint64_t count, float* out) {
+  const auto n = static_cast<size_t>(count);
+  switch (part.dtype()) {
+    case DType::kF16: return tk::detail::f16_to_f32_array(part.data_as<uint16_t>() + first, out, n);
+    case DType::kBF16: return tk::detail::bf16_to_f32_array(part.data_as<uint16_t>() + first, out, n);
+    case DType::kF32: std::memcpy(out, part.data_as<float>() + first, n * sizeof(float)); return;
+    default: throw internal_error("load_scales: not a scale dtype");
   }
 }
 

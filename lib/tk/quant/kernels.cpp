@@ -175,6 +175,77 @@ GroupStats group_stats_avx2(const float* x, const float* w, int64_t n) {
   }
   return s;
 }
+
+// The batch kernels put 8 candidate scales in the lanes of a vector instead of 8
+// elements, so a short group (16 or 32 values) needs no horizontal reduction per
+// candidate. Each lane still forms the reference's partial sums (element i into partial
+// i % 8, in element order) and combines them in reduce8's order, so the sums are the
+// same bits.
+struct Sums8 {
+  __m256 lx, l2, l;
+};
+inline Sums8 add(const Sums8& a, const Sums8& b) {
+  return {_mm256_add_ps(a.lx, b.lx), _mm256_add_ps(a.l2, b.l2), _mm256_add_ps(a.l, b.l)};
+}
+
+// Partial sum j of the chunk [j0 - j, end): elements j0, j0 + 8, ...
+// kUnit: every weight is 1, so w * l is l itself and the product is left out.
+template <bool kAsym, bool kUnit>
+inline Sums8 partial8(const float* x, const float* w, int64_t j0, int64_t end, __m256 vs, __m256 vmin, __m256 vlo,
+                      __m256 vhi) {
+  Sums8 s{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = j0; i < end; i += 8) {
+    const __m256 vx = _mm256_broadcast_ss(x + i);
+    const __m256 a = kAsym ? _mm256_sub_ps(vx, vmin) : vx;
+    const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(vs, a)), vlo), vhi);
+    const __m256 t = kUnit ? l : _mm256_mul_ps(_mm256_broadcast_ss(w + i), l);
+    s.lx = _mm256_add_ps(s.lx, _mm256_mul_ps(t, vx));
+    s.l2 = _mm256_add_ps(s.l2, _mm256_mul_ps(t, l));
+    if constexpr (kAsym) s.l = _mm256_add_ps(s.l, t);
+  }
+  return s;
+}
+
+template <bool kAsym, bool kUnit>
+inline Sums8 chunk8(const float* x, const float* w, int64_t c, int64_t end, __m256 vs, __m256 vmin, __m256 vlo,
+                    __m256 vhi) {
+  auto p = [&](int j) { return partial8<kAsym, kUnit>(x, w, c + j, end, vs, vmin, vlo, vhi); };
+  const Sums8 even = add(add(p(0), p(4)), add(p(2), p(6)));
+  const Sums8 odd = add(add(p(1), p(5)), add(p(3), p(7)));
+  return add(even, odd);
+}
+
+template <bool kAsym>
+void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* iscales, const float* mins, int count,
+                      float lo, float hi, TrialSums* out) {
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const bool unit = std::all_of(w, w + n, [](float v) { return v == 1.0f; });
+  for (int k0 = 0; k0 < count; k0 += 8) {
+    const int len = std::min(8, count - k0);
+    alignas(32) float s[8] = {}, m[8] = {};
+    for (int j = 0; j < len; ++j) {
+      s[j] = iscales[k0 + j];
+      if constexpr (kAsym) m[j] = mins[k0 + j];
+    }
+    const __m256 vs = _mm256_load_ps(s), vmin = _mm256_load_ps(m);
+    TrialSums* acc = out + k0;
+    for (int j = 0; j < len; ++j) acc[j] = TrialSums{};
+    for (int64_t c = 0; c < n; c += kChunk) {
+      const int64_t end = std::min(n, c + kChunk);
+      const Sums8 r = unit ? chunk8<kAsym, true>(x, w, c, end, vs, vmin, vlo, vhi)
+                           : chunk8<kAsym, false>(x, w, c, end, vs, vmin, vlo, vhi);
+      alignas(32) float lx[8], l2[8], l1[8];
+      _mm256_store_ps(lx, r.lx);
+      _mm256_store_ps(l2, r.l2);
+      _mm256_store_ps(l1, r.l);
+      for (int j = 0; j < len; ++j) {
+        acc[j].lx += static_cast<double>(lx[j]);
+        acc[j].l2 += static_cast<double>(l2[j]);
+        if constexpr (kAsym) acc[j].l += static_cast<double>(l1[j]);
+      }
+    }
+  }
+}
 #endif
 
 // The first value of largest magnitude (scalar in both versions: the rule is "first").
@@ -249,7 +320,7 @@ void trial_symmetric_batch(const float* x, const float* w, int64_t n, const floa
                            float hi, TrialSums* out, bool reference) {
 #if TK_QUANT_AVX2
   if (!reference) {
-    for (int k = 0; k < count; ++k) out[k] = trial_symmetric_avx2(x, w, n, iscales[k], lo, hi);
+    trial_batch_avx2<false>(x, w, n, iscales, nullptr, count, lo, hi, out);
     return;
   }
 #endif
@@ -260,7 +331,7 @@ void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const flo
                             int count, float hi, TrialSums* out, bool reference) {
 #if TK_QUANT_AVX2
   if (!reference) {
-    for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_avx2(x, w, n, iscales[k], mins[k], hi);
+    trial_batch_avx2<true>(x, w, n, iscales, mins, count, 0.0f, hi, out);
     return;
   }
 #endif

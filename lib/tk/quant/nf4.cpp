@@ -195,7 +195,7 @@ class Nf4Scheme final : public Scheme {
       throw invalid_input("missing or malformed part 'scales'", q.scheme);
     }
     const Tensor& t = part(q, "scales", it->second.dtype(), n);
-    for (int64_t i = 0; i < n; ++i) scale[i] = load_scale(t, i);
+    detail::load_scales(t, 0, static_cast<uint64_t>(n), scale.data());
     return scale;
   }
 

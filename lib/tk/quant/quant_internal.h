@@ -56,6 +56,9 @@ uint16_t scale_to_f16(float value);
 float round_to_scale_dtype(float value, DType dtype);
 void store_scale(Tensor& part, uint64_t i, float value);
 float load_scale(const Tensor& part, uint64_t i);
+// Elements [first, first + count) of a scale part as f32, converted in bulk (the same
+// values as load_scale, a good deal faster than one at a time).
+void load_scales(const Tensor& part, uint64_t first, uint64_t count, float* out);
 DType parse_scale_dtype(const std::string& text);
 bool is_scale_dtype(DType dtype);
 
@@ -106,14 +109,24 @@ GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference
 
 // Error-minimising scales (ggml's make_qx_quants / make_qkx2_quants, extended).
 // Symmetric codes in [-nmax, nmax - 1]; returns d with x ~ d * L (0 for an all-zero
-// group). `fast`: the absmax scale max / -nmax.
-float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference);
+// group). `fast`: the absmax scale max / -nmax. Candidates iscale = -(nmax + 0.1 k) /
+// amax for |k| <= tries, and the same mirrored towards nmax - 1.
+constexpr int kSymmetricTries = 9;
+float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference,
+                       int tries = kSymmetricTries);
+// The same with the group's stats already computed.
+float search_symmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax, bool fast,
+                       bool reference, int tries);
 // Asymmetric codes in [0, nmax]; x ~ d * L + m. `nonpositive_min` keeps m <= 0.
 struct AffineScale {
   float d = 0, m = 0;
 };
+// Candidates iscale = (nmax - 1 + 0.1 k) / (max - min) for 0 <= k <= steps.
+constexpr int kAsymmetricSteps = 20;
 AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nmax, bool nonpositive_min,
-                              bool fast, bool reference);
+                              bool fast, bool reference, int steps = kAsymmetricSteps);
+AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
+                              bool nonpositive_min, bool fast, bool reference, int steps);
 // Weighted squared error of codes from the scale (symmetric or asymmetric).
 double error_symmetric(const GroupStats& s, const TrialSums& t, double d);
 double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m);

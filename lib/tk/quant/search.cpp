@@ -3,6 +3,7 @@
 // (and offset) for each candidate's codes and a final refit from the best scale's own
 // codes. All decisions use double sums from the lane-ordered kernels, so the reference
 // and optimised paths choose the same scale.
+#include <algorithm>
 #include <cmath>
 
 #include "tk/quant/quant_internal.h"
@@ -10,8 +11,6 @@
 namespace tk::quant::detail {
 namespace {
 
-constexpr int kSymmetricTries = 9;   // candidates iscale = -(nmax + 0.1 k) / amax, |k| <= 9, and mirrored
-constexpr int kAsymmetricSteps = 20; // candidates (nmax - 1 + 0.1 k) / (max - min), k <= 20
 constexpr int kRefits = 2;
 
 }  // namespace
@@ -24,8 +23,12 @@ double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, doubl
   return s.swx2 - 2 * d * t.lx - 2 * m * s.swx + d * d * t.l2 + 2 * d * m * t.l + m * m * s.sw;
 }
 
-float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference) {
-  const GroupStats s = group_stats(x, w, n, reference);
+float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference, int tries) {
+  return search_symmetric(group_stats(x, w, n, reference), x, w, n, nmax, fast, reference, tries);
+}
+
+float search_symmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax, bool fast,
+                       bool reference, int tries) {
   const float amax = s.amax_signed;
   if (amax == 0) return 0;
   float best_d = amax / static_cast<float>(-nmax);
@@ -43,24 +46,28 @@ float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool
   };
   // Both orientations: amax towards the extra negative level -nmax (ggml's choice) and
   // towards nmax - 1; with few levels the better one differs from group to group.
-  constexpr int kSide = 2 * kSymmetricTries + 1;
-  constexpr int kCount = 2 * kSide;
-  float iscales[kCount];
-  TrialSums sums[kCount];
-  for (int k = 0; k < kSide; ++k) {
-    const float step = 0.1f * static_cast<float>(k - kSymmetricTries);
+  constexpr int kMaxCount = 2 * (2 * kSymmetricTries + 1);
+  const int side = 2 * std::clamp(tries, 0, kSymmetricTries) + 1;
+  float iscales[kMaxCount];
+  TrialSums sums[kMaxCount];
+  for (int k = 0; k < side; ++k) {
+    const float step = 0.1f * static_cast<float>(k - tries);
     iscales[k] = -(static_cast<float>(nmax) + step) / amax;
-    iscales[kSide + k] = (static_cast<float>(nmax - 1) + step) / amax;
+    iscales[side + k] = (static_cast<float>(nmax - 1) + step) / amax;
   }
-  trial_symmetric_batch(x, w, n, iscales, kCount, lo, hi, sums, reference);
-  for (const TrialSums& t : sums) consider(t);
+  trial_symmetric_batch(x, w, n, iscales, 2 * side, lo, hi, sums, reference);
+  for (int k = 0; k < 2 * side; ++k) consider(sums[k]);
   for (int r = 0; r < kRefits && best_d != 0; ++r) consider(trial_symmetric(x, w, n, 1.0f / best_d, lo, hi, reference));
   return best_d;
 }
 
 AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nmax, bool nonpositive_min,
-                              bool fast, bool reference) {
-  const GroupStats s = group_stats(x, w, n, reference);
+                              bool fast, bool reference, int steps) {
+  return search_asymmetric(group_stats(x, w, n, reference), x, w, n, nmax, nonpositive_min, fast, reference, steps);
+}
+
+AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
+                              bool nonpositive_min, bool fast, bool reference, int steps) {
   const float min = (nonpositive_min && s.min > 0) ? 0.0f : s.min;
   const float max = s.max;
   if (max == min) return {0, min};
@@ -69,14 +76,22 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
   const float hi = static_cast<float>(nmax);
   double best_err = error_asymmetric(s, trial_asymmetric(x, w, n, 1.0f / best.d, min, hi, reference), best.d,
                                      best.m);
+  // The least-squares fit's error is swx2 - gain / det, so a candidate can only win when
+  // gain > (swx2 - best_err) * det: most are turned down without a division.
   auto consider = [&](const TrialSums& t) {
     const double det = s.sw * t.l2 - t.l * t.l;
     if (!(det > 0)) return;
-    double d = (s.sw * t.lx - s.swx * t.l) / det;
-    double m = (t.l2 * s.swx - t.l * t.lx) / det;
-    if (nonpositive_min && m > 0) {
-      m = 0;
+    const double d_num = s.sw * t.lx - s.swx * t.l, m_num = t.l2 * s.swx - t.l * t.lx;
+    const double bound = s.swx2 - best_err;
+    double d, m;
+    if (nonpositive_min && m_num > 0) {
+      if (!(t.lx > 0 && t.lx * t.lx > bound * t.l2)) return;
       d = t.lx / t.l2;
+      m = 0;
+    } else {
+      if (!(d_num > 0 && t.lx * d_num + s.swx * m_num > bound * det)) return;
+      d = d_num / det;
+      m = m_num / det;
     }
     const double err = error_asymmetric(s, t, d, m);
     if (err < best_err && d > 0) {
@@ -84,15 +99,16 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
       best = {static_cast<float>(d), static_cast<float>(m)};
     }
   };
-  constexpr int kCount = kAsymmetricSteps + 1;
-  float iscales[kCount], mins[kCount];
-  TrialSums sums[kCount];
-  for (int k = 0; k < kCount; ++k) {
+  constexpr int kMaxCount = kAsymmetricSteps + 1;
+  const int count = std::clamp(steps, 0, kAsymmetricSteps) + 1;
+  float iscales[kMaxCount], mins[kMaxCount];
+  TrialSums sums[kMaxCount];
+  for (int k = 0; k < count; ++k) {
     iscales[k] = (static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k)) / (max - min);
     mins[k] = min;
   }
-  trial_asymmetric_batch(x, w, n, iscales, mins, kCount, hi, sums, reference);
-  for (const TrialSums& t : sums) consider(t);
+  trial_asymmetric_batch(x, w, n, iscales, mins, count, hi, sums, reference);
+  for (int k = 0; k < count; ++k) consider(sums[k]);
   for (int r = 0; r < kRefits; ++r) consider(trial_asymmetric(x, w, n, 1.0f / best.d, best.m, hi, reference));
   return best;
 }

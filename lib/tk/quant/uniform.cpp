@@ -184,10 +184,13 @@ class IntScheme final : public Scheme {
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       std::vector<float> d(static_cast<size_t>(l.groups_per_row)), m(mins ? d.size() : 0);
-      for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
-        const uint64_t si = g == Granularity::kTensor ? 0 : static_cast<uint64_t>(r * l.groups_per_row + gi);
-        d[gi] = load_scale(scales, si);
-        if (mins) m[gi] = load_scale(*mins, si);
+      if (g == Granularity::kTensor) {
+        std::fill(d.begin(), d.end(), load_scale(scales, 0));
+        if (mins) std::fill(m.begin(), m.end(), load_scale(*mins, 0));
+      } else {
+        const auto first = static_cast<uint64_t>(r * l.groups_per_row), count = static_cast<uint64_t>(l.groups_per_row);
+        load_scales(scales, first, count, d.data());
+        if (mins) load_scales(*mins, first, count, m.data());
       }
       float* y = row.empty() ? out + r * l.cols : row.data();
       decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,

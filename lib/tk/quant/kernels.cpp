@@ -459,8 +459,10 @@ void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset
       constexpr int kBits = decltype(b)::value;
       const uint64_t mask = repeat_mask(kBits);
       const __m256i voff = _mm256_set1_epi32(offset);
-      for (int64_t g0 = 0; g0 < n; g0 += group) {
-        const __m256 vd = _mm256_set1_ps(d[g0 / group]), vm = _mm256_set1_ps(m ? m[g0 / group] : 0.0f);
+      // Groups counted, not divided out: a 64-bit division per group of 16 cost more
+      // than decoding the group.
+      for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+        const __m256 vd = _mm256_set1_ps(d[gi]), vm = _mm256_set1_ps(m ? m[gi] : 0.0f);
         for (int64_t i = g0; i < g0 + group; i += 8) {
           const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
           const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
@@ -491,8 +493,8 @@ void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float
       const uint64_t mask = repeat_mask(kBits);
       // Up to 16 entries: two in-register permutes and a blend instead of a gather.
       const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
-      for (int64_t g0 = 0; g0 < n; g0 += group) {
-        const __m256 vs = _mm256_set1_ps(scales[g0 / group]);
+      for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+        const __m256 vs = _mm256_set1_ps(scales[gi]);
         for (int64_t i = g0; i < g0 + group; i += 8) {
           const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
           const __m256i idx = _mm256_cvtepu8_epi32(c);

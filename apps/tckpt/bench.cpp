@@ -2,8 +2,6 @@
 // the disk. Every figure is measured in the same run against the raw bandwidth of the
 // same directory: a sequential write + fsync (what `dd conv=fsync` does) and a read
 // with the page cache dropped for the file (posix_fadvise DONTNEED).
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +17,7 @@
 #include "cli/number_format.h"
 #include "cli/report.h"
 #include "tckpt.h"
+#include "tk/bench/disk.h"
 #include "tk/bench/machine.h"
 #include "tk/bench/timing.h"
 #include "tk/ckpt/checkpoint.h"
@@ -61,51 +60,17 @@ std::vector<ckpt::NamedTensor> make_state(uint64_t total, int count) {
   return state;
 }
 
-void drop_cache(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw errno_error("failed to open", path, errno);
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-}
-
-// Sequential write of `bytes` from `src` in 64 MiB pieces, then fsync: seconds.
+// The raw references, timed: a sequential write made durable, and a sequential read of
+// the whole file into `dst` (tk/bench/disk.h, the limit tbench io measures too).
 double raw_write(const std::string& path, const uint8_t* src, uint64_t bytes) {
   auto t0 = Clock::now();
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw errno_error("failed to create", path, errno);
-  constexpr uint64_t kPiece = uint64_t(64) << 20;
-  for (uint64_t done = 0; done < bytes;) {
-    ssize_t w = ::write(fd, src + done, std::min(kPiece, bytes - done));
-    if (w <= 0) {
-      int err = errno;
-      ::close(fd);
-      throw errno_error("failed to write", path, err);
-    }
-    done += static_cast<uint64_t>(w);
-  }
-  if (::fsync(fd) != 0) throw errno_error("failed to fsync", path, errno);
-  ::close(fd);
+  bench::write_file_synced(path, src, bytes);
   return since(t0);
 }
 
-// Sequential read of the whole file into `dst`: seconds.
 double raw_read(const std::string& path, uint8_t* dst, uint64_t capacity) {
   auto t0 = Clock::now();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw errno_error("failed to open", path, errno);
-  uint64_t done = 0;
-  for (;;) {
-    ssize_t r = ::read(fd, dst + done % capacity, std::min<uint64_t>(uint64_t(64) << 20, capacity - done % capacity));
-    if (r < 0) {
-      int err = errno;
-      ::close(fd);
-      throw errno_error("failed to read", path, err);
-    }
-    if (r == 0) break;
-    done += static_cast<uint64_t>(r);
-  }
-  ::close(fd);
+  bench::read_file_through(path, dst, capacity);
   return since(t0);
 }
 
@@ -189,11 +154,11 @@ int run_bench(cli::Tool& tool, const BenchOptions& o) {
       // Restore with verification against a plain read, cold and warm.
       ckpt::StepInfo info = ck->info(sync_step);
       auto do_raw_cold = [&] {
-        drop_cache(raw);
+        bench::drop_file_cache(raw);
         raw_r_cold.push_back(raw_read(raw, scratch.mutable_data(), state_bytes));
       };
       auto do_restore_cold = [&] {
-        for (const auto& p : shard_paths(info)) drop_cache(p);
+        for (const auto& p : shard_paths(info)) bench::drop_file_cache(p);
         restore_cold.push_back(timed([&] { ck->restore_into(sync_step, targets); }));
       };
       if (swap) { do_restore_cold(); do_raw_cold(); } else { do_raw_cold(); do_restore_cold(); }

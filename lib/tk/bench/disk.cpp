@@ -56,7 +56,8 @@ uint64_t read_file_through(const std::string& path, uint8_t* buffer, uint64_t ca
   if (fd < 0) throw errno_error("failed to open for reading", path, errno);
   uint64_t total = 0;
   for (;;) {
-    ssize_t r = ::read(fd, buffer, std::min(kPiece, capacity));
+    const uint64_t at = total % capacity;  // pieces go through the buffer in turn
+    ssize_t r = ::read(fd, buffer + at, std::min(kPiece, capacity - at));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       int err = errno;

@@ -18,8 +18,9 @@ bool drop_file_cache(const std::string& path);
 // pieces, then fsync. Throws kIo naming the path on any failure.
 void write_file_synced(const std::string& path, const uint8_t* data, uint64_t bytes);
 
-// Read the whole of `path` sequentially into `buffer` (reused, `capacity` bytes: the
-// file is read piece by piece into it, overwriting). Returns the bytes read. Throws kIo.
+// Read the whole of `path` sequentially into `buffer` (`capacity` bytes: successive
+// pieces land at successive offsets, wrapping around when the file is larger).
+// Returns the bytes read. Throws kIo.
 uint64_t read_file_through(const std::string& path, uint8_t* buffer, uint64_t capacity);
 
 }  // namespace tk::bench

@@ -84,9 +84,13 @@ const Tensor& part(const Quantized& q, const std::string& name, DType dtype, uin
 
 Tensor new_part(DType dtype, Shape shape) { return Tensor::zeros(dtype, std::move(shape)); }
 
-void set_layout_params(Quantized& q, const Layout& layout) {
+Quantized new_quantized(std::string scheme, const Shape& shape, const Layout& layout) {
+  Quantized q;
+  q.scheme = std::move(scheme);
+  q.shape = shape;
   q.params["group_size"] = std::to_string(layout.group);
   q.params["padded_cols"] = std::to_string(layout.padded_cols);
+  return q;
 }
 
 void check_shape_param(const Quantized& q, const Layout& layout) {

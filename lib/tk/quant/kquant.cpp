@@ -89,10 +89,7 @@ class KScheme final : public Scheme {
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
     if (o.group_size != 0 && o.group_size != kSuper) throw usage_error(name() + " uses super-blocks of 256");
     const Layout l = make_layout(shape, kSuper);
-    Quantized q;
-    q.scheme = name();
-    q.shape = shape;
-    set_layout_params(q, l);
+    Quantized q = new_quantized(name(), shape, l);
     const int64_t n_super = l.groups_per_row;
     const int64_t row_subs = n_super * subs_;
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols * f_.bits / 8});

@@ -73,10 +73,7 @@ class MxScheme final : public Scheme {
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
     if (o.group_size != 0 && o.group_size != kBlock) throw usage_error("MX schemes use blocks of 32");
     const Layout l = make_layout(shape, kBlock);
-    Quantized q;
-    q.scheme = name();
-    q.shape = shape;
-    set_layout_params(q, l);
+    Quantized q = new_quantized(name(), shape, l);
     const ScaleRule rule = o.scale_rule == ScaleRule::kDefault ? ScaleRule::kFloor : o.scale_rule;
     q.params["scale_rule"] = rule_name(rule);
     const DType code_dtype = f_.element;

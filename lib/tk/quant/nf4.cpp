@@ -56,10 +56,7 @@ class Nf4Scheme final : public Scheme {
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
     if (!o.double_quant && !is_scale_dtype(o.scale_dtype)) throw usage_error("nf4 scales are f16, bf16 or f32");
     const Layout l = layout_for(shape, o);
-    Quantized q;
-    q.scheme = name();
-    q.shape = shape;
-    set_layout_params(q, l);
+    Quantized q = new_quantized(name(), shape, l);
     q.params["double_quant"] = o.double_quant ? "1" : "0";
     const PaddedInput in = pad_input(x, l, o.importance);
     const int64_t n_blocks = l.rows * l.groups_per_row;

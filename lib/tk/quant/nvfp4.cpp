@@ -49,10 +49,7 @@ class Nvfp4Scheme final : public Scheme {
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
     if (o.group_size != 0 && o.group_size != kBlock) throw usage_error("nvfp4 uses blocks of 16");
     const Layout l = make_layout(shape, kBlock);
-    Quantized q;
-    q.scheme = name();
-    q.shape = shape;
-    set_layout_params(q, l);
+    Quantized q = new_quantized(name(), shape, l);
     Tensor codes = new_part(DType::kF4, {l.rows, l.padded_cols});
     Tensor scales = new_part(DType::kF8E4M3, {l.rows, l.groups_per_row});
     Tensor tensor_scale = new_part(DType::kF32, {1});

@@ -48,7 +48,8 @@ const Tensor& part(const Quantized& q, const std::string& name, DType dtype, uin
 Tensor new_part(DType dtype, Shape shape);
 // The recorded shape must give the layout the params describe.
 void check_shape_param(const Quantized& q, const Layout& layout);
-void set_layout_params(Quantized& q, const Layout& layout);
+// A Quantized for `scheme` of `shape` with the layout's params (group_size, padded_cols).
+Quantized new_quantized(std::string scheme, const Shape& shape, const Layout& layout);
 
 // Scales stored as F16, BF16 or F32: round a value to what the dtype holds (saturating
 // at its largest finite value), and store or load it (index i of a part of that dtype).

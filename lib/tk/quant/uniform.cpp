@@ -56,10 +56,7 @@ class IntScheme final : public Scheme {
     if (!is_scale_dtype(o.scale_dtype)) throw usage_error("int schemes store scales as f16, bf16 or f32");
     const Layout l = layout_for(shape, o);
     const Granularity g = granularity(o);
-    Quantized q;
-    q.scheme = name();
-    q.shape = shape;
-    set_layout_params(q, l);
+    Quantized q = new_quantized(name(), shape, l);
     q.params["bits"] = std::to_string(bits_);
     q.params["granularity"] = granularity_name(g);
     q.params["symmetric"] = o.symmetric ? "1" : "0";

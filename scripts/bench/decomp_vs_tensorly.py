@@ -22,7 +22,9 @@ tdecomp -j for both tools). The data is generated first and passed as .npy / .tn
 TensorLy runs in a fresh interpreter that times only the decomposition, and tdecomp's
 own reported decomposition time is used (file reading and writing excluded). Timed
 figures are medians of --reps runs. Peak memory (maximum resident size of each
-process, from /usr/bin/time) is reported for the dense CP runs, next to the input's size.
+process, from /usr/bin/time) is reported for the dense CP runs, next to the input's size,
+and so is tdecomp's working memory: its peak less the peak of `tdecomp --version` (the
+same process with its shared libraries loaded and no data), as a share of the input.
 --small shrinks every case for CI (a few seconds). Prints a Markdown table; --json writes
 the tbench result form (docs/TBENCH.md).
 """
@@ -313,6 +315,7 @@ def main():
     threads = [int(t) for t in args.threads.split(",")]
     cases = args.cases.split(",")
     results, inputs = [], []
+    _, _, baseline_mib = run_with_rss([args.tdecomp, "--version"], dict(os.environ))
     print(f"| case | variant | tool | threads | seconds | iters | s/iter | rel_error | peak MiB | notes |")
     print(f"|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="decomp_bench_") as folder:
@@ -332,7 +335,12 @@ def main():
                     if "read_mb_s" in run:
                         notes.append(f".tns read >= {run['read_mb_s']:.0f} MB/s ({facts['bytes'] / 1e6:.0f} MB)")
                     if "peak_rss_mb" in run and case.startswith("cp"):
-                        notes.append(f"input {facts['bytes'] / 2**20:.0f} MiB")
+                        input_mib = facts["bytes"] / 2**20
+                        notes.append(f"input {input_mib:.0f} MiB")
+                        if tool == "tdecomp":
+                            extra = run["peak_rss_mb"] - baseline_mib
+                            notes.append(f"working memory {extra:.1f} MiB = +{100 * extra / input_mib:.0f}% of the input "
+                                         f"(peak less {baseline_mib:.1f} MiB of libraries)")
                     iters = run.get("iterations")
                     spi = run.get("seconds_per_iteration")
                     print(f"| {case} | {label} | {tool} | {t} | {fmt(run['seconds'])} | {fmt(iters)} | "

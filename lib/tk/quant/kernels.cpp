@@ -291,13 +291,95 @@ template <int kBits> inline uint64_t load_codes8(const uint8_t* packed, int64_t 
 }
 #endif
 
-inline uint64_t repeat_mask(int bits) {
+constexpr uint64_t repeat_mask(int bits) {
   const uint64_t m = (bits == 8) ? 0xffu : ((1u << bits) - 1);
   uint64_t out = 0;
   for (int j = 0; j < 8; ++j) out |= m << (8 * j);
   return out;
 }
 
+
+#if TK_QUANT_AVX2
+// The 8 codes of a piece of a packed LSB-first stream (its kBits bytes at p), one per
+// 32-bit lane, without leaving the vector unit: the piece is broadcast to every lane,
+// each lane shifts its code down to bit 0 and masks it. Up to 4 bits the whole piece
+// fits in one 32-bit lane; wider codes first gather, by a byte shuffle, the two bytes
+// that hold each lane's code. Reads 4 (kBits <= 4) or 8 bytes from p.
+template <int kBits> inline __m256i load_piece(const uint8_t* p) {
+  constexpr int b = kBits;
+  if constexpr (b == 8) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    const __m256i mask = _mm256_set1_epi32((1 << b) - 1);
+    if constexpr (b <= 4) {
+      int32_t w;
+      std::memcpy(&w, p, 4);
+      const __m256i shifts = _mm256_setr_epi32(0, b, 2 * b, 3 * b, 4 * b, 5 * b, 6 * b, 7 * b);
+      return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), shifts), mask);
+    } else {
+      int64_t w;
+      std::memcpy(&w, p, 8);
+      // Lane j takes bytes j*b/8 and the next into its low half (0x80: zero).
+      auto pair = [](int j) { return (j * b / 8) | (j * b / 8 + 1) << 8 | 0x80 << 16 | 0x80 << 24; };
+      const __m256i bytes = _mm256_setr_epi32(pair(0), pair(1), pair(2), pair(3), pair(4), pair(5), pair(6), pair(7));
+      const __m256i shifts = _mm256_setr_epi32(0, b % 8, 2 * b % 8, 3 * b % 8, 4 * b % 8, 5 * b % 8, 6 * b % 8,
+                                               7 * b % 8);
+      return _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(_mm256_set1_epi64x(w), bytes), shifts), mask);
+    }
+  }
+}
+constexpr int piece_read_bytes(int bits) { return bits <= 4 ? 4 : 8; }
+
+// y[i] = float(code_i - offset) * d + m for the `len` codes (a multiple of 8) whose
+// stream starts at `in`: the reference's operations, one rounding each, in its order.
+// kSafe: every piece may read piece_read_bytes past its start; otherwise each piece is
+// copied into a padded buffer first (the last pieces of a stream).
+template <int kBits, bool kOffset, bool kSafe>
+inline void decode_run(const uint8_t* in, int64_t len, __m256i voff, __m256 vd, __m256 vm, float* y) {
+  for (int64_t i = 0; i < len; i += 8) {
+    const uint8_t* p = in + i / 8 * kBits;
+    __m256i c;
+    if constexpr (kSafe) {
+      c = load_piece<kBits>(p);
+    } else {
+      uint8_t padded[8] = {};
+      std::memcpy(padded, p, kBits);
+      c = load_piece<kBits>(padded);
+    }
+    if constexpr (kOffset) c = _mm256_sub_epi32(c, voff);
+    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(c), vd), vm));
+  }
+}
+
+// decode_packed_affine, one group at a time with its scale and offset broadcast once
+// (the common group sizes 16 and 32 as constants, so their runs unroll). The groups
+// whose last piece would read past the stream take the padded path.
+template <int kBits, bool kOffset>
+void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t group, const float* d, const float* m,
+                        float* y) {
+  const int64_t stream = n / 8 * kBits;
+  // Codes [0, safe) lie in pieces whose full read stays inside the stream.
+  const int64_t over = piece_read_bytes(kBits) - kBits;
+  const int64_t safe = stream >= over ? std::min(n, (stream - over) / kBits * 8) : 0;
+  const __m256i voff = _mm256_set1_epi32(offset);
+  auto groups = [&](auto fixed) {
+    constexpr int64_t kFixed = decltype(fixed)::value;
+    const int64_t g = kFixed > 0 ? kFixed : group;
+    int64_t g0 = 0, gi = 0;
+    for (; g0 + g <= safe; g0 += g, ++gi) {
+      decode_run<kBits, kOffset, true>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
+                                       _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+    }
+    for (; g0 < n; g0 += g, ++gi) {
+      decode_run<kBits, kOffset, false>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
+                                        _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+    }
+  };
+  if (group == 16) groups(std::integral_constant<int64_t, 16>{});
+  else if (group == 32) groups(std::integral_constant<int64_t, 32>{});
+  else groups(std::integral_constant<int64_t, 0>{});
+}
+#endif
 }  // namespace
 
 TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
@@ -453,21 +535,13 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
 
 void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
                           const float* m, float* y, bool reference) {
-#if TK_QUANT_AVX2 && TK_QUANT_BMI2
+#if TK_QUANT_AVX2
   if (!reference) {
     with_bits(bits, [&](auto b) {
-      constexpr int kBits = decltype(b)::value;
-      const uint64_t mask = repeat_mask(kBits);
-      const __m256i voff = _mm256_set1_epi32(offset);
-      // Groups counted, not divided out: a 64-bit division per group of 16 cost more
-      // than decoding the group.
-      for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
-        const __m256 vd = _mm256_set1_ps(d[gi]), vm = _mm256_set1_ps(m ? m[gi] : 0.0f);
-        for (int64_t i = g0; i < g0 + group; i += 8) {
-          const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
-          const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(c), voff));
-          _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
-        }
+      if (offset != 0) {
+        decode_affine_avx2<decltype(b)::value, true>(packed, n, offset, group, d, m, y);
+      } else {
+        decode_affine_avx2<decltype(b)::value, false>(packed, n, 0, group, d, m, y);
       }
     });
     return;
@@ -480,6 +554,33 @@ void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset
       const int64_t len = std::min(kChunk, g0 + group - c);
       unpack_bits(packed + c / 8 * bits, len, bits, codes, true);
       for (int64_t i = 0; i < len; ++i) y[c + i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * dg + mg;
+    }
+  }
+}
+
+void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, const float* d, bool negate, float* out,
+                       bool reference) {
+  int64_t s = 0;
+#if TK_QUANT_AVX2
+  if (!reference && subs % 8 == 0) {
+    const __m256i vbias = _mm256_set1_epi32(bias);
+    const __m256 sign = _mm256_set1_ps(negate ? -0.0f : 0.0f);
+    for (; s < supers; ++s) {
+      const __m256 vd = _mm256_set1_ps(d[s]);
+      for (int i = 0; i < subs; i += 8) {
+        const int64_t k = s * subs + i;
+        const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
+        const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(c, vbias));
+        _mm256_storeu_ps(out + k, _mm256_xor_ps(_mm256_mul_ps(vd, v), sign));
+      }
+    }
+  }
+#endif
+  for (; s < supers; ++s) {
+    for (int i = 0; i < subs; ++i) {
+      const int64_t k = s * subs + i;
+      const float v = d[s] * static_cast<float>(static_cast<int>(q[k]) - bias);
+      out[k] = negate ? -v : v;
     }
   }
 }

@@ -38,6 +38,8 @@ using namespace detail;
 
 constexpr int64_t kSuper = 256;
 constexpr int kMaxSubs = 16;
+// Values decoded per parallel task (whole rows; at least one).
+constexpr int64_t kValuesPerTask = 1 << 16;
 
 struct KFormat {
   const char* name;
@@ -322,28 +324,30 @@ class KScheme final : public Scheme {
     const Tensor* sub_mins = f_.asymmetric ? &part(q, "sub_mins", DType::kU8, n_rows * static_cast<uint64_t>(sb)) : nullptr;
     const Tensor* dmin = f_.asymmetric ? &part(q, "dmin", DType::kF16, n_rows * static_cast<uint64_t>(n_super)) : nullptr;
     const int offset = f_.asymmetric ? 0 : nmax();
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> qs(static_cast<size_t>(row_subs)), qm(static_cast<size_t>(row_subs));
-      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
-      float* y = row.empty() ? out + r * l.cols : row.data();
-      unpack_bits(sub_scales.data() + r * sb, row_subs, f_.scale_bits, qs.data(), reference);
-      if (sub_mins) unpack_bits(sub_mins->data() + r * sb, row_subs, f_.scale_bits, qm.data(), reference);
-      std::vector<float> scale(static_cast<size_t>(row_subs)), min(f_.asymmetric ? scale.size() : 0);
+    const int bias = f_.asymmetric ? 0 : qlo_abs();
+    // Rows are decoded a few at a time so that the scratch below is allocated once per
+    // task, not once per row (that cost as much as decoding a short row).
+    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / l.padded_cols);
+    parallel_for((l.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t) {
+      std::vector<uint8_t> qs(static_cast<size_t>(row_subs)), qm(sub_mins ? qs.size() : 0);
+      std::vector<float> scale(static_cast<size_t>(row_subs)), min(sub_mins ? scale.size() : 0);
       std::vector<float> row_d(static_cast<size_t>(n_super)), row_dmin(dmin ? row_d.size() : 0);
-      load_scales(d, static_cast<uint64_t>(r * n_super), static_cast<uint64_t>(n_super), row_d.data());
-      if (dmin) load_scales(*dmin, static_cast<uint64_t>(r * n_super), static_cast<uint64_t>(n_super), row_dmin.data());
-      for (int64_t s = 0; s < n_super; ++s) {
-        const float ds = row_d[s];
-        const float dm = dmin ? row_dmin[s] : 0.0f;
-        for (int i = 0; i < subs_; ++i) {
-          const int64_t k = s * subs_ + i;
-          scale[k] = ds * static_cast<float>(static_cast<int>(qs[k]) - (f_.asymmetric ? 0 : qlo_abs()));
-          if (dmin) min[k] = -(dm * static_cast<float>(qm[k]));
+      std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
+      for (int64_t r = t * rows_per_task; r < std::min(l.rows, (t + 1) * rows_per_task); ++r) {
+        float* y = row.empty() ? out + r * l.cols : row.data();
+        const auto first = static_cast<uint64_t>(r * n_super), count = static_cast<uint64_t>(n_super);
+        unpack_bits(sub_scales.data() + r * sb, row_subs, f_.scale_bits, qs.data(), reference);
+        load_scales(d, first, count, row_d.data());
+        expand_sub_scales(qs.data(), n_super, subs_, bias, row_d.data(), false, scale.data(), reference);
+        if (sub_mins) {
+          unpack_bits(sub_mins->data() + r * sb, row_subs, f_.scale_bits, qm.data(), reference);
+          load_scales(*dmin, first, count, row_dmin.data());
+          expand_sub_scales(qm.data(), n_super, subs_, 0, row_dmin.data(), true, min.data(), reference);
         }
+        decode_packed_affine(codes.data() + r * l.padded_cols * f_.bits / 8, l.padded_cols, f_.bits, offset, f_.sub,
+                             scale.data(), sub_mins ? min.data() : nullptr, y, reference);
+        if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
-      decode_packed_affine(codes.data() + r * l.padded_cols * f_.bits / 8, l.padded_cols, f_.bits, offset, f_.sub,
-                           scale.data(), dmin ? min.data() : nullptr, y, reference);
-      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 

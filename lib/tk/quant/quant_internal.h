@@ -95,6 +95,10 @@ void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi,
 // d[i / group] + m[i / group] (m null: + 0).
 void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
                           const float* m, float* y, bool reference);
+// The sub-block scales of `supers` super-blocks of `subs` (8 or 16) sub-blocks each:
+// out[s * subs + i] = d[s] * float(q[s * subs + i] - bias), negated when `negate`.
+void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, const float* d, bool negate, float* out,
+                       bool reference);
 // Dequantize n packed codes through a table: y = table[code] * scales[i / group]. The
 // table has 2^bits entries (bits <= 4: 16 entries must be readable).
 void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,

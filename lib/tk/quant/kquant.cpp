@@ -327,14 +327,18 @@ class KScheme final : public Scheme {
     const int bias = f_.asymmetric ? 0 : qlo_abs();
     // Rows are decoded a few at a time so that the scratch below is allocated once per
     // task, not once per row (that cost as much as decoding a short row).
-    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / l.padded_cols);
+    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
     parallel_for((l.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t) {
       std::vector<uint8_t> qs(static_cast<size_t>(row_subs)), qm(sub_mins ? qs.size() : 0);
       std::vector<float> scale(static_cast<size_t>(row_subs)), min(sub_mins ? scale.size() : 0);
       std::vector<float> row_d(static_cast<size_t>(n_super)), row_dmin(dmin ? row_d.size() : 0);
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
-      for (int64_t r = t * rows_per_task; r < std::min(l.rows, (t + 1) * rows_per_task); ++r) {
-        float* y = row.empty() ? out + r * l.cols : row.data();
+      const int64_t end = std::min(l.rows, (t + 1) * rows_per_task);
+      for (int64_t r = t * rows_per_task; r < end; ++r) {
+        // A padded row is decoded in place when its padding lands on rows of this task
+        // still to be decoded (they overwrite it), else into the scratch row.
+        const bool in_place = r * l.cols + l.padded_cols <= end * l.cols;
+        float* y = in_place ? out + r * l.cols : row.data();
         const auto first = static_cast<uint64_t>(r * n_super), count = static_cast<uint64_t>(n_super);
         unpack_bits(sub_scales.data() + r * sb, row_subs, f_.scale_bits, qs.data(), reference);
         load_scales(d, first, count, row_d.data());
@@ -346,7 +350,7 @@ class KScheme final : public Scheme {
         }
         decode_packed_affine(codes.data() + r * l.padded_cols * f_.bits / 8, l.padded_cols, f_.bits, offset, f_.sub,
                              scale.data(), sub_mins ? min.data() : nullptr, y, reference);
-        if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+        if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
     });
   }

@@ -20,6 +20,8 @@ namespace {
 using namespace detail;
 
 constexpr int64_t kDefaultGroup = 32;
+// Values decoded per parallel task (whole rows; at least one).
+constexpr int64_t kValuesPerTask = 1 << 16;
 
 const char* granularity_name(Granularity g) {
   switch (g) {
@@ -178,21 +180,32 @@ class IntScheme final : public Scheme {
     const Tensor& scales = part(q, "scales", sd, scale_count);
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
-    parallel_for(l.rows, [&](int64_t r) {
+    // Rows are decoded a few at a time so that the scratch below is allocated once per
+    // task, not once per row (that cost as much as decoding a short row).
+    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
+    parallel_for((l.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       std::vector<float> d(static_cast<size_t>(l.groups_per_row)), m(mins ? d.size() : 0);
       if (g == Granularity::kTensor) {
         std::fill(d.begin(), d.end(), load_scale(scales, 0));
         if (mins) std::fill(m.begin(), m.end(), load_scale(*mins, 0));
-      } else {
-        const auto first = static_cast<uint64_t>(r * l.groups_per_row), count = static_cast<uint64_t>(l.groups_per_row);
-        load_scales(scales, first, count, d.data());
-        if (mins) load_scales(*mins, first, count, m.data());
       }
-      float* y = row.empty() ? out + r * l.cols : row.data();
-      decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,
-                           d.data(), mins ? m.data() : nullptr, y, reference);
-      if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+      const int64_t end = std::min(l.rows, (t + 1) * rows_per_task);
+      for (int64_t r = t * rows_per_task; r < end; ++r) {
+        if (g != Granularity::kTensor) {
+          const auto first = static_cast<uint64_t>(r * l.groups_per_row);
+          const auto count = static_cast<uint64_t>(l.groups_per_row);
+          load_scales(scales, first, count, d.data());
+          if (mins) load_scales(*mins, first, count, m.data());
+        }
+        // A padded row is decoded in place when its padding lands on rows of this task
+        // still to be decoded (they overwrite it), else into the scratch row.
+        const bool in_place = r * l.cols + l.padded_cols <= end * l.cols;
+        float* y = in_place ? out + r * l.cols : row.data();
+        decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,
+                             d.data(), mins ? m.data() : nullptr, y, reference);
+        if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+      }
     });
   }
 

@@ -325,6 +325,7 @@ class KScheme final : public Scheme {
     const Tensor* dmin = f_.asymmetric ? &part(q, "dmin", DType::kF16, n_rows * static_cast<uint64_t>(n_super)) : nullptr;
     const int offset = f_.asymmetric ? 0 : nmax();
     const int bias = f_.asymmetric ? 0 : qlo_abs();
+    const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
     // Rows are decoded a few at a time so that the scratch below is allocated once per
     // task, not once per row (that cost as much as decoding a short row).
     const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
@@ -349,7 +350,7 @@ class KScheme final : public Scheme {
           expand_sub_scales(qm.data(), n_super, subs_, 0, row_dmin.data(), true, min.data(), reference);
         }
         decode_packed_affine(codes.data() + r * l.padded_cols * f_.bits / 8, l.padded_cols, f_.bits, offset, f_.sub,
-                             scale.data(), sub_mins ? min.data() : nullptr, y, reference);
+                             scale.data(), sub_mins ? min.data() : nullptr, y, stream && in_place, reference);
         if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
     });

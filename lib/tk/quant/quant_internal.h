@@ -92,9 +92,13 @@ void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, i
 void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
                       bool reference);
 // Dequantize n packed codes (n and group multiples of 8): y = float(code - offset) *
-// d[i / group] + m[i / group] (m null: + 0).
+// d[i / group] + m[i / group] (m null: + 0). `stream`: y will not be read again soon
+// (the output is much larger than the cache), so it may bypass the cache.
 void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
-                          const float* m, float* y, bool reference);
+                          const float* m, float* y, bool stream, bool reference);
+// Whether an output of `bytes` is large enough, against the cache a core can use, for
+// decoders to write it with streaming (non-temporal) stores.
+bool prefer_streaming_stores(uint64_t bytes);
 // The sub-block scales of `supers` super-blocks of `subs` (8 or 16) sub-blocks each:
 // out[s * subs + i] = d[s] * float(q[s * subs + i] - bias), negated when `negate`.
 void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, const float* d, bool negate, float* out,

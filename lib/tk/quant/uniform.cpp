@@ -180,6 +180,7 @@ class IntScheme final : public Scheme {
     const Tensor& scales = part(q, "scales", sd, scale_count);
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
+    const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
     // Rows are decoded a few at a time so that the scratch below is allocated once per
     // task, not once per row (that cost as much as decoding a short row).
     const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
@@ -203,7 +204,7 @@ class IntScheme final : public Scheme {
         const bool in_place = r * l.cols + l.padded_cols <= end * l.cols;
         float* y = in_place ? out + r * l.cols : row.data();
         decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,
-                             d.data(), mins ? m.data() : nullptr, y, reference);
+                             d.data(), mins ? m.data() : nullptr, y, stream && in_place, reference);
         if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
     });

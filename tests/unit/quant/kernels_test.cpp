@@ -106,11 +106,14 @@ TEST(QuantKernels, AffineDecodeEqualsReference) {
         const auto m = normal(static_cast<size_t>(groups), static_cast<uint64_t>(n + 1), 0.0f, 0.05f);
         for (const int offset : {0, 1 << (bits - 1)}) {
           for (const float* mins : {static_cast<const float*>(nullptr), m.data()}) {
-            std::vector<float> opt(static_cast<size_t>(n)), ref(opt.size());
-            decode_packed_affine(in.get(), n, bits, offset, group, d.data(), mins, opt.data(), false);
-            decode_packed_affine(in.get(), n, bits, offset, group, d.data(), mins, ref.data(), true);
-            EXPECT_TRUE(same_bits(opt, ref)) << "bits " << bits << " group " << group << " n " << n << " offset "
-                                             << offset << (mins ? " with mins" : "");
+            std::vector<float> ref(static_cast<size_t>(n));
+            decode_packed_affine(in.get(), n, bits, offset, group, d.data(), mins, ref.data(), false, true);
+            for (const bool stream : {false, true}) {
+              std::vector<float> opt(ref.size());
+              decode_packed_affine(in.get(), n, bits, offset, group, d.data(), mins, opt.data(), stream, false);
+              EXPECT_TRUE(same_bits(opt, ref)) << "bits " << bits << " group " << group << " n " << n << " offset "
+                                               << offset << (mins ? " with mins" : "") << (stream ? " streaming" : "");
+            }
           }
         }
       }
@@ -125,10 +128,10 @@ TEST(QuantKernels, AffineDecodeValues) {
   const float d[] = {-0.5f}, m[] = {0.25f};
   std::vector<float> y(8);
   for (const bool reference : {false, true}) {
-    decode_packed_affine(packed.data(), 8, 2, 2, 8, d, nullptr, y.data(), reference);
+    decode_packed_affine(packed.data(), 8, 2, 2, 8, d, nullptr, y.data(), false, reference);
     EXPECT_EQ(y, (std::vector<float>{1.0f, 0.5f, 0.0f, -0.5f, 1.0f, 0.5f, 0.0f, -0.5f}));
     EXPECT_FALSE(std::signbit(y[2]));
-    decode_packed_affine(packed.data(), 8, 2, 0, 8, d, m, y.data(), reference);
+    decode_packed_affine(packed.data(), 8, 2, 0, 8, d, m, y.data(), false, reference);
     EXPECT_EQ(y, (std::vector<float>{0.25f, -0.25f, -0.75f, -1.25f, 0.25f, -0.25f, -0.75f, -1.25f}));
   }
 }

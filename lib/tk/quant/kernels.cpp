@@ -360,14 +360,15 @@ inline void decode_run(const uint8_t* in, int64_t len, __m256i voff, __m256 vd, 
 
 // decode_packed_affine, one group at a time with its scale and offset broadcast once
 // (the common group sizes 16 and 32 as constants, so their runs unroll). The groups
-// whose last piece would read past the stream take the padded path.
+// whose last piece would read past the stream take the padded path. kStream: see
+// decode_run.
 template <int kBits, bool kOffset, bool kStream>
 void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t group, const float* d, const float* m,
                         float* y) {
-  const int64_t stream = n / 8 * kBits;
+  const int64_t stream_bytes = n / 8 * kBits;
   // Codes [0, safe) lie in pieces whose full read stays inside the stream.
   const int64_t over = piece_read_bytes(kBits) - kBits;
-  const int64_t safe = stream >= over ? std::min(n, (stream - over) / kBits * 8) : 0;
+  const int64_t safe = stream_bytes >= over ? std::min(n, (stream_bytes - over) / kBits * 8) : 0;
   const __m256i voff = _mm256_set1_epi32(offset);
   auto groups = [&](auto fixed) {
     constexpr int64_t kFixed = decltype(fixed)::value;
@@ -375,11 +376,11 @@ void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t gr
     int64_t g0 = 0, gi = 0;
     for (; g0 + g <= safe; g0 += g, ++gi) {
       decode_run<kBits, kOffset, true, kStream>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
-                                       _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+                                                _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
     }
     for (; g0 < n; g0 += g, ++gi) {
       decode_run<kBits, kOffset, false, kStream>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
-                                        _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+                                                 _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
     }
   };
   if (group == 16) groups(std::integral_constant<int64_t, 16>{});
@@ -387,6 +388,7 @@ void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t gr
   else groups(std::integral_constant<int64_t, 0>{});
 }
 #endif
+
 }  // namespace
 
 TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,

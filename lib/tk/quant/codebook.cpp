@@ -8,6 +8,7 @@
 
 #include "tk/core/error.h"
 #include "tk/quant/codebook_internal.h"
+#include "tk/quant/decode_tables.h"
 
 namespace tk::quant {
 
@@ -466,6 +467,7 @@ void codebook_decode_reference(const uint8_t* codes, uint64_t code_bytes, int bi
 
 void codebook_decode(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first,
                      uint64_t count, const float* levels, float* out) {
+  if (detail::decode_levels(codes, code_bytes, bits, first, count, levels, out)) return;
   if (bits == 8) {
     for (uint64_t i = 0; i < count; ++i) out[i] = levels[codes[first + i]];
     return;

@@ -11,6 +11,7 @@
 
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
+#include "tk/quant/decode_tables.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 
@@ -28,6 +29,7 @@ class Fp8Scheme final : public Scheme {
     max_ = static_cast<float>(tk::detail::float_format_decode(f, f.max_code));
     table_.resize(256);
     for (int c = 0; c < 256; ++c) table_[c] = static_cast<float>(tk::detail::float_format_decode(f, c));
+    decoder_ = CodeTable(8, table_.data(), dtype);
   }
 
   std::string name() const override { return name_; }
@@ -133,7 +135,7 @@ class Fp8Scheme final : public Scheme {
       const uint8_t* c = codes.data() + r * l.cols;
       float* y = out + r * l.cols;
       const int64_t whole = l.cols / 8 * 8;  // the kernel takes multiples of 8
-      if (whole > 0) decode_packed_table(c, whole, 8, table_.data(), whole, &s, y, reference);
+      if (whole > 0) decoder_.decode_scaled(c, whole, whole, &s, y, reference);
       for (int64_t i = whole; i < l.cols; ++i) y[i] = table_[c[i]] * s;
     });
   }
@@ -142,6 +144,7 @@ class Fp8Scheme final : public Scheme {
   DType dtype_;
   float max_ = 0;
   std::vector<float> table_;
+  CodeTable decoder_;
 };
 
 }  // namespace

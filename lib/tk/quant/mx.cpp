@@ -19,6 +19,7 @@
 #include "tk/core/dtype_array.h"
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
+#include "tk/quant/decode_tables.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 
@@ -57,6 +58,7 @@ class MxScheme final : public Scheme {
     bits_ = bits;
     table_.resize(256);
     for (int c = 0; c < 256; ++c) table_[c] = element_value(static_cast<uint8_t>(c));
+    decoder_ = CodeTable(bits, table_.data(), f.element);
   }
 
   std::string name() const override { return f_.name; }
@@ -179,14 +181,11 @@ class MxScheme final : public Scheme {
     const Tensor& scales = part(q, "scales", DType::kF8E8M0, static_cast<uint64_t>(l.rows * l.groups_per_row));
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
-      for (int64_t b = 0; b < l.groups_per_row; ++b) {
-        const uint8_t sc = scales.data()[r * l.groups_per_row + b];
-        scale[b] = sc == 0xff ? NAN : std::ldexp(1.0f, static_cast<int>(sc) - 127);
-      }
+      decode_e8m0(scales.data() + r * l.groups_per_row, l.groups_per_row, scale.data());
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       float* y = row.empty() ? out + r * l.cols : row.data();
-      decode_packed_table(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, table_.data(), kBlock,
-                          scale.data(), y, reference);
+      decoder_.decode_scaled(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, kBlock, scale.data(), y,
+                             reference);
       if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
@@ -194,6 +193,7 @@ class MxScheme final : public Scheme {
   MxFormat f_;
   int bits_ = 8;
   std::vector<float> table_;
+  CodeTable decoder_;
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "tk/core/error.h"
+#include "tk/quant/decode_tables.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 
@@ -38,9 +39,8 @@ constexpr float kLevels[16] = {
 
 class Nf4Scheme final : public Scheme {
  public:
-  Nf4Scheme() {
+  Nf4Scheme() : table_(4, kLevels) {
     for (int k = 0; k < 15; ++k) mid_[k] = (kLevels[k] + kLevels[k + 1]) * 0.5f;
-    for (int c = 0; c < 256; ++c) table_[c] = kLevels[c & 15];
   }
 
   std::string name() const override { return "nf4"; }
@@ -206,14 +206,14 @@ class Nf4Scheme final : public Scheme {
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       float* y = row.empty() ? out + r * l.cols : row.data();
-      decode_packed_table(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, table_, l.group,
-                          scale.data() + r * l.groups_per_row, y, reference);
+      table_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, l.group,
+                           scale.data() + r * l.groups_per_row, y, reference);
       if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 
   float mid_[15];
-  float table_[256];
+  CodeTable table_;
 };
 
 }  // namespace

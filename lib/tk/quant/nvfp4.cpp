@@ -14,6 +14,7 @@
 
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
+#include "tk/quant/decode_tables.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 
@@ -33,6 +34,7 @@ class Nvfp4Scheme final : public Scheme {
       fp4_[c] = static_cast<float>(tk::detail::float_format_decode(e2m1, c));
       fp8_[c] = static_cast<float>(tk::detail::float_format_decode(e4m3, c));
     }
+    decoder_ = CodeTable(4, fp4_, DType::kF4);
   }
 
   std::string name() const override { return "nvfp4"; }
@@ -130,14 +132,14 @@ class Nvfp4Scheme final : public Scheme {
       for (int64_t b = 0; b < l.groups_per_row; ++b) scale[b] = fp8_[scales.data()[r * l.groups_per_row + b]] * t;
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       float* y = row.empty() ? out + r * l.cols : row.data();
-      decode_packed_table(codes.data() + r * l.padded_cols / 2, l.padded_cols, 4, fp4_, kBlock, scale.data(), y,
-                          reference);
+      decoder_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, kBlock, scale.data(), y, reference);
       if (!row.empty()) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
     });
   }
 
   float fp4_[256];
   float fp8_[256];
+  CodeTable decoder_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "tk/linalg/blas.h"
 #include "tk/quant/codebook.h"
 #include "tk/quant/codebook_internal.h"
+#include "tk/quant/decode_tables.h"
 
 namespace tk::quant {
 
@@ -133,9 +134,11 @@ class VqScheme final : public Scheme {
     return bytes * 8 / static_cast<double>(rows * cols);
   }
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const override;
-  void dequantize(const Quantized& q, float* out) const override;
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
 
  private:
+  void decode(const Quantized& q, float* out, bool reference) const;
   int64_t padded(int64_t cols) const { return (cols + dim_ - 1) / dim_ * dim_; }
   bool row_scaled(const QuantOptions& options) const {
     if (options.granularity == Granularity::kGroup) {
@@ -181,7 +184,7 @@ Quantized VqScheme::quantize(const float* x, const Shape& shape, const QuantOpti
   return q;
 }
 
-void VqScheme::dequantize(const Quantized& q, float* out) const {
+void VqScheme::decode(const Quantized& q, float* out, bool reference) const {
   int64_t rows = 0, cols = 0;
   rows_cols(q.shape, &rows, &cols);
   require_param(q, "dim", dim_, dim_);
@@ -207,6 +210,11 @@ void VqScheme::dequantize(const Quantized& q, float* out) const {
     std::vector<float> row(pc);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
+      if (!reference && detail::decode_vectors(codes.data(), code_bytes, bits_, r * per_row, per_row, book.data(), dim_,
+                                       scale[r], row.data())) {
+        std::memcpy(out + r * cols, row.data(), cols * sizeof(float));
+        continue;
+      }
       for (int64_t v = 0; v < per_row; ++v) {
         uint32_t code = bits_ == 8 ? codes.data()[r * per_row + v]
                                    : unpack_code(codes.data(), code_bytes, bits_, r * per_row + v);

@@ -1,0 +1,362 @@
+// Table and minifloat decoders (see decode_tables.h for the contract and the plans).
+#include "tk/quant/decode_tables.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "tk/core/float_format.h"
+#include "tk/quant/codebook_internal.h"
+#include "tk/quant/quant_internal.h"
+
+#if defined(__AVX2__) && defined(__BMI2__) && defined(__F16C__)
+#include <immintrin.h>
+#define TK_DECODE_AVX2 1
+#endif
+
+namespace tk::quant::detail {
+namespace {
+
+bool same_bits(float a, float b) {
+  uint32_t x = 0, y = 0;
+  std::memcpy(&x, &a, 4);
+  std::memcpy(&y, &b, 4);
+  return x == y;
+}
+
+bool is_power_of_two(float v) {
+  int e = 0;
+  return v > 0 && std::isfinite(v) && std::frexp(v, &e) == 0.5f;
+}
+
+// The group's scale with the plan's factor folded in, if that gives the same products:
+// factor is a power of two, so s * factor is exact unless it overflows or (factor < 1)
+// lands below the normal range, where it may lose bits (NaN and Inf scales give the
+// same NaN and Inf products). No division: this runs once per group of 16 or 32.
+inline bool fold_factor(float s, float factor, float* folded) {
+  *folded = s * factor;
+  if (!std::isfinite(s)) return true;
+  if (factor >= 1.0f) return std::isfinite(*folded);
+  return s == 0.0f || std::fabs(*folded) >= std::numeric_limits<float>::min();
+}
+
+// The reference formula for one stretch of codes (a group the fast path leaves).
+void decode_scalar(const uint8_t* packed, int64_t first, int64_t count, int bits, const float* table, float s,
+                   float* y) {
+  const uint32_t mask = (1u << bits) - 1;
+  for (int64_t i = first; i < first + count; ++i) {
+    const int64_t bit = i * bits;
+    uint32_t v = packed[bit / 8] >> (bit % 8);
+    if (bit % 8 + bits > 8) v |= static_cast<uint32_t>(packed[bit / 8 + 1]) << (8 - bit % 8);
+    y[i] = table[v & mask] * s;
+  }
+}
+
+#if TK_DECODE_AVX2
+
+constexpr uint64_t kNibbles = 0x0F0F0F0F0F0F0F0FULL;
+constexpr uint64_t kSixBits = 0x3F3F3F3F3F3F3F3FULL;
+
+// Eight codes < 16 through a 16-entry table held in two registers.
+inline __m256 lookup16(__m256 lo, __m256 hi, uint64_t codes) {
+  const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(codes)));
+  const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
+}
+
+// Four-bit codes: the 16 entries times the group's scale once per group, then permutes.
+void decode4_permute(const uint8_t* packed, int64_t n, const float* table, int64_t group, const float* scales,
+                     float* y) {
+  const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
+  for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+    const __m256 s = _mm256_set1_ps(scales[gi]);
+    const __m256 slo = _mm256_mul_ps(lo, s), shi = _mm256_mul_ps(hi, s);
+    const int64_t end = g0 + group;
+    int64_t i = g0;
+    for (; i + 16 <= end; i += 16) {
+      uint64_t p = 0;
+      std::memcpy(&p, packed + i / 2, 8);
+      _mm256_storeu_ps(y + i, lookup16(slo, shi, _pdep_u64(p, kNibbles)));
+      _mm256_storeu_ps(y + i + 8, lookup16(slo, shi, _pdep_u64(p >> 32, kNibbles)));
+    }
+    if (i < end) {
+      uint32_t p = 0;
+      std::memcpy(&p, packed + i / 2, 4);
+      _mm256_storeu_ps(y + i, lookup16(slo, shi, _pdep_u64(p, kNibbles)));
+    }
+  }
+}
+
+// Up to 8 bytes of a stream that ends at `end`, without reading past it.
+inline uint64_t load_bytes(const uint8_t* p, const uint8_t* end, int want) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, end - p >= 8 ? 8 : static_cast<size_t>(want));
+  return v;
+}
+
+// Sixteen codes at code index i (a multiple of 8) as 16-bit lanes.
+template <int kBits> inline __m256i load16_codes(const uint8_t* packed, const uint8_t* end, int64_t i) {
+  if constexpr (kBits == 8) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + i)));
+  } else {
+    const uint8_t* p = packed + i / 8 * 6;
+    if (end - p >= 16) {
+      // Both halves get the 12 bytes; each 16-bit lane takes the two bytes its code
+      // starts in, a multiply moves the code to bits 10..15 and a shift brings it down.
+      const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 1, 2, 2, 3, 3, 4, 3, 4, 4, 5, 5, 6,  //
+                                              6, 7, 6, 7, 7, 8, 8, 9, 9, 10, 9, 10, 10, 11, 11, 12);
+      const __m256i to_top = _mm256_setr_epi16(1024, 16, 64, 256, 1024, 16, 64, 256,  //
+                                               1024, 16, 64, 256, 1024, 16, 64, 256);
+      return _mm256_srli_epi16(_mm256_mullo_epi16(_mm256_shuffle_epi8(bytes, spread), to_top), 10);
+    }
+    const uint64_t a = _pdep_u64(load_bytes(p, end, 6), kSixBits);
+    const uint64_t b = _pdep_u64(load_bytes(p + 6, end, 6), kSixBits);
+    return _mm256_cvtepu8_epi16(_mm_set_epi64x(static_cast<long long>(b), static_cast<long long>(a)));
+  }
+}
+template <int kBits> inline __m128i load8_codes(const uint8_t* packed, const uint8_t* end, int64_t i) {
+  if constexpr (kBits == 8) {
+    uint64_t v = 0;
+    std::memcpy(&v, packed + i, 8);
+    return _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(v)));
+  } else {
+    const uint64_t a = _pdep_u64(load_bytes(packed + i / 8 * 6, end, 6), kSixBits);
+    return _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(a)));
+  }
+}
+
+// Minifloat codes: the code's magnitude bits moved into an f16's exponent and mantissa
+// and its sign into the f16's sign, converted by F16C; the plan's power of two is folded
+// into the scale.
+struct MinifloatPlan {
+  __m256i mag_mask, sign_mask, special_mask, special_value;
+  __m128i mag_shift, sign_shift;
+  bool has_special;
+};
+
+inline __m256i to_f16(const MinifloatPlan& m, __m256i c) {
+  return _mm256_or_si256(_mm256_sll_epi16(_mm256_and_si256(c, m.mag_mask), m.mag_shift),
+                         _mm256_sll_epi16(_mm256_and_si256(c, m.sign_mask), m.sign_shift));
+}
+
+inline bool any_special(const MinifloatPlan& m, __m256i c) {
+  if (!m.has_special) return false;
+  const __m256i hit = _mm256_cmpeq_epi16(_mm256_and_si256(c, m.special_mask), m.special_value);
+  return !_mm256_testz_si256(hit, hit);
+}
+
+template <int kBits>
+void decode_minifloat(const MinifloatPlan& m, const uint8_t* packed, int64_t n, const float* table, float factor,
+                      int64_t group, const float* scales, float* y) {
+  const uint8_t* end = packed + n / 8 * kBits;
+  for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+    float folded = 0;
+    if (!fold_factor(scales[gi], factor, &folded)) {
+      decode_scalar(packed, g0, group, kBits, table, scales[gi], y);
+      continue;
+    }
+    const __m256 s = _mm256_set1_ps(folded);
+    const int64_t stop = g0 + group;
+    int64_t i = g0;
+    for (; i + 16 <= stop; i += 16) {
+      const __m256i c = load16_codes<kBits>(packed, end, i);
+      if (any_special(m, c)) {
+        decode_scalar(packed, i, 16, kBits, table, scales[gi], y);
+        continue;
+      }
+      const __m256i h = to_f16(m, c);
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), s));
+      _mm256_storeu_ps(y + i + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), s));
+    }
+    if (i < stop) {
+      // The upper lanes zero: never special, as special_value is not 0.
+      const __m256i c8 = _mm256_inserti128_si256(_mm256_setzero_si256(), load8_codes<kBits>(packed, end, i), 0);
+      if (any_special(m, c8)) {
+        decode_scalar(packed, i, 8, kBits, table, scales[gi], y);
+        continue;
+      }
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(to_f16(m, c8))), s));
+    }
+  }
+}
+
+// Int8 codes times a power of two (MXINT8), folded into the scale.
+void decode_int8(const uint8_t* packed, int64_t n, const float* table, float factor, int64_t group,
+                 const float* scales, float* y) {
+  for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+    float folded = 0;
+    if (!fold_factor(scales[gi], factor, &folded)) {
+      decode_scalar(packed, g0, group, 8, table, scales[gi], y);
+      continue;
+    }
+    const __m256 s = _mm256_set1_ps(folded);
+    for (int64_t i = g0; i < g0 + group; i += 8) {
+      uint64_t v = 0;
+      std::memcpy(&v, packed + i, 8);
+      const __m256i c = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(static_cast<long long>(v)));
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(c), s));
+    }
+  }
+}
+
+#endif  // TK_DECODE_AVX2
+
+}  // namespace
+
+CodeTable::CodeTable(int bits, const float* table, DType format)
+    : bits_(bits), table_(static_cast<size_t>(std::max(16, 1 << bits)), 0.0f) {
+  std::copy(table, table + (1 << bits), table_.begin());
+#if TK_DECODE_AVX2
+  plan_ = bits == 4 ? Plan::kPermute : Plan::kGather;
+  if (bits != 8 && bits != 6) return;
+  if (format == DType::kI8 && bits == 8) {
+    factor_ = table_[1];
+    if (!is_power_of_two(factor_)) return;
+    for (int c = 0; c < 256; ++c) {
+      if (!same_bits(static_cast<float>(static_cast<int8_t>(c)) * factor_, table_[c])) return;
+    }
+    plan_ = Plan::kInt8;
+    return;
+  }
+  if (format != DType::kF8E4M3 && format != DType::kF8E5M2 && format != DType::kF6E2M3 &&
+      format != DType::kF6E3M2) {
+    return;
+  }
+  const tk::detail::FloatFormat& f = tk::detail::float_format(format);
+  const int exponent_bits = f.bits - 1 - f.mantissa_bits;
+  if (f.bits != bits || !f.is_signed || f.fnuz || exponent_bits > 5) return;
+  mag_mask_ = static_cast<uint16_t>((1u << (bits - 1)) - 1);
+  mag_shift_ = static_cast<uint16_t>(10 - f.mantissa_bits);
+  sign_mask_ = static_cast<uint16_t>(1u << (bits - 1));
+  sign_shift_ = static_cast<uint16_t>(16 - bits);
+  if (f.ieee_specials) {  // all-ones exponent: Inf and NaN
+    special_mask_ = static_cast<uint16_t>(((1u << exponent_bits) - 1) << f.mantissa_bits);
+    special_value_ = special_mask_;
+  } else if (f.nan_magnitude != 0) {
+    special_mask_ = mag_mask_;
+    special_value_ = static_cast<uint16_t>(f.nan_magnitude);
+  }
+  factor_ = std::ldexp(1.0f, 15 - f.bias);
+  for (int c = 0; c < (1 << bits); ++c) {
+    if (special_mask_ != 0 && (c & special_mask_) == special_value_) continue;
+    const auto h = static_cast<uint16_t>(((c & mag_mask_) << mag_shift_) | ((c & sign_mask_) << sign_shift_));
+    if (!same_bits(_cvtsh_ss(h) * factor_, table_[c])) return;
+  }
+  plan_ = Plan::kMinifloat;
+#else
+  (void)format;
+#endif
+}
+
+void CodeTable::decode_scaled(const uint8_t* packed, int64_t n, int64_t group, const float* scales, float* y,
+                              bool reference) const {
+#if TK_DECODE_AVX2
+  if (!reference) {
+    switch (plan_) {
+      case Plan::kPermute: decode4_permute(packed, n, table_.data(), group, scales, y); return;
+      case Plan::kInt8: decode_int8(packed, n, table_.data(), factor_, group, scales, y); return;
+      case Plan::kMinifloat: {
+        MinifloatPlan m;
+        m.mag_mask = _mm256_set1_epi16(static_cast<short>(mag_mask_));
+        m.sign_mask = _mm256_set1_epi16(static_cast<short>(sign_mask_));
+        m.special_mask = _mm256_set1_epi16(static_cast<short>(special_mask_));
+        m.special_value = _mm256_set1_epi16(static_cast<short>(special_value_));
+        m.mag_shift = _mm_cvtsi32_si128(mag_shift_);
+        m.sign_shift = _mm_cvtsi32_si128(sign_shift_);
+        m.has_special = special_mask_ != 0;
+        if (bits_ == 8) {
+          decode_minifloat<8>(m, packed, n, table_.data(), factor_, group, scales, y);
+        } else {
+          decode_minifloat<6>(m, packed, n, table_.data(), factor_, group, scales, y);
+        }
+        return;
+      }
+      default: break;
+    }
+  }
+#endif
+  decode_packed_table(packed, n, bits_, table_.data(), group, scales, y, reference);
+}
+
+bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                   const float* levels, float* out) {
+#if TK_DECODE_AVX2
+  uint64_t i = 0;
+  float padded[16] = {};
+  std::copy(levels, levels + std::min(16, 1 << bits), padded);
+  const __m256 lo = _mm256_loadu_ps(padded), hi = _mm256_loadu_ps(padded + 8);
+  uint64_t mask = 0;
+  for (int j = 0; j < 8; ++j) mask |= ((uint64_t{1} << bits) - 1) << (8 * j);
+  // Eight codes span at most 8 * 7 bits plus the starting bit's offset: one 64-bit window.
+  for (; i + 8 <= count; i += 8) {
+    const uint64_t bit = (first + i) * static_cast<uint64_t>(bits);
+    if ((bit >> 3) + 8 > code_bytes) break;
+    uint64_t window = 0;
+    std::memcpy(&window, codes + (bit >> 3), 8);
+    const uint64_t c = _pdep_u64(window >> (bit & 7), mask);
+    __m256 v;
+    if (bits <= 3) {
+      v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));
+    } else if (bits == 4) {
+      v = lookup16(lo, hi, c);
+    } else {
+      v = _mm256_i32gather_ps(levels, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))), 4);
+    }
+    _mm256_storeu_ps(out + i, v);
+  }
+  for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
+  return true;
+#else
+  (void)codes, (void)code_bytes, (void)bits, (void)first, (void)count, (void)levels, (void)out;
+  return false;
+#endif
+}
+
+bool decode_vectors(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                    const float* book, int dim, float scale, float* out) {
+#if TK_DECODE_AVX2
+  if (dim != 4 && dim != 8) return false;
+  const uint32_t mask = (1u << bits) - 1;
+  auto code_at = [&](uint64_t v) -> uint32_t {
+    if (bits == 8) return codes[v];
+    const uint64_t bit = v * static_cast<uint64_t>(bits);
+    if ((bit >> 3) + 8 > code_bytes) return cbdetail::unpack_code(codes, code_bytes, bits, v);
+    uint64_t window = 0;
+    std::memcpy(&window, codes + (bit >> 3), 8);
+    return static_cast<uint32_t>(window >> (bit & 7)) & mask;
+  };
+  const __m256 s = _mm256_set1_ps(scale);
+  uint64_t v = 0;
+  if (dim == 4) {
+    for (; v + 2 <= count; v += 2) {
+      const float* a = book + code_at(first + v) * 4;
+      const float* b = book + code_at(first + v + 1) * 4;
+      _mm256_storeu_ps(out + v * 4, _mm256_mul_ps(_mm256_loadu2_m128(b, a), s));
+    }
+    for (; v < count; ++v) {
+      const float* a = book + code_at(first + v) * 4;
+      _mm_storeu_ps(out + v * 4, _mm_mul_ps(_mm_loadu_ps(a), _mm256_castps256_ps128(s)));
+    }
+  } else {
+    for (; v < count; ++v) _mm256_storeu_ps(out + v * 8, _mm256_mul_ps(_mm256_loadu_ps(book + code_at(first + v) * 8), s));
+  }
+  return true;
+#else
+  (void)codes, (void)code_bytes, (void)bits, (void)first, (void)count, (void)book, (void)dim, (void)scale, (void)out;
+  return false;
+#endif
+}
+
+void decode_e8m0(const uint8_t* codes, int64_t n, float* out) {
+  static const std::array<float, 256> kValues = [] {
+    std::array<float, 256> v{};
+    for (int c = 0; c < 256; ++c) v[c] = c == 0xff ? NAN : std::ldexp(1.0f, c - 127);
+    return v;
+  }();
+  for (int64_t i = 0; i < n; ++i) out[i] = kValues[codes[i]];
+}
+
+}  // namespace tk::quant::detail

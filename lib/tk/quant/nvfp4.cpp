@@ -35,6 +35,7 @@ class Nvfp4Scheme final : public Scheme {
       fp8_[c] = static_cast<float>(tk::detail::float_format_decode(e4m3, c));
     }
     decoder_ = CodeTable(4, fp4_, DType::kF4);
+    scale_decoder_ = CodeTable(8, fp8_, DType::kF8E4M3);
   }
 
   std::string name() const override { return "nvfp4"; }
@@ -129,7 +130,12 @@ class Nvfp4Scheme final : public Scheme {
     const float t = part(q, "tensor_scale", DType::kF32, 1).data_as<float>()[0];
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
-      for (int64_t b = 0; b < l.groups_per_row; ++b) scale[b] = fp8_[scales.data()[r * l.groups_per_row + b]] * t;
+      // The block scales e4m3 * t are themselves a table decode (a sixth of the work
+      // when done one at a time).
+      const uint8_t* sc = scales.data() + r * l.groups_per_row;
+      const int64_t whole = reference ? 0 : l.groups_per_row / 8 * 8;
+      if (whole > 0) scale_decoder_.decode_scaled(sc, whole, whole, &t, scale.data(), false);
+      for (int64_t b = whole; b < l.groups_per_row; ++b) scale[b] = fp8_[sc[b]] * t;
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       float* y = row.empty() ? out + r * l.cols : row.data();
       decoder_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, kBlock, scale.data(), y, reference);
@@ -140,6 +146,7 @@ class Nvfp4Scheme final : public Scheme {
   float fp4_[256];
   float fp8_[256];
   CodeTable decoder_;
+  CodeTable scale_decoder_;
 };
 
 }  // namespace

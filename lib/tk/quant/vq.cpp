@@ -210,9 +210,11 @@ void VqScheme::decode(const Quantized& q, float* out, bool reference) const {
     std::vector<float> row(pc);
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      if (!reference && detail::decode_vectors(codes.data(), code_bytes, bits_, r * per_row, per_row, book.data(), dim_,
-                                       scale[r], row.data())) {
-        std::memcpy(out + r * cols, row.data(), cols * sizeof(float));
+      // Unpadded rows decode in place: a copy through `row` would double the stores.
+      float* dst = pc == cols ? out + r * cols : row.data();
+      if (!reference && detail::decode_vectors(codes.data(), code_bytes, bits_, r * per_row, per_row, book.data(),
+                                               dim_, scale[r], dst)) {
+        if (dst != out + r * cols) std::memcpy(out + r * cols, row.data(), cols * sizeof(float));
         continue;
       }
       for (int64_t v = 0; v < per_row; ++v) {

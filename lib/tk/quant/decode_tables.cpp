@@ -19,6 +19,8 @@
 namespace tk::quant::detail {
 namespace {
 
+#if TK_DECODE_AVX2
+
 bool same_bits(float a, float b) {
   uint32_t x = 0, y = 0;
   std::memcpy(&x, &a, 4);
@@ -53,8 +55,6 @@ void decode_scalar(const uint8_t* packed, int64_t first, int64_t count, int bits
     y[i] = table[v & mask] * s;
   }
 }
-
-#if TK_DECODE_AVX2
 
 constexpr uint64_t kNibbles = 0x0F0F0F0F0F0F0F0FULL;
 constexpr uint64_t kSixBits = 0x3F3F3F3F3F3F3F3FULL;
@@ -294,10 +294,14 @@ void CodeTable::decode_scaled(const uint8_t* packed, int64_t n, int64_t group, c
 bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                    const float* levels, float* out) {
 #if TK_DECODE_AVX2
+  // 256 levels: a gather (slow on AMD) loses to the caller's one-load-per-code loop.
+  if (bits == 8) return false;
   uint64_t i = 0;
-  float padded[16] = {};
-  std::copy(levels, levels + std::min(16, 1 << bits), padded);
-  const __m256 lo = _mm256_loadu_ps(padded), hi = _mm256_loadu_ps(padded + 8);
+  float padded[64] = {};
+  std::copy(levels, levels + std::min(64, 1 << bits), padded);
+  __m256 t[8];
+  for (int k = 0; k < 8; ++k) t[k] = _mm256_loadu_ps(padded + 8 * k);
+  const __m256 lo = t[0], hi = t[1];
   uint64_t mask = 0;
   for (int j = 0; j < 8; ++j) mask |= ((uint64_t{1} << bits) - 1) << (8 * j);
   // Eight codes span at most 8 * 7 bits plus the starting bit's offset: one 64-bit window.
@@ -312,6 +316,15 @@ bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t
       v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));
     } else if (bits == 4) {
       v = lookup16(lo, hi, c);
+    } else if (bits <= 6) {
+      // 32 or 64 levels: 16-entry lookups chosen between on bits 4 and 5.
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c)));
+      const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
+      v = _mm256_blendv_ps(lookup16(t[0], t[1], c), lookup16(t[2], t[3], c), bit4);
+      if (bits == 6) {
+        const __m256 upper = _mm256_blendv_ps(lookup16(t[4], t[5], c), lookup16(t[6], t[7], c), bit4);
+        v = _mm256_blendv_ps(v, upper, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 26)));
+      }
     } else {
       v = _mm256_i32gather_ps(levels, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))), 4);
     }

@@ -57,8 +57,8 @@ class CodeTable {
 // Decode `count` codes of an LSB-first `bits`-wide stream (code_bytes long) starting at
 // code `first` into out[i] = levels[code] (levels: 2^bits entries), as a scalar loop over
 // cbdetail::unpack_code would; bits 1..8. Eight codes a step through in-register
-// permutes (up to 16 levels) or gathers. Returns false, having done nothing, where the
-// build has no AVX2 path (the caller's own decoder is as fast there).
+// permutes (up to 64 levels) or gathers (128). Returns false, having done nothing, for
+// 8 bits and where the build has no AVX2 path: the caller's own decoder is as fast there.
 bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                    const float* levels, float* out);
 

@@ -1,16 +1,19 @@
 // Fast dequantization of codes that decode through a table: NF4, FP8, the MX element
-// formats, NVFP4's E2M1 and k-means levels. Every function gives exactly the values of
-// its scalar reference (decode_packed_table, or a plain table lookup), bit for bit:
-// outputs are table[code] * scale with the same single rounding, NaN bits included.
+// formats, NVFP4's E2M1, k-means levels and vq vectors. Every function gives exactly the
+// values of its scalar reference (decode_packed_table, or a plain table lookup), bit for
+// bit: outputs are table[code] * scale with the same single rounding. (A NaN entry times
+// a NaN scale is NaN in both, with either operand's sign: C++ does not fix which.)
 //
 // The AVX2 paths (compiled in where the build targets AVX2, BMI2 and F16C):
-//   - tables of up to 16 entries: in-register permutes of the table, pre-multiplied
-//     by each group's scale (the same products as multiplying afterwards);
-//   - minifloat codes (F8, F6, F4) and I8: computed arithmetically (the code's bits
-//     moved into an f16, converted, times a power of two folded into the scale), the
-//     rule checked against the table once for all codes; a vector of 16 holding a code
-//     the rule does not cover (E4M3 NaN, E5M2 Inf and NaN) takes the table instead;
-//   - anything else (kmeans 5..8 bits): gathers from the table.
+//   - 4-bit tables (NF4, E2M1, kmeans:4): in-register permutes of the table,
+//     pre-multiplied by each group's scale (the same products as multiplying after);
+//   - FP8 and FP6 codes: computed arithmetically (the code's bits moved into an f16,
+//     converted, times a power of two folded into the scale), the rule checked against
+//     the table once for all codes; a vector of 16 holding a code the rule does not
+//     cover (E4M3 NaN, E5M2 Inf and NaN) takes the table instead; I8 codes likewise by
+//     integer conversion;
+//   - k-means levels: permutes up to 6 bits, gathers at 7; vq vectors of 4 or 8 copied
+//     whole.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ uint64_t Quantized::stored_bytes() const {
 std::vector<std::string> scheme_names() {
   std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4",
                                     "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
-                                    "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4"};
+                                    "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4", "trellis:BITS[:STATE_BITS]"};
   for (auto& n : codebook_scheme_names()) names.push_back(std::move(n));
   return names;
 }
@@ -42,6 +42,7 @@ std::unique_ptr<Scheme> make_scheme(std::string_view spec) {
   if (auto f = make_fp8_scheme(s)) return f;
   if (auto m = make_mx_scheme(s)) return m;
   if (auto c = make_codebook_scheme(spec)) return c;
+  if (auto t = make_trellis_scheme(spec)) return t;
   unknown_scheme(spec);
 }
 

@@ -1,0 +1,396 @@
+// trellis:K[:L] — trellis-coded quantization with a "bitshift" trellis (QTIP, Tseng et
+// al. 2024): each row is a bit stream of K bits per weight, the state at weight t is
+// the L-bit window of the stream ending K bits after weight t's own bits start, and
+// weight t decodes to codebook[state] * scale of its group. The encoder picks the
+// stream by a Viterbi search (minimum weighted squared error over all streams), so a
+// weight effectively gets more than 2^K levels to choose from while costing K bits.
+//
+// Layout (docs/QUANT.md): a row is cut into segments of at most `segment` weights, each
+// an LSB-first bit stream of L - K + K * length bits padded to whole bytes; the state
+// of weight t of a segment is bits [K t, K t + L). Parts: codes U8 [rows, row_bytes],
+// scales (F16/BF16/F32) [rows, groups], codebook F16 [2^L].
+//
+// Decisions never depend on the thread count or the machine: each row is encoded alone,
+// and the Viterbi costs are the same float operations (no fused multiply-add, the same
+// tie rule) in the scalar reference and the AVX2 version.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "tk/core/error.h"
+#include "tk/core/float_format.h"
+#include "tk/quant/codebook_internal.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define TK_TRELLIS_AVX2 1
+#endif
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kDefaultGroup = 256;
+constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
+constexpr int kDefaultStateBits = 12;
+constexpr uint64_t kCodebookSeed = 0x7472656c6c6973ull;  // "trellis"
+
+// Bits [bit, bit + count) of a little-endian bit stream of `bytes` bytes (count <= 32).
+uint32_t read_bits(const uint8_t* stream, uint64_t bytes, uint64_t bit, int count) {
+  const uint64_t byte = bit >> 3;
+  uint64_t window = 0;
+  std::memcpy(&window, stream + byte, std::min<uint64_t>(8, bytes - byte));
+  return static_cast<uint32_t>((window >> (bit & 7)) & ((uint64_t{1} << count) - 1));
+}
+
+void write_bits(uint8_t* stream, uint64_t bit, uint32_t value, int count) {
+  for (int i = 0; i < count; ++i, ++bit) {
+    if ((value >> i) & 1u) stream[bit >> 3] |= static_cast<uint8_t>(1u << (bit & 7));
+  }
+}
+
+// Standard normal quantile by bisection on erfc: slow but only run for 2^L values.
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 80; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// The starting codebook: the 2^L quantiles of N(0, 1) dealt to the states in a fixed
+// pseudo-random order, so every state's 2^K successors are an unstructured sample of
+// the Gaussian (the random-code argument behind trellis coding), rounded to f16.
+std::vector<float> gaussian_codebook(int state_bits) {
+  const int64_t n = int64_t{1} << state_bits;
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  cbdetail::SeededRandom random(kCodebookSeed);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[random.below(i + 1)]);
+  std::vector<float> book(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double q = normal_quantile((static_cast<double>(i) + 0.5) / static_cast<double>(n));
+    book[order[i]] = f16_to_f32(f32_to_f16(static_cast<float>(q)));
+  }
+  return book;
+}
+
+// One trellis segment to encode: n targets y with error weights w and the scale a that
+// multiplies the codebook at each step (the group's scale relative to the row's).
+struct Targets {
+  const float* y;
+  const float* w;
+  const float* a;
+  int64_t n;
+};
+
+// Viterbi search of the L-bit bitshift trellis, K bits per step. States are the L-bit
+// window; the predecessors of state s are ((s mod M) << K) | p for p < 2^K (M = 2^(L-K)),
+// and the cheapest wins, the lowest p on a tie. Writes the state of every step.
+class Viterbi {
+ public:
+  Viterbi(int bits, int state_bits, const float* book)
+      : k_(bits), l_(state_bits), n_(int64_t{1} << state_bits), m_(n_ >> bits), book_(book),
+        cost_(n_), next_(n_) {}
+
+  void encode_reference(const Targets& t, uint32_t* states) {
+    decisions_.assign(static_cast<size_t>(t.n * m_), 0);
+    first_step(t);
+    const int64_t p_count = int64_t{1} << k_;
+    for (int64_t step = 1; step < t.n; ++step) {
+      uint8_t* dec = decisions_.data() + step * m_;
+      const float y = t.y[step], w = t.w[step], a = t.a[step];
+      for (int64_t j = 0; j < m_; ++j) {
+        float best = cost_[j * p_count];
+        int choice = 0;
+        for (int p = 1; p < p_count; ++p) {
+          if (cost_[j * p_count + p] < best) best = cost_[j * p_count + p], choice = p;
+        }
+        dec[j] = static_cast<uint8_t>(choice);
+        for (int64_t top = 0; top < p_count; ++top) {
+          const int64_t s = top * m_ + j;
+          const float d = y - a * book_[s];
+          next_[s] = best + (d * d) * w;
+        }
+      }
+      std::swap(cost_, next_);
+    }
+    uint32_t s = last_state();
+    for (int64_t step = t.n - 1; step >= 0; --step) {
+      states[step] = s;
+      if (step == 0) break;
+      const uint32_t j = s & static_cast<uint32_t>(m_ - 1);
+      s = (j << k_) | decisions_[step * m_ + j];
+    }
+  }
+
+#if TK_TRELLIS_AVX2
+  // K = 2, M a multiple of 8: eight predecessor groups of four at a time, transposed so
+  // that the minimum is vertical; the decisions are kept as three comparison masks per
+  // eight groups (lane order 0 2 4 6 1 3 5 7, undone at traceback).
+  void encode_avx2(const Targets& t, uint32_t* states) {
+    const int64_t chunks = m_ / 8;
+    decisions_.assign(static_cast<size_t>(t.n * chunks * 3), 0);
+    first_step(t);
+    const __m256i natural = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t step = 1; step < t.n; ++step) {
+      uint8_t* dec = decisions_.data() + step * chunks * 3;
+      const __m256 y = _mm256_set1_ps(t.y[step]), w = _mm256_set1_ps(t.w[step]), a = _mm256_set1_ps(t.a[step]);
+      const float* old = cost_.data();
+      for (int64_t c = 0; c < chunks; ++c) {
+        const float* src = old + c * 32;
+        const __m256 v0 = _mm256_loadu_ps(src), v1 = _mm256_loadu_ps(src + 8);
+        const __m256 v2 = _mm256_loadu_ps(src + 16), v3 = _mm256_loadu_ps(src + 24);
+        const __m256 t0 = _mm256_unpacklo_ps(v0, v1), t1 = _mm256_unpackhi_ps(v0, v1);
+        const __m256 t2 = _mm256_unpacklo_ps(v2, v3), t3 = _mm256_unpackhi_ps(v2, v3);
+        const __m256 r0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+        const __m256 r1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+        const __m256 r2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+        const __m256 r3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+        const __m256 lt1 = _mm256_cmp_ps(r1, r0, _CMP_LT_OQ);
+        const __m256 c01 = _mm256_blendv_ps(r0, r1, lt1);
+        const __m256 lt3 = _mm256_cmp_ps(r3, r2, _CMP_LT_OQ);
+        const __m256 c23 = _mm256_blendv_ps(r2, r3, lt3);
+        const __m256 lt = _mm256_cmp_ps(c23, c01, _CMP_LT_OQ);
+        const __m256 best = _mm256_permutevar8x32_ps(_mm256_blendv_ps(c01, c23, lt), natural);
+        dec[3 * c] = static_cast<uint8_t>(_mm256_movemask_ps(lt1));
+        dec[3 * c + 1] = static_cast<uint8_t>(_mm256_movemask_ps(lt3));
+        dec[3 * c + 2] = static_cast<uint8_t>(_mm256_movemask_ps(lt));
+        for (int64_t top = 0; top < 4; ++top) {
+          const int64_t s = top * m_ + c * 8;
+          const __m256 d = _mm256_sub_ps(y, _mm256_mul_ps(a, _mm256_loadu_ps(book_ + s)));
+          _mm256_storeu_ps(next_.data() + s, _mm256_add_ps(best, _mm256_mul_ps(_mm256_mul_ps(d, d), w)));
+        }
+      }
+      std::swap(cost_, next_);
+    }
+    uint32_t s = last_state();
+    for (int64_t step = t.n - 1; step >= 0; --step) {
+      states[step] = s;
+      if (step == 0) break;
+      const uint32_t j = s & static_cast<uint32_t>(m_ - 1);
+      const uint8_t* dec = decisions_.data() + (step * chunks + (j >> 3)) * 3;
+      const int lane = static_cast<int>(((j & 7) >> 1) + 4 * (j & 1));
+      const uint32_t p = ((dec[2] >> lane) & 1) ? 2 + ((dec[1] >> lane) & 1) : (dec[0] >> lane) & 1;
+      s = (j << 2) | p;
+    }
+  }
+#endif
+
+ private:
+  void first_step(const Targets& t) {
+    for (int64_t s = 0; s < n_; ++s) {
+      const float d = t.y[0] - t.a[0] * book_[s];
+      cost_[s] = (d * d) * t.w[0];
+    }
+  }
+  uint32_t last_state() const {
+    return static_cast<uint32_t>(std::min_element(cost_.begin(), cost_.end()) - cost_.begin());
+  }
+
+  int k_, l_;
+  int64_t n_, m_;
+  const float* book_;
+  std::vector<float> cost_, next_;
+  std::vector<uint8_t> decisions_;
+};
+
+class TrellisScheme final : public Scheme {
+ public:
+  TrellisScheme(int bits, int state_bits) : k_(bits), l_(state_bits) {}
+  std::string name() const override {
+    return "trellis:" + std::to_string(k_) + (l_ == kDefaultStateBits ? "" : ":" + std::to_string(l_));
+  }
+  std::string description() const override {
+    return std::to_string(k_) + "-bit trellis-coded quantization (" + std::to_string(l_) +
+           "-bit bitshift trellis, Viterbi search), f16 codebook of 2^" + std::to_string(l_) +
+           " values, one scale per group (default 256)";
+  }
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
+    if (rows * cols == 0) return 0;
+    const Layout l = make_layout({rows, cols}, group_of(options, cols));
+    const double bytes = static_cast<double>(rows * row_bytes(l.padded_cols)) +
+                         static_cast<double>(rows * l.groups_per_row * (dtype_bits(options.scale_dtype) / 8)) +
+                         2.0 * static_cast<double>(int64_t{1} << l_);
+    return bytes * 8 / static_cast<double>(rows * cols);
+  }
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const override;
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  int64_t group_of(const QuantOptions& o, int64_t cols) const {
+    if (o.granularity == Granularity::kTensor) throw usage_error("trellis takes granularity channel or group", name());
+    if (!is_scale_dtype(o.scale_dtype)) throw usage_error("trellis scales are f16, bf16 or f32", name());
+    if (o.granularity == Granularity::kChannel) return round_up(std::max<int64_t>(cols, 1), 8);
+    const int64_t group = o.group_size == 0 ? kDefaultGroup : o.group_size;
+    if (group <= 0 || group % 8 != 0) throw usage_error("trellis group size must be a positive multiple of 8", name());
+    return group;
+  }
+  uint64_t segment_bytes(int64_t length) const {
+    return cbdetail::packed_bytes(static_cast<uint64_t>(l_ - k_ + k_ * length), 1);
+  }
+  int64_t row_bytes(int64_t padded_cols) const {
+    const int64_t full = padded_cols / kSegment, rest = padded_cols % kSegment;
+    return static_cast<int64_t>(full * segment_bytes(kSegment) + (rest ? segment_bytes(rest) : 0));
+  }
+  void encode_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
+                  float* scales, uint8_t* codes) const;
+  void decode(const Quantized& q, float* out, bool reference) const;
+
+  int k_, l_;
+};
+
+void TrellisScheme::encode_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
+                               float* scales, uint8_t* codes) const {
+  const int64_t pc = l.padded_cols;
+  // Work relative to the row's RMS, so the costs stay near 1 whatever the magnitude.
+  double ss = 0;
+  for (int64_t c = 0; c < pc; ++c) ss += static_cast<double>(x[c]) * x[c];
+  const double rms = std::sqrt(ss / static_cast<double>(l.cols));
+  std::vector<float> y(pc, 0.0f), a(pc, 0.0f), start(l.groups_per_row, 0.0f);
+  if (rms > 0 && std::isfinite(1.0 / rms)) {
+    const auto inv = static_cast<float>(1.0 / rms);
+    for (int64_t c = 0; c < pc; ++c) y[c] = x[c] * inv;
+    for (int64_t g = 0; g < l.groups_per_row; ++g) {
+      double gs = 0;
+      for (int64_t c = g * l.group; c < (g + 1) * l.group; ++c) gs += static_cast<double>(y[c]) * y[c];
+      const auto rel = static_cast<float>(std::sqrt(gs / static_cast<double>(l.group)));
+      std::fill(a.begin() + g * l.group, a.begin() + (g + 1) * l.group, rel);
+    }
+  }
+  std::vector<uint32_t> states(pc);
+  Viterbi viterbi(k_, l_, book);
+  for (int64_t first = 0; first < pc; first += kSegment) {
+    const Targets t{y.data() + first, w + first, a.data() + first, std::min(kSegment, pc - first)};
+#if TK_TRELLIS_AVX2
+    if (!reference && k_ == 2) {
+      viterbi.encode_avx2(t, states.data() + first);
+      continue;
+    }
+#endif
+    viterbi.encode_reference(t, states.data() + first);
+  }
+  // The path fixed, each group's scale is the least-squares fit to the original values.
+  for (int64_t g = 0; g < l.groups_per_row; ++g) {
+    double xc = 0, cc = 0;
+    for (int64_t c = g * l.group; c < (g + 1) * l.group; ++c) {
+      const double v = book[states[c]];
+      xc += static_cast<double>(w[c]) * x[c] * v;
+      cc += static_cast<double>(w[c]) * v * v;
+    }
+    scales[g] = cc > 0 ? static_cast<float>(xc / cc) : 0.0f;
+  }
+  uint8_t* out = codes;
+  for (int64_t first = 0; first < pc; first += kSegment) {
+    const int64_t n = std::min(kSegment, pc - first);
+    write_bits(out, 0, states[first], l_);
+    for (int64_t t = 1; t < n; ++t) {
+      write_bits(out, static_cast<uint64_t>(k_ * t + l_ - k_), states[first + t] >> (l_ - k_), k_);
+    }
+    out += segment_bytes(n);
+  }
+}
+
+Quantized TrellisScheme::quantize(const float* x, const Shape& shape, const QuantOptions& options) const {
+  const Layout l = make_layout(shape, group_of(options, shape.empty() ? 1 : shape.back()));
+  const PaddedInput in = pad_input(x, l, options.importance);
+  const std::vector<float> book = gaussian_codebook(l_);
+  const int64_t bytes = row_bytes(l.padded_cols);
+  Tensor codes = new_part(DType::kU8, {l.rows, bytes});
+  Tensor scales = new_part(options.scale_dtype, {l.rows, l.groups_per_row});
+  parallel_for(l.rows, [&](int64_t r) {
+    std::vector<float> row_scales(l.groups_per_row);
+    encode_row(in.data + r * l.padded_cols, in.weights.data(), l, book.data(), options.reference,
+               row_scales.data(), codes.mutable_data_as<uint8_t>() + r * bytes);
+    for (int64_t g = 0; g < l.groups_per_row; ++g) {
+      store_scale(scales, static_cast<uint64_t>(r * l.groups_per_row + g), row_scales[g]);
+    }
+  });
+  Quantized q = new_quantized(name(), shape, l);
+  q.params["bits"] = std::to_string(k_);
+  q.params["state_bits"] = std::to_string(l_);
+  q.params["segment"] = std::to_string(kSegment);
+  q.parts["codes"] = std::move(codes);
+  q.parts["scales"] = std::move(scales);
+  q.parts["codebook"] = cbdetail::make_f16(book, {int64_t{1} << l_});
+  return q;
+}
+
+void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const {
+  param_int(q, "bits", k_, k_);
+  param_int(q, "state_bits", l_, l_);
+  param_int(q, "segment", kSegment, kSegment);
+  const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
+  if (group % 8 != 0) throw invalid_input("group_size must be a multiple of 8", q.scheme);
+  const Layout l = make_layout(q.shape, group);
+  check_shape_param(q, l);
+  const int64_t bytes = row_bytes(l.padded_cols);
+  const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * bytes));
+  const int64_t n_states = int64_t{1} << l_;
+  const Tensor& book16 = part(q, "codebook", DType::kF16, static_cast<uint64_t>(n_states));
+  auto it = q.parts.find("scales");
+  if (it == q.parts.end() || !is_scale_dtype(it->second.dtype())) {
+    throw invalid_input("quantized tensor lacks an f16, bf16 or f32 'scales' part", q.scheme);
+  }
+  const Tensor& scales = part(q, "scales", it->second.dtype(), static_cast<uint64_t>(l.rows * l.groups_per_row));
+  std::vector<float> book(n_states);
+  load_scales(book16, 0, static_cast<uint64_t>(n_states), book.data());
+  const bool direct = l.cols == l.padded_cols;
+  parallel_for(l.rows, [&](int64_t r) {
+    std::vector<float> row_scales(l.groups_per_row), padded(direct ? 0 : l.padded_cols);
+    load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
+                row_scales.data());
+    float* y = direct ? out + r * l.cols : padded.data();
+    const uint8_t* segment = codes.data_as<uint8_t>() + r * bytes;
+    for (int64_t first = 0; first < l.padded_cols; first += kSegment) {
+      const int64_t n = std::min(kSegment, l.padded_cols - first);
+      const uint64_t seg_bytes = segment_bytes(n);
+      // Groups and segments are multiples of 8 weights: eight weights share one scale.
+      int64_t g = first / group, group_end = (g + 1) * group;
+#if TK_TRELLIS_AVX2
+      if (!reference && k_ == 2) {
+        // Eight states from one 32-bit read: bits [2t, 2t + 32) hold the windows of t..t+7.
+        const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+        const __m256i mask = _mm256_set1_epi32(static_cast<int>(n_states - 1));
+        __m256 scale = _mm256_set1_ps(row_scales[g]);
+        for (int64_t t = 0; t < n; t += 8) {
+          if (first + t == group_end) scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
+          uint32_t word = 0;
+          std::memcpy(&word, segment + t / 4, 4);
+          const __m256i window = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts);
+          const __m256 v = _mm256_i32gather_ps(book.data(), _mm256_and_si256(window, mask), 4);
+          _mm256_storeu_ps(y + first + t, _mm256_mul_ps(v, scale));
+        }
+        segment += seg_bytes;
+        continue;
+      }
+#endif
+      for (int64_t t = 0; t < n; ++t) {
+        if (first + t == group_end) ++g, group_end += group;
+        const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(k_ * t), l_);
+        y[first + t] = book[state] * row_scales[g];
+      }
+      segment += seg_bytes;
+    }
+    if (!direct) std::memcpy(out + r * l.cols, padded.data(), static_cast<size_t>(l.cols) * sizeof(float));
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_trellis_scheme(std::string_view spec) {
+  const auto args = cbdetail::split_spec(spec);
+  if (args[0] != "trellis") return nullptr;
+  if (args.size() < 2 || args.size() > 3) throw usage_error("expected trellis:BITS[:STATE_BITS]", std::string(spec));
+  const int bits = cbdetail::parse_spec_int(args[1], 1, 4, spec);
+  const int state_bits = args.size() == 3 ? cbdetail::parse_spec_int(args[2], bits + 3, 14, spec) : kDefaultStateBits;
+  return std::make_unique<TrellisScheme>(bits, state_bits);
+}
+
+}  // namespace tk::quant

@@ -1,0 +1,215 @@
+// trellis:K[:L]: error on Gaussian data, the AVX2 Viterbi and decoder against the
+// scalar reference, thread-count independence, padding, and malformed parts.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tk/quant/scheme.h"
+
+namespace tk::quant {
+namespace {
+
+std::vector<float> gaussian(size_t n, unsigned seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+std::vector<float> decode(const Scheme& s, const Quantized& q, bool reference = false) {
+  std::vector<float> y(shape_numel(q.shape));
+  if (reference) {
+    s.dequantize_reference(q, y.data());
+  } else {
+    s.dequantize(q, y.data());
+  }
+  return y;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+void expect_same(const Quantized& a, const Quantized& b, const std::string& label) {
+  EXPECT_EQ(a.params, b.params) << label;
+  ASSERT_EQ(a.parts.size(), b.parts.size()) << label;
+  for (const auto& [name, t] : a.parts) {
+    ASSERT_TRUE(b.parts.count(name)) << label << " " << name;
+    EXPECT_TRUE(same_bytes(t, b.parts.at(name))) << label << " " << name;
+  }
+}
+
+double sqnr(const std::vector<float>& x, const std::vector<float>& y) {
+  return measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), 1, nullptr).sqnr_db;
+}
+
+TEST(Trellis, GaussianErrorAndStoredBits) {
+  const Shape shape{64, 1024};
+  const auto x = gaussian(64 * 1024, 1, 0.02f);
+  // Expected on i.i.d. Gaussian at 2 bits: about 10.6 dB at L = 8 and 11.3 dB at L = 12
+  // (scalar Lloyd-Max: 9.30 dB).
+  for (const auto& [spec, floor_db] : {std::pair{"trellis:2:8", 10.4}, std::pair{"trellis:2", 11.0}}) {
+    const auto s = make_scheme(spec);
+    EXPECT_EQ(s->name(), spec);
+    const Quantized q = s->quantize(x.data(), shape, QuantOptions{});
+    EXPECT_GT(sqnr(x, decode(*s, q)), floor_db) << spec;
+    EXPECT_DOUBLE_EQ(s->bits_per_weight(64, 1024, QuantOptions{}),
+                     static_cast<double>(q.stored_bytes()) * 8 / static_cast<double>(x.size()))
+        << spec;
+  }
+}
+
+TEST(Trellis, OptimisedMatchesReference) {
+  struct Case {
+    std::string spec;
+    Shape shape;
+    int64_t group;
+    Granularity granularity;
+  };
+  const std::vector<Case> cases = {
+      {"trellis:2:8", {8, 512}, 0, Granularity::kDefault},
+      {"trellis:2:10", {5, 300}, 64, Granularity::kGroup},
+      {"trellis:2", {3, 264}, 0, Granularity::kChannel},
+      {"trellis:2:8", {2, 5000}, 0, Granularity::kDefault},  // two trellis segments per row
+      {"trellis:3:8", {4, 200}, 40, Granularity::kGroup},
+      {"trellis:1:6", {4, 200}, 0, Granularity::kDefault},
+  };
+  std::vector<float> importance(5000);
+  for (size_t i = 0; i < importance.size(); ++i) importance[i] = 0.25f + static_cast<float>(i % 7);
+  for (const Case& c : cases) {
+    for (bool weighted : {false, true}) {
+      const std::string label = c.spec + " " + shape_to_string(c.shape) + (weighted ? " weighted" : "");
+      const auto x = gaussian(shape_numel(c.shape), 2);
+      const auto s = make_scheme(c.spec);
+      QuantOptions o;
+      o.group_size = c.group;
+      o.granularity = c.granularity;
+      o.importance = weighted ? importance.data() : nullptr;
+      const Quantized fast = s->quantize(x.data(), c.shape, o);
+      o.reference = true;
+      const Quantized ref = s->quantize(x.data(), c.shape, o);
+      expect_same(fast, ref, label);
+      const auto y = decode(*s, fast), y_ref = decode(*s, fast, true);
+      EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << label;
+      // The unweighted error: importance moves some of it to the light columns.
+      const double floor_db = c.spec == "trellis:1:6" ? 3.0 : weighted ? 7.5 : 9.0;
+      EXPECT_GT(sqnr(x, y), floor_db) << label;
+    }
+  }
+}
+
+TEST(Trellis, BytesDoNotDependOnThreads) {
+  const Shape shape{24, 768};
+  const auto x = gaussian(24 * 768, 3);
+  const auto s = make_scheme("trellis:2:10");
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Quantized one = s->quantize(x.data(), shape, QuantOptions{});
+  omp_set_num_threads(3);
+  const Quantized three = s->quantize(x.data(), shape, QuantOptions{});
+  omp_set_num_threads(saved);
+  expect_same(one, three, "1 vs 3 threads");
+}
+
+TEST(Trellis, PadsRowsToTheGroup) {
+  const Shape shape{6, 300};
+  const auto x = gaussian(6 * 300, 4);
+  const auto s = make_scheme("trellis:2:8");
+  const Quantized q = s->quantize(x.data(), shape, QuantOptions{});
+  EXPECT_EQ(q.params.at("padded_cols"), "512");
+  EXPECT_EQ(q.params.at("group_size"), "256");
+  EXPECT_EQ(q.parts.at("scales").shape(), (Shape{6, 2}));
+  // 8 - 2 + 2 * 512 bits per row: 129 bytes.
+  EXPECT_EQ(q.parts.at("codes").shape(), (Shape{6, 129}));
+  EXPECT_GT(sqnr(x, decode(*s, q)), 9.5);
+}
+
+TEST(Trellis, ZerosStayZeroAndImportanceMovesError) {
+  const auto s = make_scheme("trellis:2:8");
+  std::vector<float> zeros(4 * 256, 0.0f);
+  const auto y0 = decode(*s, s->quantize(zeros.data(), Shape{4, 256}, QuantOptions{}));
+  for (float v : y0) ASSERT_EQ(v, 0.0f);
+
+  const auto x = gaussian(16 * 256, 5);
+  std::vector<float> w(256, 1.0f);
+  for (int c = 0; c < 32; ++c) w[c] = 50.0f;
+  QuantOptions weighted;
+  weighted.importance = w.data();
+  const auto plain = decode(*s, s->quantize(x.data(), Shape{16, 256}, QuantOptions{}));
+  const auto shifted = decode(*s, s->quantize(x.data(), Shape{16, 256}, weighted));
+  EXPECT_LT(measure_error(x.data(), shifted.data(), 16 * 256, 256, w.data()).weighted_sse,
+            measure_error(x.data(), plain.data(), 16 * 256, 256, w.data()).weighted_sse);
+}
+
+TEST(Trellis, MalformedSpecsAndOptionsAreUsageErrors) {
+  for (const char* bad : {"trellis", "trellis:0", "trellis:5", "trellis:2:4", "trellis:2:15", "trellis:2:12:1",
+                          "trellis:x"}) {
+    EXPECT_EQ(test::kind_of([&] { make_scheme(bad); }), ErrorKind::kUsage) << bad;
+  }
+  const auto x = gaussian(2 * 256, 6);
+  QuantOptions odd;
+  odd.group_size = 12;
+  EXPECT_EQ(test::kind_of([&] { make_scheme("trellis:2")->quantize(x.data(), Shape{2, 256}, odd); }),
+            ErrorKind::kUsage);
+  QuantOptions tensor;
+  tensor.granularity = Granularity::kTensor;
+  EXPECT_EQ(test::kind_of([&] { make_scheme("trellis:2")->quantize(x.data(), Shape{2, 256}, tensor); }),
+            ErrorKind::kUsage);
+}
+
+TEST(Trellis, InconsistentPartsAndParamsAreInvalidInput) {
+  const auto x = gaussian(4 * 256, 7);
+  const auto s = make_scheme("trellis:2:8");
+  const Quantized good = s->quantize(x.data(), Shape{4, 256}, QuantOptions{});
+  std::vector<float> y(x.size() * 2);
+  auto expect_invalid = [&](const Quantized& q, const std::string& what) {
+    EXPECT_EQ(test::kind_of([&] { s->dequantize(q, y.data()); }), ErrorKind::kInvalidInput) << what;
+    EXPECT_EQ(test::kind_of([&] { s->dequantize_reference(q, y.data()); }), ErrorKind::kInvalidInput) << what;
+  };
+  for (const char* name : {"codes", "scales", "codebook"}) {
+    Quantized q = good;
+    q.parts.erase(name);
+    expect_invalid(q, std::string("missing ") + name);
+  }
+  {
+    Quantized q = good;
+    q.parts["codebook"] = Tensor::zeros(DType::kF16, {128});
+    expect_invalid(q, "short codebook");
+  }
+  {
+    Quantized q = good;
+    q.parts["scales"] = Tensor::zeros(DType::kU8, {4, 1});
+    expect_invalid(q, "u8 scales");
+  }
+  {
+    Quantized q = good;
+    q.parts["codes"] = Tensor::zeros(DType::kU8, {4, 64});
+    expect_invalid(q, "short codes");
+  }
+  for (const auto& [key, value] : {std::pair{"bits", "3"}, std::pair{"state_bits", "10"}, std::pair{"group_size", "12"},
+                                   std::pair{"group_size", "0"}, std::pair{"padded_cols", "512"},
+                                   std::pair{"segment", "1024"}, std::pair{"bits", "two"}}) {
+    Quantized q = good;
+    q.params[key] = value;
+    expect_invalid(q, std::string(key) + "=" + value);
+  }
+  {
+    Quantized q = good;
+    q.params.erase("state_bits");
+    expect_invalid(q, "no state_bits");
+  }
+  {
+    Quantized q = good;
+    q.shape = Shape{2, 512};
+    expect_invalid(q, "other shape");
+  }
+}
+
+}  // namespace
+}  // namespace tk::quant

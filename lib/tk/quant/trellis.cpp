@@ -37,6 +37,9 @@ using namespace detail;
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
 constexpr int kDefaultStateBits = 12;
+constexpr int kTrainIterations = 6;
+constexpr int64_t kTrainValuesPerState = 256;
+constexpr int64_t kTrainShare = 8;
 constexpr uint64_t kCodebookSeed = 0x7472656c6c6973ull;  // "trellis"
 
 // Bits [bit, bit + count) of a little-endian bit stream of `bytes` bytes (count <= 32).
@@ -239,15 +242,22 @@ class TrellisScheme final : public Scheme {
     const int64_t full = padded_cols / kSegment, rest = padded_cols % kSegment;
     return static_cast<int64_t>(full * segment_bytes(kSegment) + (rest ? segment_bytes(rest) : 0));
   }
-  void encode_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
-                  float* scales, uint8_t* codes) const;
+  // The Viterbi path (one state per padded column) and least-squares group scales of a
+  // padded row `x` with column weights `w`.
+  void search_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
+                  uint32_t* states, float* scales) const;
+  // The row's bit stream (row_bytes, zeroed) from its states.
+  void write_row(const uint32_t* states, int64_t padded_cols, uint8_t* codes) const;
+  // Refine the codebook on a spread of rows: Viterbi paths, then every state's value the
+  // weighted mean of the (scale-normalised) values it codes, kTrainIterations times.
+  void train_codebook(const PaddedInput& in, const Layout& l, bool reference, std::vector<float>& book) const;
   void decode(const Quantized& q, float* out, bool reference) const;
 
   int k_, l_;
 };
 
-void TrellisScheme::encode_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
-                               float* scales, uint8_t* codes) const {
+void TrellisScheme::search_row(const float* x, const float* w, const Layout& l, const float* book, bool reference,
+                               uint32_t* states, float* scales) const {
   const int64_t pc = l.padded_cols;
   // Work relative to the row's RMS, so the costs stay near 1 whatever the magnitude.
   double ss = 0;
@@ -264,17 +274,16 @@ void TrellisScheme::encode_row(const float* x, const float* w, const Layout& l, 
       std::fill(a.begin() + g * l.group, a.begin() + (g + 1) * l.group, rel);
     }
   }
-  std::vector<uint32_t> states(pc);
   Viterbi viterbi(k_, l_, book);
   for (int64_t first = 0; first < pc; first += kSegment) {
     const Targets t{y.data() + first, w + first, a.data() + first, std::min(kSegment, pc - first)};
 #if TK_TRELLIS_AVX2
     if (!reference && k_ == 2) {
-      viterbi.encode_avx2(t, states.data() + first);
+      viterbi.encode_avx2(t, states + first);
       continue;
     }
 #endif
-    viterbi.encode_reference(t, states.data() + first);
+    viterbi.encode_reference(t, states + first);
   }
   // The path fixed, each group's scale is the least-squares fit to the original values.
   for (int64_t g = 0; g < l.groups_per_row; ++g) {
@@ -286,6 +295,9 @@ void TrellisScheme::encode_row(const float* x, const float* w, const Layout& l, 
     }
     scales[g] = cc > 0 ? static_cast<float>(xc / cc) : 0.0f;
   }
+}
+
+void TrellisScheme::write_row(const uint32_t* states, int64_t pc, uint8_t* codes) const {
   uint8_t* out = codes;
   for (int64_t first = 0; first < pc; first += kSegment) {
     const int64_t n = std::min(kSegment, pc - first);
@@ -297,17 +309,54 @@ void TrellisScheme::encode_row(const float* x, const float* w, const Layout& l, 
   }
 }
 
+void TrellisScheme::train_codebook(const PaddedInput& in, const Layout& l, bool reference,
+                                   std::vector<float>& book) const {
+  const int64_t n_states = int64_t{1} << l_;
+  // Enough training values that every state is used many times, but at most an eighth
+  // of the rows (at least one), so training costs under the final encoding.
+  const int64_t wanted = (kTrainValuesPerState * n_states + l.padded_cols - 1) / l.padded_cols;
+  const int64_t rows = std::min({l.rows, wanted, std::max<int64_t>(1, l.rows / kTrainShare)});
+  if (rows == 0) return;
+  const int64_t pc = l.padded_cols;
+  std::vector<uint32_t> states(static_cast<size_t>(rows * pc));
+  std::vector<float> scales(static_cast<size_t>(rows * l.groups_per_row));
+  for (int iter = 0; iter < kTrainIterations; ++iter) {
+    parallel_for(rows, [&](int64_t i) {
+      const int64_t r = i * l.rows / rows;  // spread over the tensor
+      search_row(in.data + r * pc, in.weights.data(), l, book.data(), reference, states.data() + i * pc,
+                 scales.data() + i * l.groups_per_row);
+    });
+    // In a fixed order, so the codebook does not depend on the thread count.
+    std::vector<double> num(n_states, 0.0), den(n_states, 0.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* x = in.data + (i * l.rows / rows) * pc;
+      for (int64_t c = 0; c < pc; ++c) {
+        const double scale = scales[i * l.groups_per_row + c / l.group];
+        const uint32_t s = states[i * pc + c];
+        num[s] += in.weights[c] * scale * x[c];
+        den[s] += in.weights[c] * scale * scale;
+      }
+    }
+    for (int64_t s = 0; s < n_states; ++s) {
+      if (den[s] > 0) book[s] = f16_to_f32(f32_to_f16(static_cast<float>(num[s] / den[s])));
+    }
+  }
+}
+
 Quantized TrellisScheme::quantize(const float* x, const Shape& shape, const QuantOptions& options) const {
   const Layout l = make_layout(shape, group_of(options, shape.empty() ? 1 : shape.back()));
   const PaddedInput in = pad_input(x, l, options.importance);
-  const std::vector<float> book = gaussian_codebook(l_);
+  std::vector<float> book = gaussian_codebook(l_);
+  train_codebook(in, l, options.reference, book);
   const int64_t bytes = row_bytes(l.padded_cols);
   Tensor codes = new_part(DType::kU8, {l.rows, bytes});
   Tensor scales = new_part(options.scale_dtype, {l.rows, l.groups_per_row});
   parallel_for(l.rows, [&](int64_t r) {
+    std::vector<uint32_t> states(l.padded_cols);
     std::vector<float> row_scales(l.groups_per_row);
-    encode_row(in.data + r * l.padded_cols, in.weights.data(), l, book.data(), options.reference,
-               row_scales.data(), codes.mutable_data_as<uint8_t>() + r * bytes);
+    search_row(in.data + r * l.padded_cols, in.weights.data(), l, book.data(), options.reference, states.data(),
+               row_scales.data());
+    write_row(states.data(), l.padded_cols, codes.mutable_data_as<uint8_t>() + r * bytes);
     for (int64_t g = 0; g < l.groups_per_row; ++g) {
       store_scale(scales, static_cast<uint64_t>(r * l.groups_per_row + g), row_scales[g]);
     }

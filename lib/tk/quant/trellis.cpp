@@ -407,13 +407,27 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
         // Eight states from one 32-bit read: bits [2t, 2t + 32) hold the windows of t..t+7.
         const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
         const __m256i mask = _mm256_set1_epi32(static_cast<int>(n_states - 1));
-        __m256 scale = _mm256_set1_ps(row_scales[g]);
-        for (int64_t t = 0; t < n; t += 8) {
-          if (first + t == group_end) scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
+        auto states8 = [&](int64_t t) {
           uint32_t word = 0;
           std::memcpy(&word, segment + t / 4, 4);
-          const __m256i window = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts);
-          const __m256 v = _mm256_i32gather_ps(book.data(), _mm256_and_si256(window, mask), 4);
+          return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts), mask);
+        };
+        __m256 scale = _mm256_set1_ps(row_scales[g]);
+        int64_t t = 0;
+        // Two independent gathers in flight when the sixteen weights share a group
+        // (scalar loads and one gather at a time were slower on AMD Zen 3).
+        for (; t + 16 <= n && first + t + 16 <= group_end; t += 16) {
+          const __m256 v0 = _mm256_i32gather_ps(book.data(), states8(t), 4);
+          const __m256 v1 = _mm256_i32gather_ps(book.data(), states8(t + 8), 4);
+          _mm256_storeu_ps(y + first + t, _mm256_mul_ps(v0, scale));
+          _mm256_storeu_ps(y + first + t + 8, _mm256_mul_ps(v1, scale));
+          if (first + t + 16 == group_end && t + 16 < n) {
+            scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
+          }
+        }
+        for (; t < n; t += 8) {
+          if (first + t == group_end) scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
+          const __m256 v = _mm256_i32gather_ps(book.data(), states8(t), 4);
           _mm256_storeu_ps(y + first + t, _mm256_mul_ps(v, scale));
         }
         segment += seg_bytes;

@@ -36,6 +36,7 @@ using namespace detail;
 
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
+constexpr int64_t kPrefetchSteps = 8;
 constexpr int kDefaultStateBits = 12;
 constexpr int kTrainIterations = 6;
 constexpr int64_t kTrainValuesPerState = 256;
@@ -99,7 +100,7 @@ class Viterbi {
  public:
   Viterbi(int bits, int state_bits, const float* book)
       : k_(bits), l_(state_bits), n_(int64_t{1} << state_bits), m_(n_ >> bits), book_(book),
-        cost_(n_), next_(n_) {}
+        cost_(n_), next_(n_), scaled_(n_) {}
 
   void encode_reference(const Targets& t, uint32_t* states) {
     decisions_.assign(static_cast<size_t>(t.n * m_), 0);
@@ -143,7 +144,16 @@ class Viterbi {
     const __m256i natural = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t step = 1; step < t.n; ++step) {
       uint8_t* dec = decisions_.data() + step * chunks * 3;
-      const __m256 y = _mm256_set1_ps(t.y[step]), w = _mm256_set1_ps(t.w[step]), a = _mm256_set1_ps(t.a[step]);
+      const __m256 y = _mm256_set1_ps(t.y[step]), w = _mm256_set1_ps(t.w[step]);
+      // a * codebook changes only with the group: the same products the reference forms.
+      if (step == 1 || t.a[step] != t.a[step - 1]) {
+        const __m256 a = _mm256_set1_ps(t.a[step]);
+        for (int64_t s = 0; s < n_; s += 8) {
+          _mm256_storeu_ps(scaled_.data() + s, _mm256_mul_ps(a, _mm256_loadu_ps(book_ + s)));
+        }
+      }
+      // A weight of 1 leaves the squared error unchanged: skip the product.
+      const bool unweighted = t.w[step] == 1.0f;
       const float* old = cost_.data();
       for (int64_t c = 0; c < chunks; ++c) {
         const float* src = old + c * 32;
@@ -166,8 +176,9 @@ class Viterbi {
         dec[3 * c + 2] = static_cast<uint8_t>(_mm256_movemask_ps(lt));
         for (int64_t top = 0; top < 4; ++top) {
           const int64_t s = top * m_ + c * 8;
-          const __m256 d = _mm256_sub_ps(y, _mm256_mul_ps(a, _mm256_loadu_ps(book_ + s)));
-          _mm256_storeu_ps(next_.data() + s, _mm256_add_ps(best, _mm256_mul_ps(_mm256_mul_ps(d, d), w)));
+          const __m256 d = _mm256_sub_ps(y, _mm256_loadu_ps(scaled_.data() + s));
+          const __m256 e = unweighted ? _mm256_mul_ps(d, d) : _mm256_mul_ps(_mm256_mul_ps(d, d), w);
+          _mm256_storeu_ps(next_.data() + s, _mm256_add_ps(best, e));
         }
       }
       std::swap(cost_, next_);
@@ -176,6 +187,11 @@ class Viterbi {
     for (int64_t step = t.n - 1; step >= 0; --step) {
       states[step] = s;
       if (step == 0) break;
+      // The decisions of a step span several cache lines, read far apart: fetch ahead.
+      if (step >= kPrefetchSteps) {
+        const uint8_t* ahead = decisions_.data() + (step - kPrefetchSteps) * chunks * 3;
+        for (int64_t b = 0; b < chunks * 3; b += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + b), _MM_HINT_T0);
+      }
       const uint32_t j = s & static_cast<uint32_t>(m_ - 1);
       const uint8_t* dec = decisions_.data() + (step * chunks + (j >> 3)) * 3;
       const int lane = static_cast<int>(((j & 7) >> 1) + 4 * (j & 1));
@@ -199,7 +215,7 @@ class Viterbi {
   int k_, l_;
   int64_t n_, m_;
   const float* book_;
-  std::vector<float> cost_, next_;
+  std::vector<float> cost_, next_, scaled_;  // scaled_: a * codebook (AVX2 path)
   std::vector<uint8_t> decisions_;
 };
 

@@ -131,6 +131,18 @@ TEST(Trellis, PadsRowsToTheGroup) {
   EXPECT_GT(sqnr(x, decode(*s, q)), 9.5);
 }
 
+TEST(Trellis, ScalarAndEmptyTensors) {
+  const auto s = make_scheme("trellis:2:8");
+  const float one = 0.5f;
+  const Quantized q = s->quantize(&one, Shape{}, QuantOptions{});
+  float back = 0;
+  s->dequantize(q, &back);
+  EXPECT_NEAR(back, one, 0.05f);
+  const Quantized empty = s->quantize(nullptr, Shape{0, 5}, QuantOptions{});
+  EXPECT_EQ(empty.parts.at("codes").numel(), 0u);
+  s->dequantize(empty, nullptr);
+}
+
 TEST(Trellis, ZerosStayZeroAndImportanceMovesError) {
   const auto s = make_scheme("trellis:2:8");
   std::vector<float> zeros(4 * 256, 0.0f);

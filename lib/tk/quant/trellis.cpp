@@ -37,6 +37,7 @@ using namespace detail;
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
 constexpr int64_t kPrefetchSteps = 8;
+constexpr int kMaxPairStateBits = 12;  // the pair table of the decoder: 2^(L+2) x 8 bytes
 constexpr int kDefaultStateBits = 12;
 constexpr int kTrainIterations = 6;
 constexpr int64_t kTrainValuesPerState = 256;
@@ -218,6 +219,23 @@ class Viterbi {
   std::vector<float> cost_, next_, scaled_;  // scaled_: a * codebook (AVX2 path)
   std::vector<uint8_t> decisions_;
 };
+
+#if TK_TRELLIS_AVX2
+// For K = 2: entry w (an (L + 2)-bit window) holds the values of two consecutive weights,
+// book[w mod 2^L] and book[w >> 2], as two adjacent floats.
+std::vector<float> pair_table(const std::vector<float>& book, int state_bits) {
+  const int64_t n = int64_t{1} << (state_bits + 2), mask = (int64_t{1} << state_bits) - 1;
+  std::vector<float> pairs(static_cast<size_t>(2 * n));
+  for (int64_t w = 0; w < n; w += 8) {
+    const __m256 first = _mm256_loadu_ps(book.data() + (w & mask));
+    const __m256 second = _mm256_blend_ps(_mm256_set1_ps(book[w >> 2]), _mm256_set1_ps(book[(w >> 2) + 1]), 0xF0);
+    const __m256 lo = _mm256_unpacklo_ps(first, second), hi = _mm256_unpackhi_ps(first, second);
+    _mm256_storeu_ps(pairs.data() + 2 * w, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(pairs.data() + 2 * w + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+  }
+  return pairs;
+}
+#endif
 
 class TrellisScheme final : public Scheme {
  public:
@@ -407,6 +425,14 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
   std::vector<float> book(n_states);
   load_scales(book16, 0, static_cast<uint64_t>(n_states), book.data());
   const bool direct = l.cols == l.padded_cols;
+#if TK_TRELLIS_AVX2
+  // Two consecutive weights from one lookup (half the gathered elements): worth building
+  // when there are at least 8 weights per entry and the table stays in L2.
+  std::vector<float> pairs;
+  if (!reference && k_ == 2 && l_ <= kMaxPairStateBits && l.rows * l.padded_cols >= 8 * (n_states << 2)) {
+    pairs = pair_table(book, l_);
+  }
+#endif
   parallel_for(l.rows, [&](int64_t r) {
     std::vector<float> row_scales(l.groups_per_row), padded(direct ? 0 : l.padded_cols);
     load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
@@ -430,6 +456,26 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
         };
         __m256 scale = _mm256_set1_ps(row_scales[g]);
         int64_t t = 0;
+        if (!pairs.empty()) {
+          // Pair i of sixteen weights is the (L + 2)-bit window at bit 2t + 4i; one 64-bit
+          // read holds all eight (kept inside the segment).
+          const __m256i pair_mask = _mm256_set1_epi64x((n_states << 2) - 1);
+          const __m256i low = _mm256_setr_epi64x(0, 4, 8, 12), high = _mm256_setr_epi64x(16, 20, 24, 28);
+          const auto* table = reinterpret_cast<const double*>(pairs.data());
+          for (; t + 16 <= n && first + t + 16 <= group_end && t / 4 + 8 <= static_cast<int64_t>(seg_bytes);
+               t += 16) {
+            uint64_t word = 0;
+            std::memcpy(&word, segment + t / 4, 8);
+            const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(word));
+            const __m256d v0 = _mm256_i64gather_pd(table, _mm256_and_si256(_mm256_srlv_epi64(bits, low), pair_mask), 8);
+            const __m256d v1 = _mm256_i64gather_pd(table, _mm256_and_si256(_mm256_srlv_epi64(bits, high), pair_mask), 8);
+            _mm256_storeu_ps(y + first + t, _mm256_mul_ps(_mm256_castpd_ps(v0), scale));
+            _mm256_storeu_ps(y + first + t + 8, _mm256_mul_ps(_mm256_castpd_ps(v1), scale));
+            if (first + t + 16 == group_end && t + 16 < n) {
+              scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
+            }
+          }
+        }
         // Two independent gathers in flight when the sixteen weights share a group
         // (scalar loads and one gather at a time were slower on AMD Zen 3).
         for (; t + 16 <= n && first + t + 16 <= group_end; t += 16) {

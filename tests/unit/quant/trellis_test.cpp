@@ -73,9 +73,10 @@ TEST(Trellis, OptimisedMatchesReference) {
     Granularity granularity;
   };
   const std::vector<Case> cases = {
-      {"trellis:2:8", {8, 512}, 0, Granularity::kDefault},
+      {"trellis:2:8", {16, 512}, 0, Granularity::kDefault},
       {"trellis:2:10", {5, 300}, 64, Granularity::kGroup},
       {"trellis:2:8", {3, 200}, 24, Granularity::kGroup},  // groups of an odd number of 8s
+      {"trellis:2:8", {32, 264}, 24, Granularity::kGroup},  // ... decoded through the pair table
       {"trellis:2", {3, 264}, 0, Granularity::kChannel},
       {"trellis:2:8", {2, 5000}, 0, Granularity::kDefault},  // two trellis segments per row
       {"trellis:3:8", {4, 200}, 40, Granularity::kGroup},

@@ -246,7 +246,7 @@ class TrellisScheme final : public Scheme {
   std::string description() const override {
     return std::to_string(k_) + "-bit trellis-coded quantization (" + std::to_string(l_) +
            "-bit bitshift trellis, Viterbi search), f16 codebook of 2^" + std::to_string(l_) +
-           " values, one scale per group (default 256)";
+           " values learned per tensor, one scale per group (default 256)";
   }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     if (rows * cols == 0) return 0;
@@ -381,7 +381,7 @@ Quantized TrellisScheme::quantize(const float* x, const Shape& shape, const Quan
   const Layout l = make_layout(shape, group_of(options, shape.empty() ? 1 : shape.back()));
   const PaddedInput in = pad_input(x, l, options.importance);
   std::vector<float> book = gaussian_codebook(l_);
-  train_codebook(in, l, options.reference, book);
+  if (!options.fast) train_codebook(in, l, options.reference, book);
   const int64_t bytes = row_bytes(l.padded_cols);
   Tensor codes = new_part(DType::kU8, {l.rows, bytes});
   Tensor scales = new_part(options.scale_dtype, {l.rows, l.groups_per_row});

@@ -65,6 +65,20 @@ TEST(Trellis, GaussianErrorAndStoredBits) {
   }
 }
 
+TEST(Trellis, FastKeepsTheStartingCodebook) {
+  const Shape shape{64, 1024};
+  const auto x = gaussian(64 * 1024, 8, 0.02f);
+  const auto s = make_scheme("trellis:2:8");
+  QuantOptions fast;
+  fast.fast = true;
+  const Quantized q_fast = s->quantize(x.data(), shape, fast);
+  const Quantized q = s->quantize(x.data(), shape, QuantOptions{});
+  EXPECT_FALSE(same_bytes(q_fast.parts.at("codebook"), q.parts.at("codebook")));
+  const double fast_db = sqnr(x, decode(*s, q_fast)), trained_db = sqnr(x, decode(*s, q));
+  EXPECT_GT(fast_db, 10.2);
+  EXPECT_GT(trained_db, fast_db);
+}
+
 TEST(Trellis, OptimisedMatchesReference) {
   struct Case {
     std::string spec;

@@ -18,10 +18,13 @@
 // left-to-right sweep of small truncated SVDs (gesdd) discards exactly the squared
 // singular values it drops.
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -67,6 +70,38 @@ class SequentialScope {
 int64_t rank_cap(const TtOptions& options, int64_t largest) {
   return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
 }
+
+// Uninitialised storage for a carried matrix (Q^T C), written whole before it is read.
+// A fresh matrix of a few MB costs a page fault per 4 KiB page on first touch, which on
+// the 16^5 tensor took longer than the product that fills it; matrices of 2 MiB or more
+// are therefore aligned to 2 MiB and marked for transparent huge pages (a hint: where
+// the system declines, the pages are ordinary ones). Nothing is zero-filled.
+template <typename T> class Scratch {
+ public:
+  Scratch() = default;
+  explicit Scratch(int64_t count) : size_(count) {
+    const size_t bytes = std::max<size_t>(static_cast<size_t>(count) * sizeof(T), 1);
+    const size_t align = bytes >= kHugePage ? kHugePage : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
+    if (p == nullptr) throw unavailable("tt: out of memory for a " + std::to_string(bytes) + "-byte matrix");
+    if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);
+    data_.reset(static_cast<T*>(p));
+  }
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  int64_t size() const { return size_; }
+  // Keep the first `count` values (count <= size(); the storage is not reallocated).
+  void shrink(int64_t count) { size_ = std::min(size_, count); }
+
+ private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data_;
+  int64_t size_ = 0;
+};
 
 // The Gram matrix of the smaller side of C (rows x cols, row-major): C C^T when
 // rows <= cols, else C^T C (C as a rows x cols tensor, modes.h splits it among threads).
@@ -126,7 +161,7 @@ double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q,
 // keeps the guarantee. Costs about 4 rank flops per entry of C.
 template <typename T>
 std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, const std::vector<T>& basis, int64_t side,
-                                    double delta2, int64_t cap, std::vector<T>& carried, double& discarded,
+                                    double delta2, int64_t cap, Scratch<T>& carried, double& discarded,
                                     int64_t& rank) {
   for (;;) {
     std::vector<T> q(static_cast<size_t>(rows * rank));
@@ -137,7 +172,7 @@ std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, cons
                    rank);
       linalg::qr(rows, rank, q.data(), nullptr);
     }
-    std::vector<T> next(static_cast<size_t>(rank * cols));  // c may point into carried
+    Scratch<T> next(rank * cols);  // c may point into carried
     const double tail = project_with_residual(c, rows, cols, q.data(), rank, next.data());
     if (tail <= delta2 || rank >= cap) {
       discarded += tail;
@@ -158,11 +193,11 @@ std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, cons
 // for more rows than were kept, the residual path takes over.
 template <typename T>
 std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, const std::vector<T>& e, double delta2,
-                                    int64_t cap, std::vector<T>& carried, double& discarded, int64_t& rank) {
+                                    int64_t cap, Scratch<T>& carried, double& discarded, int64_t& rank) {
   const int64_t keep = std::min(cap, rank + 2);
   const int64_t width = std::max<int64_t>(256, (int64_t(1) << 15) / rows);
   const int64_t blocks = (cols + width - 1) / width;
-  std::vector<T> next(static_cast<size_t>(keep * cols));
+  Scratch<T> next(keep * cols);
   std::vector<double> block_mass(static_cast<size_t>(blocks * rows));
   const int threads = modes::loop_threads(blocks / 2);
   {
@@ -176,7 +211,7 @@ std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, cons
         linalg::gemm(Op::kTrans, Op::kNoTrans, rows, w, rows, T(1), e.data(), rows, c + j0, cols, T(0), buffer.data(),
                      w);
         for (int64_t i = 0; i < rows; ++i) block_mass[b * rows + i] = modes::sum_squares(&buffer[i * w], w);
-        for (int64_t i = 0; i < keep; ++i) std::copy_n(&buffer[i * w], w, &next[i * cols + j0]);
+        for (int64_t i = 0; i < keep; ++i) std::copy_n(&buffer[i * w], w, next.data() + i * cols + j0);
       }
     }
   }
@@ -189,7 +224,7 @@ std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, cons
   discarded += tail;
   std::vector<T> q(static_cast<size_t>(rows * rank));
   for (int64_t i = 0; i < rows; ++i) std::copy_n(&e[i * rows], rank, &q[i * rank]);
-  next.resize(static_cast<size_t>(rank * cols));
+  next.shrink(rank * cols);
   carried = std::move(next);
   return q;
 }
@@ -200,7 +235,7 @@ std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, cons
 // tail, known only to about eps ||C||^2).
 template <typename T>
 std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector<T>& gram, double delta2, int64_t cap,
-                             std::vector<T>& carried, double& discarded, int64_t& rank) {
+                             Scratch<T>& carried, double& discarded, int64_t& rank) {
   const int64_t side = std::min(rows, cols);
   cap = std::min(cap, side);
   std::vector<double> eigenvalues;
@@ -229,7 +264,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   result.ranks.assign(d + 1, 1);
   result.cores.resize(d);
   const T* c = x.data;
-  std::vector<T> carried;
+  Scratch<T> carried;
   int64_t rest = modes::element_count(x.shape);
   double discarded = 0;
   for (size_t k = 0; k + 1 < d; ++k) {

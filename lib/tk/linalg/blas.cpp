@@ -40,6 +40,9 @@ template <> struct Lapack<double> {
     return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
   }
   static lapack_int potrf(int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
+  static lapack_int pstrf(int n, double* a, lapack_int* piv, lapack_int* rank, double tol) {
+    return LAPACKE_dpstrf(LAPACK_ROW_MAJOR, 'L', n, a, n, piv, rank, tol);
+  }
   static void trsm_right_upper(int m, int n, const double* r, double* b, bool trans) {
     cblas_dtrsm(CblasRowMajor, CblasRight, CblasUpper, trans ? CblasTrans : CblasNoTrans,
                 CblasNonUnit, m, n, 1.0, r, n, b, n);
@@ -60,6 +63,9 @@ template <> struct Lapack<float> {
     return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
   }
   static lapack_int potrf(int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
+  static lapack_int pstrf(int n, float* a, lapack_int* piv, lapack_int* rank, float tol) {
+    return LAPACKE_spstrf(LAPACK_ROW_MAJOR, 'L', n, a, n, piv, rank, tol);
+  }
   static void trsm_right_upper(int m, int n, const float* r, float* b, bool trans) {
     cblas_strsm(CblasRowMajor, CblasRight, CblasUpper, trans ? CblasTrans : CblasNoTrans,
                 CblasNonUnit, m, n, 1.0f, r, n, b, n);
@@ -68,6 +74,15 @@ template <> struct Lapack<float> {
 
 template <typename T> void syev_impl(int64_t n, T* a, T* w) {
   check_info(Lapack<T>::syevd(static_cast<int>(n), a, w), "syevd");
+}
+
+template <typename T> int64_t pivoted_cholesky_impl(int64_t n, T* a, T tol, int64_t* piv) {
+  std::vector<lapack_int> p(static_cast<size_t>(n));
+  lapack_int rank = 0;
+  const lapack_int info = Lapack<T>::pstrf(static_cast<int>(n), a, p.data(), &rank, tol);
+  if (info != 1) check_info(info, "pstrf");  // 1: stopped early (rank < n), as asked
+  for (int64_t k = 0; k < n; ++k) piv[k] = p[static_cast<size_t>(k)] - 1;
+  return rank;
 }
 
 template <typename T> void svd_impl(int64_t m, int64_t n, T* a, T* u, T* s, T* vt) {
@@ -147,6 +162,8 @@ void syrk(Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t ld
 
 void syev(int64_t n, double* a, double* w) { syev_impl(n, a, w); }
 void syev(int64_t n, float* a, float* w) { syev_impl(n, a, w); }
+int64_t pivoted_cholesky(int64_t n, double* a, double tol, int64_t* piv) { return pivoted_cholesky_impl(n, a, tol, piv); }
+int64_t pivoted_cholesky(int64_t n, float* a, float tol, int64_t* piv) { return pivoted_cholesky_impl(n, a, tol, piv); }
 void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt) { svd_impl(m, n, a, u, s, vt); }
 void svd(int64_t m, int64_t n, float* a, float* u, float* s, float* vt) { svd_impl(m, n, a, u, s, vt); }
 void qr(int64_t m, int64_t n, double* a, double* r) { qr_impl(m, n, a, r); }

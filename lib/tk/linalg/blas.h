@@ -38,6 +38,15 @@ void syrk(Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t ld
 void syev(int64_t n, double* a, double* w);
 void syev(int64_t n, float* a, float* w);
 
+// Pivoted Cholesky of the symmetric positive semi-definite n x n matrix `a` (row-major,
+// destroyed), stopped at the first pivot <= tol: P^T A P ~ L L^T with L n x rank. Returns
+// the rank; L is in the first `rank` columns of `a`'s lower triangle (leading dimension
+// n; other entries are left over, not zeroed) and piv[k] (0-based, n entries) is the row
+// of A that became row k. Every diagonal entry of the remaining Schur complement is
+// <= tol (pstrf).
+int64_t pivoted_cholesky(int64_t n, double* a, double tol, int64_t* piv);
+int64_t pivoted_cholesky(int64_t n, float* a, float tol, int64_t* piv);
+
 // Thin SVD of the m x n matrix `a` (destroyed): a = U diag(s) Vt with U m x p, s p,
 // Vt p x n, p = min(m, n). Divide and conquer (gesdd).
 void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt);

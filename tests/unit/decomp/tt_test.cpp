@@ -1,6 +1,7 @@
 // Tensor-Train: the smooth 16^5 tensor gets the ranks of its numerical TT ranks at
 // 1e-6; the tolerance bound holds and the reported error is the true one for several
-// tolerances, shapes (both sides of every unfolding) and precisions; max_rank caps;
+// tolerances, shapes (both sides of every unfolding, and unfoldings large enough for the
+// pivoted-Cholesky eigenbasis) and precisions; max_rank caps;
 // rounding brings an over-ranked TT back to its ranks within its bound; bad options and
 // bad data are refused.
 #include <gtest/gtest.h>
@@ -77,6 +78,25 @@ TEST(Tt, ToleranceBoundHolds) {
     for (double tol : {0.5, 0.2, 0.05, 1e-2, 1e-4, 1e-8}) {
       check_bound(random, shape, tol);
       check_bound(smooth, shape, tol);
+    }
+  }
+}
+
+TEST(Tt, ToleranceBoundHoldsOnLargeSides) {
+  // Unfoldings with both sides >= 48 take the pivoted-Cholesky eigenbasis (smooth data)
+  // or fall back to the full eigensolver (random data and, at the small tolerances,
+  // smooth data plus noise: the factor keeps most columns); {16, 16, 64} is tall at its
+  // second step.
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{64, 64, 64}, {16, 16, 64}}) {
+    const int64_t n = count_of(shape);
+    const std::vector<double> smooth = test::hilbert_like(shape);
+    const std::vector<double> noise = gaussian(n, 5);
+    std::vector<double> noisy(smooth);
+    for (int64_t i = 0; i < n; ++i) noisy[i] += 1e-7 * noise[i];
+    for (double tol : {1e-2, 1e-4, 1e-6, 1e-9}) {
+      check_bound(smooth, shape, tol);
+      check_bound(noisy, shape, tol);
+      check_bound(noise, shape, tol);
     }
   }
 }

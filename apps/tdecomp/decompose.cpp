@@ -194,12 +194,12 @@ template <typename T> Outcome decompose_dense(const Job& job) {
 DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
 
 // A .tns input: sparse CP, or a dense method on the densified tensor when it is small.
-std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s,
+std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s, Input& input,
                                    cli::Progress& progress) {
   const std::string file = io::input_display_name(o.input);
   io::TnsReadOptions read_options;
   if (o.method == "cp") read_options.shape = s.shape;
-  io::SparseTensor sparse = io::read_tns(o.input, read_options);
+  io::SparseTensor sparse = input.read_tns(read_options);
   const std::string name = tns_tensor_name(o.input);
   if (o.method != "cp" || s.budget || !o.mask.empty()) {
     if (o.method == "cp") throw usage_error("--budget and --mask need a dense input, not .tns");
@@ -226,10 +226,11 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
   cli::Progress progress(tool.options().show_progress && tool.options().verbose == 0, tool.name());
   std::vector<Outcome> outcomes;
   io::Metadata metadata;
-  if (is_tns_input(o.input)) {
-    outcomes = decompose_tns(tool, o, s, progress);
+  Input input(o.input);
+  if (input.is_tns()) {
+    outcomes = decompose_tns(tool, o, s, input, progress);
   } else {
-    auto reader = io::open_reader(o.input);
+    auto reader = input.open_reader();
     metadata = reader->metadata();
     const std::string file = io::input_display_name(o.input);
     for (size_t index : selected_tensors(*reader, tool.options().selection())) {

@@ -21,18 +21,23 @@ template <typename T> constexpr DType kComputeDType = sizeof(T) == 8 ? DType::kF
 
 }  // namespace
 
-bool is_tns_input(const std::string& path) {
-  if (path == "-") return false;
-  if (ends_with(path, ".tns") || ends_with(path, ".tns.gz")) return true;
-  auto in = io::InputStream::open(path);
-  if (!in->is_regular_file()) return false;
-  auto head = in->peek(4096);
-  // Dense formats have binary signatures; only text that is none of them can be .tns.
-  if (io::detect_format(*in) != io::FileFormat::kUnknown) return false;
-  return io::looks_like_tns(head.data(), head.size());
+Input::Input(const std::string& path) : stream_(io::InputStream::open(path)) {
+  tns_ = (path != "-" && (ends_with(path, ".tns") || ends_with(path, ".tns.gz"))) || io::stream_holds_tns(*stream_);
+}
+
+io::SparseTensor Input::read_tns(const io::TnsReadOptions& options) {
+  if (!stream_) throw internal_error("the input was read already");
+  std::unique_ptr<io::InputStream> in = std::move(stream_);
+  return io::read_tns(*in, options);
+}
+
+std::unique_ptr<io::TensorReader> Input::open_reader() {
+  if (!stream_) throw internal_error("the input was read already");
+  return io::open_reader(std::move(stream_));
 }
 
 std::string tns_tensor_name(const std::string& path) {
+  if (path == "-") return "tensor";
   std::string base = path.substr(path.find_last_of('/') + 1);
   for (const char* ext : {".gz", ".tns"})
     if (ends_with(base, ext)) base.resize(base.size() - std::strlen(ext));

@@ -15,11 +15,25 @@
 
 namespace tk::tdecomp {
 
-// True when `path` names a .tns file: by extension (.tns, .tns.gz), else by content.
-// Standard input is never taken for .tns (it is peeked by the dense reader instead).
-bool is_tns_input(const std::string& path);
+// The input file or pipe, opened once. A .tns file is known by its extension (.tns,
+// .tns.gz) or, like standard input, by its first bytes (peeked, so that a pipe is read
+// only once): gzip or text, not a dense format's signature.
+class Input {
+ public:
+  explicit Input(const std::string& path);
+  bool is_tns() const { return tns_; }
+  // Parse the .tns input (once; regular files are mapped).
+  io::SparseTensor read_tns(const io::TnsReadOptions& options = {});
+  // The reader of a dense input (once).
+  std::unique_ptr<io::TensorReader> open_reader();
 
-// The name given to the one tensor of a .tns file: the file's stem ("x" for x.tns.gz).
+ private:
+  std::unique_ptr<io::InputStream> stream_;
+  bool tns_ = false;
+};
+
+// The name given to the one tensor of a .tns file: the file's stem ("x" for x.tns.gz),
+// "tensor" for standard input.
 std::string tns_tensor_name(const std::string& path);
 
 // One tensor to decompose, as read.

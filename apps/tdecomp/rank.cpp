@@ -115,11 +115,12 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
 
   const std::string file = io::input_display_name(o.input);
   std::vector<Source> sources;
-  if (is_tns_input(o.input)) {
-    io::SparseTensor sparse = io::read_tns(o.input);
+  Input input(o.input);
+  if (input.is_tns()) {
+    io::SparseTensor sparse = input.read_tns();
     sources.push_back(densify(sparse, tns_tensor_name(o.input), file));
   } else {
-    auto reader = io::open_reader(o.input);
+    auto reader = input.open_reader();
     for (size_t index : selected_tensors(*reader, common.selection())) sources.push_back(read_source(*reader, index, file));
   }
   if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");

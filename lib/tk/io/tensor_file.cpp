@@ -124,7 +124,11 @@ std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOpt
       return open_reader(found, options);
     }
   }
-  auto in = InputStream::open(path);
+  return open_reader(InputStream::open(path), options);
+}
+
+std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const ReadOptions& options) {
+  const std::string path = in->path();
   std::string name = in->name();
   try {
     switch (detect_format(*in)) {

@@ -111,6 +111,10 @@ struct WriteOptions {
 // directory or *.index.json opens a sharded model as one file. Throws kIo for missing
 // files, kInvalidInput for unrecognised or malformed content.
 std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options = {});
+// The same for a stream already opened (and perhaps peeked at, not read from): standard
+// input sniffed by a caller for another format, say (a shard index only when opened by
+// path).
+std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const ReadOptions& options = {});
 
 // Create a writer for `path` ("-" = stdout) in options.format, or the format implied by
 // the extension, or safetensors.

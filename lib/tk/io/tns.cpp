@@ -14,6 +14,7 @@
 #include "tk/core/buffer.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
+#include "tk/io/tensor_file.h"
 
 namespace tk::io {
 namespace {
@@ -240,10 +241,22 @@ bool looks_like_tns(const uint8_t* data, size_t size) {
   return fields >= 2;
 }
 
+bool stream_holds_tns(InputStream& in) {
+  // Enough for a comment block and the first entry; the dense signatures need 64.
+  const std::span<const uint8_t> head = in.peek(4096);
+  if (is_gzip(head.data(), head.size())) return true;
+  return detect_format(in) == FileFormat::kUnknown && looks_like_tns(head.data(), head.size());
+}
+
 SparseTensor read_tns(const std::string& path, const TnsReadOptions& options) {
   std::unique_ptr<InputStream> in = InputStream::open(path);
-  const std::string name = in->name();
-  Buffer raw = in->is_regular_file() ? Buffer::map_file(path) : in->read_all();
+  return read_tns(*in, options);
+}
+
+SparseTensor read_tns(InputStream& in, const TnsReadOptions& options) {
+  const std::string name = in.name();
+  // Mapping keeps a large regular file out of the heap and reads it at page-cache speed.
+  Buffer raw = in.is_regular_file() && in.position() == 0 ? Buffer::map_file(in.path()) : in.read_all();
   const uint8_t* data = raw.data();
   if (is_gzip(data, raw.size())) {
     const std::vector<char> text = inflate_gzip(data, raw.size(), name);

@@ -10,6 +10,8 @@
 
 namespace tk::io {
 
+class InputStream;
+
 struct SparseTensor {
   std::vector<int64_t> shape;     // one extent per mode
   std::vector<int64_t> indices;   // nnz x order, row-major, 0-based
@@ -27,10 +29,18 @@ struct TnsReadOptions {
 // True when the bytes look like a .tns file (or gzip; the caller then tries to read).
 bool looks_like_tns(const uint8_t* data, size_t size);
 
+// True when the upcoming bytes of `in` (peeked, not consumed) hold gzip or .tns text and
+// no dense tensor format's signature: what a pipe must be sniffed for, read only once.
+bool stream_holds_tns(InputStream& in);
+
 // Parse a .tns file ("-" for stdin). Errors: kIo for unreadable files, kInvalidInput for
 // a line that does not parse (with its line number), a wrong number of fields, an index
 // < 0 (0-based) or beyond the declared shape, a non-finite value.
 SparseTensor read_tns(const std::string& path, const TnsReadOptions& options = {});
+// The same from an open stream, from its current position to its end (bytes already
+// peeked included): a regular file not yet read from is mapped, anything else (a pipe)
+// read whole; gzip is inflated in memory.
+SparseTensor read_tns(InputStream& in, const TnsReadOptions& options = {});
 
 // Write the nonzeros as 1-based .tns text.
 void write_tns(const std::string& path, const SparseTensor& tensor);

@@ -1,10 +1,16 @@
-// FROSTT .tns reading and writing: index base detection, comments, gzip, error lines.
+// FROSTT .tns reading and writing: index base detection, comments, gzip, error lines,
+// sniffing a stream and reading it once.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "test_util.h"
+#include "tk/core/buffer.h"
+#include "tk/core/error.h"
+#include "tk/io/stream.h"
 #include "tk/io/tns.h"
 
 namespace tk::io {
@@ -83,6 +89,53 @@ TEST(Tns, ReadsGzip) {
   }
   EXPECT_EQ(test::kind_of([&] { read_tns(dir.write("t.tns.gz", bytes.substr(0, bytes.size() / 2))); }),
             ErrorKind::kInvalidInput);
+}
+
+// A stream that is not a regular file (a pipe, here memory) is sniffed and then parsed
+// from the same stream: the peeked head is not lost.
+TEST(Tns, SniffedStreamIsReadOnce) {
+  std::string text = "# comment\n";
+  for (int i = 1; i <= 3000; ++i) text += std::to_string(i) + " " + std::to_string(i % 5 + 1) + " 1.5\n";
+  auto stream_of = [](const std::string& bytes) {
+    Buffer b = Buffer::allocate(bytes.size());
+    std::memcpy(b.mutable_data(), bytes.data(), bytes.size());
+    return InputStream::from_buffer(std::move(b), "<pipe>");
+  };
+  auto plain = stream_of(text);
+  ASSERT_TRUE(stream_holds_tns(*plain));
+  SparseTensor t = read_tns(*plain);
+  EXPECT_EQ(t.nnz(), 3000);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{3000, 5}));
+  EXPECT_EQ(t.indices[0], 0);
+
+  std::vector<uint8_t> gz(compressBound(static_cast<uLong>(text.size())) + 64);
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);  // gzip wrapper
+  z.next_in = reinterpret_cast<Bytef*>(text.data());
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = gz.data();
+  z.avail_out = static_cast<uInt>(gz.size());
+  ASSERT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  gz.resize(z.total_out);
+  deflateEnd(&z);
+  auto zipped = stream_of(std::string(gz.begin(), gz.end()));
+  ASSERT_TRUE(stream_holds_tns(*zipped));
+  t = read_tns(*zipped);
+  EXPECT_EQ(t.nnz(), 3000);
+  EXPECT_EQ(t.values.back(), 1.5);
+
+  // Dense signatures are not .tns, whatever follows them.
+  EXPECT_FALSE(stream_holds_tns(*stream_of(std::string("\x93NUMPY\x01\x00") + "1 2 3\n")));
+  EXPECT_FALSE(stream_holds_tns(*stream_of("")));
+  auto bad = stream_of("1 1 1.0\n2 x 2.0\n");
+  ASSERT_TRUE(stream_holds_tns(*bad));
+  try {
+    read_tns(*bad);
+    ADD_FAILURE() << "a bad line was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.where(), "<pipe>: line 2");
+  }
 }
 
 TEST(Tns, WriteReadsBackExactly) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "tk/core/float_format.h"
 #include "tk/core/float_kernels.h"
@@ -246,6 +247,109 @@ void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* is
     }
   }
 }
+
+// The lanes kernels: lane g is group g, so partial j of the reference (values j, j + 8,
+// ...) is one vector accumulated over those values, and the eight partials combine in
+// reduce8's order. Each partial starts from +0 as the reference's do.
+template <bool kAsym, bool kUnit>
+inline Sums8 lanes_partial(const float* xt, const float* wt, int64_t j, int64_t n, __m256 vs, __m256 vmin,
+                           __m256 vlo, __m256 vhi) {
+  Sums8 s{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = j; i < n; i += 8) {
+    const __m256 vx = _mm256_loadu_ps(xt + i * kLanes);
+    const __m256 a = kAsym ? _mm256_sub_ps(vx, vmin) : vx;
+    const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(vs, a)), vlo), vhi);
+    const __m256 t = kUnit ? l : _mm256_mul_ps(_mm256_loadu_ps(wt + i * kLanes), l);
+    s.lx = _mm256_add_ps(s.lx, _mm256_mul_ps(t, vx));
+    s.l2 = _mm256_add_ps(s.l2, _mm256_mul_ps(t, l));
+    if constexpr (kAsym) s.l = _mm256_add_ps(s.l, t);
+  }
+  return s;
+}
+
+template <bool kAsym, bool kUnit>
+inline Sums8 lanes_sums(const float* xt, const float* wt, int64_t n, __m256 vs, __m256 vmin, __m256 vlo, __m256 vhi) {
+  auto p = [&](int j) { return lanes_partial<kAsym, kUnit>(xt, wt, j, n, vs, vmin, vlo, vhi); };
+  const Sums8 even = add(add(p(0), p(4)), add(p(2), p(6)));
+  const Sums8 odd = add(add(p(1), p(5)), add(p(3), p(7)));
+  return add(even, odd);
+}
+
+// As the reference: the float total added to a double 0 (which turns -0 into +0).
+inline void store_sums(const Sums8& r, bool asym, TrialSums* out) {
+  alignas(32) float lx[8], l2[8], l1[8];
+  _mm256_store_ps(lx, r.lx);
+  _mm256_store_ps(l2, r.l2);
+  _mm256_store_ps(l1, r.l);
+  for (int g = 0; g < kLanes; ++g) {
+    out[g].lx = 0.0 + static_cast<double>(lx[g]);
+    out[g].l2 = 0.0 + static_cast<double>(l2[g]);
+    out[g].l = asym ? 0.0 + static_cast<double>(l1[g]) : 0.0;
+  }
+}
+
+template <bool kAsym>
+void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins, float lo,
+                      float hi, TrialSums* out) {
+  const __m256 vs = _mm256_loadu_ps(iscales), vmin = kAsym ? _mm256_loadu_ps(mins) : _mm256_setzero_ps();
+  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const Sums8 r = wt ? lanes_sums<kAsym, false>(xt, wt, n, vs, vmin, vlo, vhi)
+                     : lanes_sums<kAsym, true>(xt, wt, n, vs, vmin, vlo, vhi);
+  store_sums(r, kAsym, out);
+}
+
+void group_stats_lanes_avx2(const float* xt, const float* wt, int64_t n, GroupStats* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 vmax = _mm256_loadu_ps(xt), vmin = vmax;
+  __m256 best = _mm256_setzero_ps(), best_abs = best;
+  __m256 p_sw[8], p_swx[8], p_swx2[8];
+  for (int j = 0; j < 8; ++j) {
+    __m256 sw = _mm256_setzero_ps(), swx = sw, swx2 = sw;
+    for (int64_t i = j; i < n; i += 8) {
+      const __m256 vx = _mm256_loadu_ps(xt + i * kLanes);
+      const __m256 vw = wt ? _mm256_loadu_ps(wt + i * kLanes) : one;
+      const __m256 t = _mm256_mul_ps(vw, vx);
+      sw = _mm256_add_ps(sw, vw);
+      swx = _mm256_add_ps(swx, t);
+      swx2 = _mm256_add_ps(swx2, _mm256_mul_ps(t, vx));
+    }
+    p_sw[j] = sw;
+    p_swx[j] = swx;
+    p_swx2[j] = swx2;
+  }
+  // Max, min and the first value of largest magnitude in value order, as the scalar scans.
+  for (int64_t i = 0; i < n; ++i) {
+    const __m256 vx = _mm256_loadu_ps(xt + i * kLanes);
+    vmax = _mm256_max_ps(vmax, vx);
+    vmin = _mm256_min_ps(vmin, vx);
+    const __m256 a = _mm256_andnot_ps(sign, vx);
+    const __m256 larger = _mm256_cmp_ps(a, best_abs, _CMP_GT_OQ);
+    best_abs = _mm256_blendv_ps(best_abs, a, larger);
+    best = _mm256_blendv_ps(best, vx, larger);
+  }
+  auto reduce = [](const __m256* p) {
+    return _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(p[0], p[4]), _mm256_add_ps(p[2], p[6])),
+                         _mm256_add_ps(_mm256_add_ps(p[1], p[5]), _mm256_add_ps(p[3], p[7])));
+  };
+  alignas(32) float sw[8], swx[8], swx2[8], mx[8], mn[8], am[8];
+  _mm256_store_ps(sw, reduce(p_sw));
+  _mm256_store_ps(swx, reduce(p_swx));
+  _mm256_store_ps(swx2, reduce(p_swx2));
+  _mm256_store_ps(mx, vmax);
+  _mm256_store_ps(mn, vmin);
+  _mm256_store_ps(am, best);
+  for (int g = 0; g < kLanes; ++g) {
+    GroupStats& s = out[g];
+    s = GroupStats{};
+    s.sw = 0.0 + static_cast<double>(sw[g]);
+    s.swx = 0.0 + static_cast<double>(swx[g]);
+    s.swx2 = 0.0 + static_cast<double>(swx2[g]);
+    s.max = mx[g];
+    s.min = mn[g];
+    s.amax_signed = am[g];
+  }
+}
 #endif
 
 // The first value of largest magnitude (scalar in both versions: the rule is "first").
@@ -427,6 +531,77 @@ void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const flo
   }
 #endif
   for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_ref(x, w, n, iscales[k], mins[k], hi);
+}
+
+void to_lanes(const float* x, int64_t n, float* xt) {
+  for (int g = 0; g < kLanes; ++g) {
+    for (int64_t i = 0; i < n; ++i) xt[i * kLanes + g] = x[g * n + i];
+  }
+}
+
+namespace {
+
+// Group g of eight in lanes, back in a row of its own (for the reference versions).
+void from_lanes(const float* xt, int64_t n, int g, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] = xt[i * kLanes + g];
+}
+
+const float* unit_weights() {
+  static const std::vector<float> ones(static_cast<size_t>(kChunk), 1.0f);
+  return ones.data();
+}
+
+}  // namespace
+
+void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
+                           TrialSums* out, bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) {
+    trial_lanes_avx2<false>(xt, wt, n, iscales, nullptr, lo, hi, out);
+    return;
+  }
+#endif
+  float x[kChunk], w[kChunk];
+  for (int g = 0; g < kLanes; ++g) {
+    from_lanes(xt, n, g, x);
+    if (wt) from_lanes(wt, n, g, w);
+    out[g] = trial_symmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], lo, hi);
+  }
+}
+
+void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
+                            float hi, TrialSums* out, bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) {
+    trial_lanes_avx2<true>(xt, wt, n, iscales, mins, 0.0f, hi, out);
+    return;
+  }
+#endif
+  float x[kChunk], w[kChunk];
+  for (int g = 0; g < kLanes; ++g) {
+    from_lanes(xt, n, g, x);
+    if (wt) from_lanes(wt, n, g, w);
+    out[g] = trial_asymmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], mins[g], hi);
+  }
+}
+
+void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* out, bool reference) {
+#if TK_QUANT_AVX2
+  if (!reference) {
+    group_stats_lanes_avx2(xt, wt, n, out);
+    for (int g = 0; g < kLanes; ++g) {
+      if (out[g].max == 0) out[g].max = 0.0f;
+      if (out[g].min == 0) out[g].min = 0.0f;
+    }
+    return;
+  }
+#endif
+  float x[kChunk], w[kChunk];
+  for (int g = 0; g < kLanes; ++g) {
+    from_lanes(xt, n, g, x);
+    if (wt) from_lanes(wt, n, g, w);
+    out[g] = group_stats(x, wt ? w : unit_weights(), n, true);
+  }
 }
 
 GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference) {

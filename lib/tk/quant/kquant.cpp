@@ -100,6 +100,13 @@ class KScheme final : public Scheme {
     Tensor d = new_part(DType::kF16, {l.rows, n_super});
     Tensor dmin = f_.asymmetric ? new_part(DType::kF16, {l.rows, n_super}) : Tensor();
     const PaddedInput in = pad_input(x, l, o.importance);
+    // Per super-block column: are all its weights 1 (no importance, no padding)? Then the
+    // trials leave the weight products out.
+    std::vector<char> unit(static_cast<size_t>(n_super));
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float* ws = in.weights.data() + s * kSuper;
+      unit[s] = std::all_of(ws, ws + kSuper, [](float v) { return v == 1.0f; });
+    }
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
       Candidates scratch;
@@ -107,7 +114,7 @@ class KScheme final : public Scheme {
       for (int64_t s = 0; s < n_super; ++s) {
         const int64_t c0 = s * kSuper;
         const float* xs = in.data + r * l.padded_cols + c0;
-        const SuperChoice c = choose(xs, in.weights.data() + c0, o, scratch);
+        const SuperChoice c = choose(xs, in.weights.data() + c0, unit[s] != 0, o, scratch);
         encode_super(xs, c, o.reference, row_codes.data() + c0);
         for (int i = 0; i < subs_; ++i) {
           row_q[s * subs_ + i] = static_cast<uint8_t>(c.q[i] + (f_.asymmetric ? 0 : qlo_abs()));
@@ -170,28 +177,67 @@ class KScheme final : public Scheme {
   // zeroing all of them for every super-block cost more than the search of some types.
   using Candidates = std::array<SuperChoice, kMaxFactors>;
 
+  // A super-block's values (and weights) as kSuper / (8 * sub) sets of eight sub-blocks
+  // in lanes (see to_lanes); weights null when all are 1.
+  struct LaneBlock {
+    alignas(32) float x[kSuper];
+    alignas(32) float w[kSuper];
+    const float* wt = nullptr;
+  };
+
+  void to_lane_block(const float* x, const float* w, bool unit, LaneBlock& b) const {
+    for (int i0 = 0; i0 < subs_; i0 += kLanes) {
+      to_lanes(x + i0 * f_.sub, f_.sub, b.x + i0 * f_.sub);
+      if (!unit) to_lanes(w + i0 * f_.sub, f_.sub, b.w + i0 * f_.sub);
+    }
+    b.wt = unit ? nullptr : b.w;
+  }
+  const float* lane_x(const LaneBlock& b, int i0) const { return b.x + i0 * f_.sub; }
+  const float* lane_w(const LaneBlock& b, int i0) const { return b.wt ? b.wt + i0 * f_.sub : nullptr; }
+
+  // The sums of sub-blocks i0 .. i0 + 7, each for its own scale and offset.
+  void trial_lanes(const LaneBlock& b, int i0, const float* iscales, const float* mins, TrialSums* out,
+                   bool reference) const {
+    if (f_.asymmetric) {
+      trial_asymmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, mins, static_cast<float>(top()), out,
+                             reference);
+    } else {
+      trial_symmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, static_cast<float>(-nmax()),
+                            static_cast<float>(nmax() - 1), out, reference);
+    }
+  }
+
   // For every candidate super scale (dmin stays fixed), pick each sub-block's integers
-  // with the least error; keep the super scale whose total error is least.
-  SuperChoice choose(const float* x, const float* w, const QuantOptions& o, Candidates& c) const {
+  // with the least error; keep the super scale whose total error is least. Sub-blocks
+  // are searched and tried eight at a time, one per vector lane.
+  SuperChoice choose(const float* x, const float* w, bool unit, const QuantOptions& o, Candidates& c) const {
+    LaneBlock b;
+    to_lane_block(x, w, unit, b);
     std::array<GroupStats, kMaxSubs> st;
     std::array<AffineScale, kMaxSubs> best;
+    for (int i0 = 0; i0 < subs_; i0 += kLanes) {
+      group_stats_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, &st[i0], o.reference);
+      if (f_.asymmetric) {
+        search_asymmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, top(), true, o.fast, o.reference,
+                                f_.search_tries, &best[i0]);
+      } else {
+        float d[kLanes];
+        search_symmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, nmax(), o.fast, o.reference,
+                               f_.search_tries, d);
+        for (int g = 0; g < kLanes; ++g) best[i0 + g].d = d[g];
+      }
+    }
     float largest = 0, largest_min = 0;
     for (int i = 0; i < subs_; ++i) {
-      const float* xi = x + i * f_.sub;
-      const float* wi = w + i * f_.sub;
-      st[i] = group_stats(xi, wi, f_.sub, o.reference);
       if (f_.asymmetric) {
-        best[i] = search_asymmetric(st[i], xi, wi, f_.sub, top(), true, o.fast, o.reference, f_.search_tries);
         largest = std::fmax(largest, best[i].d);
         largest_min = std::fmax(largest_min, -best[i].m);
-      } else {
-        best[i].d = search_symmetric(st[i], xi, wi, f_.sub, nmax(), o.fast, o.reference, f_.search_tries);
-        if (std::fabs(best[i].d) > std::fabs(largest)) largest = best[i].d;
+      } else if (std::fabs(best[i].d) > std::fabs(largest)) {
+        largest = best[i].d;
       }
     }
     if (largest == 0 && largest_min == 0) return SuperChoice{};
-    constexpr int kFactors = kMaxFactors;
-    float ds[kFactors];
+    float ds[kMaxFactors];
     const int n_super = super_scales(largest, o, ds);
     const float dmin = f_.asymmetric ? round_f16(largest_min / static_cast<float>(qtop())) : 0.0f;
     for (int k = 0; k < n_super; ++k) {
@@ -199,99 +245,97 @@ class KScheme final : public Scheme {
       c[k].d = ds[k];
       c[k].dmin = dmin;
     }
-    constexpr int kMaxTrials = kFactors * 9;  // 3 x 3 (asymmetric, reach 1) or 5 (reach 2) each
-    float iscales[kMaxTrials], mins[kMaxTrials];
-    int owner[kMaxTrials], qs[kMaxTrials], qms[kMaxTrials];
-    TrialSums sums[kMaxTrials];
     const int qlo = f_.asymmetric ? 0 : -qlo_abs(), qhi = f_.asymmetric ? qtop() : qlo_abs() - 1;
-    for (int i = 0; i < subs_; ++i) {
-      int count = 0;
+    const int width = o.fast ? 1 : 2 * f_.reach + 1;  // integers tried per scale (and per min)
+    for (int i0 = 0; i0 < subs_; i0 += kLanes) {
       for (int k = 0; k < n_super; ++k) {
-        int q0, q1, m0 = 0, m1 = 0;
-        neighbours(best[i].d, ds[k], qlo, qhi, o.fast, &q0, &q1);
-        if (f_.asymmetric) neighbours(-best[i].m, dmin, 0, qhi, o.fast, &m0, &m1);
-        for (int q = q0; q <= q1; ++q) {
-          for (int qm = m0; qm <= m1; ++qm) {
-            const float scale = ds[k] * static_cast<float>(q);
-            owner[count] = k;
-            qs[count] = q;
-            qms[count] = qm;
-            iscales[count] = scale == 0 ? 0.0f : 1.0f / scale;
-            mins[count] = -(dmin * static_cast<float>(qm));
-            ++count;
+        int q0[kLanes], q1[kLanes], m0[kLanes] = {}, m1[kLanes] = {};
+        for (int g = 0; g < kLanes; ++g) {
+          neighbours(best[i0 + g].d, ds[k], qlo, qhi, o.fast, &q0[g], &q1[g]);
+          if (f_.asymmetric) neighbours(-best[i0 + g].m, dmin, 0, qhi, o.fast, &m0[g], &m1[g]);
+        }
+        double best_err[kLanes];
+        std::fill(best_err, best_err + kLanes, -1.0);
+        // Trial (a, b): integer q0 + a and min integer m0 + b of every sub-block at once,
+        // in the order q, then qm; a sub-block whose range is shorter sits it out.
+        for (int a = 0; a < width; ++a) {
+          for (int bm = 0; bm < (f_.asymmetric ? width : 1); ++bm) {
+            float iscales[kLanes], mins[kLanes];
+            bool valid[kLanes], any = false;
+            for (int g = 0; g < kLanes; ++g) {
+              valid[g] = q0[g] + a <= q1[g] && m0[g] + bm <= m1[g];
+              any = any || valid[g];
+              const float scale = ds[k] * static_cast<float>(q0[g] + a);
+              iscales[g] = (!valid[g] || scale == 0) ? 0.0f : 1.0f / scale;
+              mins[g] = -(dmin * static_cast<float>(m0[g] + bm));
+            }
+            if (!any) continue;
+            TrialSums sums[kLanes];
+            trial_lanes(b, i0, iscales, mins, sums, o.reference);
+            for (int g = 0; g < kLanes; ++g) {
+              if (!valid[g]) continue;
+              const int i = i0 + g, q = q0[g] + a;
+              // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
+              const double scale = static_cast<double>(ds[k] * static_cast<float>(q));
+              const double e = f_.asymmetric ? error_asymmetric(st[i], sums[g], scale, mins[g])
+                                             : error_symmetric(st[i], sums[g], scale);
+              if (best_err[g] < 0 || e < best_err[g]) {
+                best_err[g] = e;
+                c[k].q[i] = q;
+                c[k].qm[i] = m0[g] + bm;
+                c[k].sums[i] = sums[g];
+              }
+            }
           }
         }
+        for (int g = 0; g < kLanes; ++g) c[k].err += best_err[g];
       }
-      const float* xi = x + i * f_.sub;
-      const float* wi = w + i * f_.sub;
-      if (f_.asymmetric) {
-        trial_asymmetric_batch(xi, wi, f_.sub, iscales, mins, count, static_cast<float>(top()), sums, o.reference);
-      } else {
-        trial_symmetric_batch(xi, wi, f_.sub, iscales, count, static_cast<float>(-nmax()),
-                              static_cast<float>(nmax() - 1), sums, o.reference);
-      }
-      std::array<double, kFactors> best_err;
-      best_err.fill(-1);
-      for (int t = 0; t < count; ++t) {
-        // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
-        const double scale = static_cast<double>(ds[owner[t]] * static_cast<float>(qs[t]));
-        const double e = f_.asymmetric ? error_asymmetric(st[i], sums[t], scale, mins[t])
-                                       : error_symmetric(st[i], sums[t], scale);
-        const int k = owner[t];
-        if (best_err[k] < 0 || e < best_err[k]) {
-          best_err[k] = e;
-          c[k].q[i] = qs[t];
-          c[k].qm[i] = qms[t];
-          c[k].sums[i] = sums[t];
-        }
-      }
-      for (int k = 0; k < n_super; ++k) c[k].err += best_err[k];
     }
     int pick = 0;
     for (int k = 1; k < n_super; ++k) {
       if (c[k].err < c[pick].err) pick = k;
     }
-    return o.fast ? c[pick] : refit(x, w, st, c[pick], o.reference);
+    return o.fast ? c[pick] : refit(b, st, c[pick], o.reference);
   }
 
   // Refit d (and dmin) by least squares with every code and integer fixed; keep the
   // rounded refit when, codes recomputed, its error is lower.
-  SuperChoice refit(const float* x, const float* w, const std::array<GroupStats, kMaxSubs>& st,
-                    const SuperChoice& c, bool reference) const {
-    double a = 0, b = 0, cc = 0, bx = 0, cx = 0;
+  SuperChoice refit(const LaneBlock& b, const std::array<GroupStats, kMaxSubs>& st, const SuperChoice& c,
+                    bool reference) const {
+    double a = 0, bq = 0, cc = 0, bx = 0, cx = 0;
     for (int i = 0; i < subs_; ++i) {
       const double q = c.q[i], qm = c.qm[i];
       a += q * q * c.sums[i].l2;
       bx += q * c.sums[i].lx;
-      b += q * qm * c.sums[i].l;
+      bq += q * qm * c.sums[i].l;
       cc += qm * qm * st[i].sw;
       cx += qm * st[i].swx;
     }
     SuperChoice r = c;
     if (f_.asymmetric) {
-      const double det = a * cc - b * b;
+      const double det = a * cc - bq * bq;
       if (!(det > 0)) return c;
-      r.d = round_f16(static_cast<float>((bx * cc - b * cx) / det));
-      r.dmin = round_f16(static_cast<float>((b * bx - a * cx) / det));
+      r.d = round_f16(static_cast<float>((bx * cc - bq * cx) / det));
+      r.dmin = round_f16(static_cast<float>((bq * bx - a * cx) / det));
       if (r.dmin < 0) return c;
     } else {
       if (!(a > 0)) return c;
       r.d = round_f16(static_cast<float>(bx / a));
     }
     r.err = 0;
-    for (int i = 0; i < subs_; ++i) {
-      const float scale = r.d * static_cast<float>(r.q[i]);
-      const float inv = scale == 0 ? 0.0f : 1.0f / scale;
-      const float* xi = x + i * f_.sub;
-      const float* wi = w + i * f_.sub;
-      if (f_.asymmetric) {
-        const float min = -(r.dmin * static_cast<float>(r.qm[i]));
-        r.sums[i] = trial_asymmetric(xi, wi, f_.sub, inv, min, static_cast<float>(top()), reference);
-        r.err += error_asymmetric(st[i], r.sums[i], scale, min);
-      } else {
-        r.sums[i] = trial_symmetric(xi, wi, f_.sub, inv, static_cast<float>(-nmax()), static_cast<float>(nmax() - 1),
-                                    reference);
-        r.err += error_symmetric(st[i], r.sums[i], scale);
+    for (int i0 = 0; i0 < subs_; i0 += kLanes) {
+      float iscales[kLanes], mins[kLanes];
+      for (int g = 0; g < kLanes; ++g) {
+        const float scale = r.d * static_cast<float>(r.q[i0 + g]);
+        iscales[g] = scale == 0 ? 0.0f : 1.0f / scale;
+        mins[g] = -(r.dmin * static_cast<float>(r.qm[i0 + g]));
+      }
+      trial_lanes(b, i0, iscales, mins, &r.sums[i0], reference);
+      for (int g = 0; g < kLanes; ++g) {
+        const int i = i0 + g;
+        const float scale = r.d * static_cast<float>(r.q[i]);
+        r.err += f_.asymmetric ? error_asymmetric(st[i], r.sums[i], scale, mins[g])
+                               : error_symmetric(st[i], r.sums[i], scale);
       }
     }
     return r.err < c.err ? r : c;

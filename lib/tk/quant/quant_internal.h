@@ -85,6 +85,19 @@ void trial_symmetric_batch(const float* x, const float* w, int64_t n, const floa
                            float hi, TrialSums* out, bool reference);
 void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, const float* mins,
                             int count, float hi, TrialSums* out, bool reference);
+// Eight groups side by side ("lanes"): value i of group g at xt[i * kLanes + g], so
+// that one vector holds one value of each group and a candidate scale per group is
+// tried on all eight in full vectors. n (values per group) is a multiple of 8 and at
+// most 256: one chunk of the lane order above, so each group's sums are the same bits
+// as the one-group kernels give.
+constexpr int kLanes = 8;
+// Eight contiguous groups of n values (x[g * n + i]) into lanes.
+void to_lanes(const float* x, int64_t n, float* xt);
+// Group g's sums for iscales[g] (and mins[g]); wt null: every weight is 1.
+void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
+                           TrialSums* out, bool reference);
+void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
+                            float hi, TrialSums* out, bool reference);
 // Codes from a stored scale: code = clamp(round(x * inv), lo, hi) + offset (symmetric),
 // or clamp(round((x - min) * inv), 0, hi) (asymmetric, offset 0, lo 0).
 void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
@@ -115,6 +128,8 @@ struct GroupStats {
   float amax_signed = 0;   // the first value of largest magnitude, with its sign
 };
 GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference);
+// The stats of eight groups in lanes (wt null: unit weights), equal to group_stats'.
+void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* out, bool reference);
 
 // Error-minimising scales (ggml's make_qx_quants / make_qkx2_quants, extended).
 // Symmetric codes in [-nmax, nmax - 1]; returns d with x ~ d * L (0 for an all-zero
@@ -136,6 +151,12 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
                               bool fast, bool reference, int steps = kAsymmetricSteps);
 AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
                               bool nonpositive_min, bool fast, bool reference, int steps);
+// The same searches for eight groups in lanes (wt null: unit weights): the same scales
+// as the one-group versions give each group, from full-vector trials.
+void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax, bool fast,
+                            bool reference, int tries, float* d);
+void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax,
+                             bool nonpositive_min, bool fast, bool reference, int steps, AffineScale* out);
 // Weighted squared error of codes from the scale (symmetric or asymmetric).
 double error_symmetric(const GroupStats& s, const TrialSums& t, double d);
 double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m);

@@ -1,7 +1,9 @@
 // The optimised kernels give the scalar reference's results bit for bit: the batched
 // trial sums (8 candidate scales per vector) over short and long groups, candidate
-// counts that do and do not fill a vector, unit and general weights; and the decoders
-// (bit unpacking, affine dequantization, k-quant sub-block scales) for every code width
+// counts that do and do not fill a vector, unit and general weights; the lanes kernels
+// (8 groups per vector), which give each group's one-group sums, stats and searched
+// scales, with all-zero and flat groups among the eight; and the decoders (bit
+// unpacking, affine dequantization, k-quant sub-block scales) for every code width
 // 2..8, groups of 8 to 264, streams whose last pieces end exactly at the buffer's end.
 #include <gtest/gtest.h>
 
@@ -149,6 +151,76 @@ TEST(QuantKernels, SubScaleExpansionEqualsReference) {
           EXPECT_TRUE(same_bits(opt, ref)) << "subs " << subs << " supers " << supers << " bias " << bias;
           const float expect = d[0] * static_cast<float>(static_cast<int>(q[1]) - bias);
           EXPECT_EQ(ref[1], negate ? -expect : expect);
+        }
+      }
+    }
+  }
+}
+
+void expect_same_stats(const GroupStats& a, const GroupStats& b, const std::string& label) {
+  EXPECT_EQ(a.sw, b.sw) << label;
+  EXPECT_EQ(a.swx, b.swx) << label;
+  EXPECT_EQ(a.swx2, b.swx2) << label;
+  EXPECT_EQ(a.max, b.max) << label;
+  EXPECT_EQ(a.min, b.min) << label;
+  EXPECT_EQ(a.amax_signed, b.amax_signed) << label;
+  EXPECT_EQ(std::signbit(a.max), std::signbit(b.max)) << label;
+  EXPECT_EQ(std::signbit(a.min), std::signbit(b.min)) << label;
+}
+
+// Eight groups of n: Gaussian, with group 2 all zero, group 5 flat (one value) and
+// group 6 all negative, so that inactive lanes and clamped mins are covered.
+std::vector<float> eight_groups(int64_t n, uint64_t seed) {
+  auto x = normal(static_cast<size_t>(8 * n), seed, 0.0f, 0.02f);
+  for (int64_t i = 0; i < n; ++i) {
+    x[2 * n + i] = 0.0f;
+    x[5 * n + i] = 0.0125f;
+    x[6 * n + i] = -std::fabs(x[6 * n + i]) - 0.001f;
+  }
+  return x;
+}
+
+TEST(QuantKernels, LanesEqualOneGroupKernels) {
+  for (const int64_t n : {8, 16, 32, 64, 256}) {
+    const auto x = eight_groups(n, static_cast<uint64_t>(n) + 3);
+    const auto w = normal(static_cast<size_t>(8 * n), 11, 1.0f, 0.3f);
+    const std::vector<float> ones(w.size(), 1.0f);
+    std::vector<float> xt(x.size()), wt(w.size());
+    to_lanes(x.data(), n, xt.data());
+    to_lanes(w.data(), n, wt.data());
+    float iscales[kLanes], mins[kLanes];
+    for (int g = 0; g < kLanes; ++g) {
+      iscales[g] = (31.0f + 0.3f * static_cast<float>(g)) / 0.05f * (g % 3 == 0 ? -1.0f : 1.0f);
+      mins[g] = -0.04f + 0.002f * static_cast<float>(g);
+    }
+    iscales[4] = 0.0f;  // a zero scale gives all-zero codes
+    for (const bool unit : {true, false}) {
+      const float* wl = unit ? nullptr : wt.data();
+      const std::vector<float>& wg = unit ? ones : w;
+      for (const bool reference : {false, true}) {
+        const std::string label = "n " + std::to_string(n) + (unit ? " unit" : " weighted") +
+                                  (reference ? " reference" : " optimised");
+        TrialSums sym[kLanes], asym[kLanes];
+        GroupStats stats[kLanes];
+        trial_symmetric_lanes(xt.data(), wl, n, iscales, -32.0f, 31.0f, sym, reference);
+        trial_asymmetric_lanes(xt.data(), wl, n, iscales, mins, 15.0f, asym, reference);
+        group_stats_lanes(xt.data(), wl, n, stats, reference);
+        float d[kLanes];
+        AffineScale a[kLanes];
+        search_symmetric_lanes(stats, xt.data(), wl, n, 32, false, reference, 1, d);
+        search_asymmetric_lanes(stats, xt.data(), wl, n, 15, true, false, reference, 15, a);
+        for (int g = 0; g < kLanes; ++g) {
+          const float* xg = x.data() + g * n;
+          const float* wgp = wg.data() + g * n;
+          const std::string lg = label + " group " + std::to_string(g);
+          expect_same(sym[g], trial_symmetric(xg, wgp, n, iscales[g], -32.0f, 31.0f, true), "symmetric " + lg);
+          expect_same(asym[g], trial_asymmetric(xg, wgp, n, iscales[g], mins[g], 15.0f, true), "asymmetric " + lg);
+          const GroupStats s = group_stats(xg, wgp, n, true);
+          expect_same_stats(stats[g], s, "stats " + lg);
+          EXPECT_EQ(d[g], search_symmetric(s, xg, wgp, n, 32, false, true, 1)) << "search " << lg;
+          const AffineScale b = search_asymmetric(s, xg, wgp, n, 15, true, false, true, 15);
+          EXPECT_EQ(a[g].d, b.d) << "search " << lg;
+          EXPECT_EQ(a[g].m, b.m) << "search " << lg;
         }
       }
     }

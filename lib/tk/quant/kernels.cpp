@@ -276,26 +276,22 @@ inline Sums8 lanes_sums(const float* xt, const float* wt, int64_t n, __m256 vs, 
 }
 
 // As the reference: the float total added to a double 0 (which turns -0 into +0).
-inline void store_sums(const Sums8& r, bool asym, TrialSums* out) {
-  alignas(32) float lx[8], l2[8], l1[8];
-  _mm256_store_ps(lx, r.lx);
-  _mm256_store_ps(l2, r.l2);
-  _mm256_store_ps(l1, r.l);
-  for (int g = 0; g < kLanes; ++g) {
-    out[g].lx = 0.0 + static_cast<double>(lx[g]);
-    out[g].l2 = 0.0 + static_cast<double>(l2[g]);
-    out[g].l = asym ? 0.0 + static_cast<double>(l1[g]) : 0.0;
-  }
+inline void store_lanes(__m256 v, double* out) {
+  const __m256d zero = _mm256_setzero_pd();
+  _mm256_store_pd(out, _mm256_add_pd(zero, _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+  _mm256_store_pd(out + 4, _mm256_add_pd(zero, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
 }
 
 template <bool kAsym>
 void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins, float lo,
-                      float hi, TrialSums* out) {
+                      float hi, LaneSums& out) {
   const __m256 vs = _mm256_loadu_ps(iscales), vmin = kAsym ? _mm256_loadu_ps(mins) : _mm256_setzero_ps();
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
   const Sums8 r = wt ? lanes_sums<kAsym, false>(xt, wt, n, vs, vmin, vlo, vhi)
                      : lanes_sums<kAsym, true>(xt, wt, n, vs, vmin, vlo, vhi);
-  store_sums(r, kAsym, out);
+  store_lanes(r.lx, out.lx);
+  store_lanes(r.l2, out.l2);
+  store_lanes(r.l, out.l);
 }
 
 void group_stats_lanes_avx2(const float* xt, const float* wt, int64_t n, GroupStats* out) {
@@ -554,7 +550,7 @@ const float* unit_weights() {
 }  // namespace
 
 void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
-                           TrialSums* out, bool reference) {
+                           LaneSums& out, bool reference) {
 #if TK_QUANT_AVX2
   if (!reference) {
     trial_lanes_avx2<false>(xt, wt, n, iscales, nullptr, lo, hi, out);
@@ -565,12 +561,15 @@ void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const fl
   for (int g = 0; g < kLanes; ++g) {
     from_lanes(xt, n, g, x);
     if (wt) from_lanes(wt, n, g, w);
-    out[g] = trial_symmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], lo, hi);
+    const TrialSums t = trial_symmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], lo, hi);
+    out.lx[g] = t.lx;
+    out.l2[g] = t.l2;
+    out.l[g] = 0;
   }
 }
 
 void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
-                            float hi, TrialSums* out, bool reference) {
+                            float hi, LaneSums& out, bool reference) {
 #if TK_QUANT_AVX2
   if (!reference) {
     trial_lanes_avx2<true>(xt, wt, n, iscales, mins, 0.0f, hi, out);
@@ -581,7 +580,10 @@ void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const f
   for (int g = 0; g < kLanes; ++g) {
     from_lanes(xt, n, g, x);
     if (wt) from_lanes(wt, n, g, w);
-    out[g] = trial_asymmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], mins[g], hi);
+    const TrialSums t = trial_asymmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], mins[g], hi);
+    out.lx[g] = t.lx;
+    out.l2[g] = t.l2;
+    out.l[g] = t.l;
   }
 }
 

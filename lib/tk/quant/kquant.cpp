@@ -196,7 +196,7 @@ class KScheme final : public Scheme {
   const float* lane_w(const LaneBlock& b, int i0) const { return b.wt ? b.wt + i0 * f_.sub : nullptr; }
 
   // The sums of sub-blocks i0 .. i0 + 7, each for its own scale and offset.
-  void trial_lanes(const LaneBlock& b, int i0, const float* iscales, const float* mins, TrialSums* out,
+  void trial_lanes(const LaneBlock& b, int i0, const float* iscales, const float* mins, LaneSums& out,
                    bool reference) const {
     if (f_.asymmetric) {
       trial_asymmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, mins, static_cast<float>(top()), out,
@@ -248,47 +248,60 @@ class KScheme final : public Scheme {
     const int qlo = f_.asymmetric ? 0 : -qlo_abs(), qhi = f_.asymmetric ? qtop() : qlo_abs() - 1;
     const int width = o.fast ? 1 : 2 * f_.reach + 1;  // integers tried per scale (and per min)
     for (int i0 = 0; i0 < subs_; i0 += kLanes) {
+      alignas(32) double sw[kLanes], swx[kLanes], swx2[kLanes];
+      for (int g = 0; g < kLanes; ++g) {
+        sw[g] = st[i0 + g].sw;
+        swx[g] = st[i0 + g].swx;
+        swx2[g] = st[i0 + g].swx2;
+      }
       for (int k = 0; k < n_super; ++k) {
         int q0[kLanes], q1[kLanes], m0[kLanes] = {}, m1[kLanes] = {};
         for (int g = 0; g < kLanes; ++g) {
           neighbours(best[i0 + g].d, ds[k], qlo, qhi, o.fast, &q0[g], &q1[g]);
           if (f_.asymmetric) neighbours(-best[i0 + g].m, dmin, 0, qhi, o.fast, &m0[g], &m1[g]);
         }
-        double best_err[kLanes];
+        // Each lane's best so far (error -1: none yet).
+        alignas(32) double best_err[kLanes], lx[kLanes], l2[kLanes], l1[kLanes];
+        int bq[kLanes], bqm[kLanes];
         std::fill(best_err, best_err + kLanes, -1.0);
-        // Trial (a, b): integer q0 + a and min integer m0 + b of every sub-block at once,
+        // Trial (a, bm): integer q0 + a and min integer m0 + bm of every sub-block at once,
         // in the order q, then qm; a sub-block whose range is shorter sits it out.
         for (int a = 0; a < width; ++a) {
           for (int bm = 0; bm < (f_.asymmetric ? width : 1); ++bm) {
-            float iscales[kLanes], mins[kLanes];
+            alignas(32) float iscales[kLanes], mins[kLanes], scales[kLanes];
             bool valid[kLanes], any = false;
             for (int g = 0; g < kLanes; ++g) {
               valid[g] = q0[g] + a <= q1[g] && m0[g] + bm <= m1[g];
               any = any || valid[g];
-              const float scale = ds[k] * static_cast<float>(q0[g] + a);
-              iscales[g] = (!valid[g] || scale == 0) ? 0.0f : 1.0f / scale;
+              scales[g] = ds[k] * static_cast<float>(q0[g] + a);
+              iscales[g] = (!valid[g] || scales[g] == 0) ? 0.0f : 1.0f / scales[g];
               mins[g] = -(dmin * static_cast<float>(m0[g] + bm));
             }
             if (!any) continue;
-            TrialSums sums[kLanes];
-            trial_lanes(b, i0, iscales, mins, sums, o.reference);
+            LaneSums t;
+            trial_lanes(b, i0, iscales, mins, t, o.reference);
+            // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
             for (int g = 0; g < kLanes; ++g) {
-              if (!valid[g]) continue;
-              const int i = i0 + g, q = q0[g] + a;
-              // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
-              const double scale = static_cast<double>(ds[k] * static_cast<float>(q));
-              const double e = f_.asymmetric ? error_asymmetric(st[i], sums[g], scale, mins[g])
-                                             : error_symmetric(st[i], sums[g], scale);
-              if (best_err[g] < 0 || e < best_err[g]) {
-                best_err[g] = e;
-                c[k].q[i] = q;
-                c[k].qm[i] = m0[g] + bm;
-                c[k].sums[i] = sums[g];
-              }
+              const double scale = scales[g];
+              const double e = f_.asymmetric
+                                   ? error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], scale, mins[g])
+                                   : error_symmetric(swx2[g], t.lx[g], t.l2[g], scale);
+              const bool take = valid[g] && (best_err[g] < 0 || e < best_err[g]);
+              best_err[g] = take ? e : best_err[g];
+              lx[g] = take ? t.lx[g] : lx[g];
+              l2[g] = take ? t.l2[g] : l2[g];
+              l1[g] = take ? t.l[g] : l1[g];
+              bq[g] = take ? q0[g] + a : bq[g];
+              bqm[g] = take ? m0[g] + bm : bqm[g];
             }
           }
         }
-        for (int g = 0; g < kLanes; ++g) c[k].err += best_err[g];
+        for (int g = 0; g < kLanes; ++g) {
+          c[k].q[i0 + g] = bq[g];
+          c[k].qm[i0 + g] = bqm[g];
+          c[k].sums[i0 + g] = {lx[g], l2[g], l1[g]};
+          c[k].err += best_err[g];
+        }
       }
     }
     int pick = 0;
@@ -330,9 +343,11 @@ class KScheme final : public Scheme {
         iscales[g] = scale == 0 ? 0.0f : 1.0f / scale;
         mins[g] = -(r.dmin * static_cast<float>(r.qm[i0 + g]));
       }
-      trial_lanes(b, i0, iscales, mins, &r.sums[i0], reference);
+      LaneSums t;
+      trial_lanes(b, i0, iscales, mins, t, reference);
       for (int g = 0; g < kLanes; ++g) {
         const int i = i0 + g;
+        r.sums[i] = t.at(g);
         const float scale = r.d * static_cast<float>(r.q[i]);
         r.err += f_.asymmetric ? error_asymmetric(st[i], r.sums[i], scale, mins[g])
                                : error_symmetric(st[i], r.sums[i], scale);

@@ -93,11 +93,19 @@ void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const flo
 constexpr int kLanes = 8;
 // Eight contiguous groups of n values (x[g * n + i]) into lanes.
 void to_lanes(const float* x, int64_t n, float* xt);
+// TrialSums of eight groups, one array per sum, so that per-group decisions on them
+// are loops over the lanes that compile to vector code.
+struct LaneSums {
+  alignas(32) double lx[kLanes];
+  alignas(32) double l2[kLanes];
+  alignas(32) double l[kLanes];  // asymmetric only (0 otherwise)
+  TrialSums at(int g) const { return {lx[g], l2[g], l[g]}; }
+};
 // Group g's sums for iscales[g] (and mins[g]); wt null: every weight is 1.
 void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
-                           TrialSums* out, bool reference);
+                           LaneSums& out, bool reference);
 void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
-                            float hi, TrialSums* out, bool reference);
+                            float hi, LaneSums& out, bool reference);
 // Codes from a stored scale: code = clamp(round(x * inv), lo, hi) + offset (symmetric),
 // or clamp(round((x - min) * inv), 0, hi) (asymmetric, offset 0, lo 0).
 void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
@@ -157,9 +165,22 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
                             bool reference, int tries, float* d);
 void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax,
                              bool nonpositive_min, bool fast, bool reference, int steps, AffineScale* out);
-// Weighted squared error of codes from the scale (symmetric or asymmetric).
-double error_symmetric(const GroupStats& s, const TrialSums& t, double d);
-double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m);
+// Weighted squared error of codes from the scale (symmetric or asymmetric), from the
+// group's sums (swx2, swx, sw) and the codes' (lx, l2, l). Inline: the lanes searches
+// evaluate them in vector loops.
+inline double error_symmetric(double swx2, double lx, double l2, double d) {
+  return swx2 - 2 * d * lx + d * d * l2;
+}
+inline double error_asymmetric(double swx2, double swx, double sw, double lx, double l2, double l, double d,
+                               double m) {
+  return swx2 - 2 * d * lx - 2 * m * swx + d * d * l2 + 2 * d * m * l + m * m * sw;
+}
+inline double error_symmetric(const GroupStats& s, const TrialSums& t, double d) {
+  return error_symmetric(s.swx2, t.lx, t.l2, d);
+}
+inline double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m) {
+  return error_asymmetric(s.swx2, s.swx, s.sw, t.lx, t.l2, t.l, d, m);
+}
 
 // Run fn(i) for i in [0, n) over OpenMP threads; each i writes its own outputs.
 template <typename Fn> void parallel_for(int64_t n, Fn&& fn) {

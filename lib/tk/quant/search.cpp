@@ -127,14 +127,6 @@ class AsymmetricSearch {
 
 }  // namespace
 
-double error_symmetric(const GroupStats& s, const TrialSums& t, double d) {
-  return s.swx2 - 2 * d * t.lx + d * d * t.l2;
-}
-
-double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m) {
-  return s.swx2 - 2 * d * t.lx - 2 * m * s.swx + d * d * t.l2 + 2 * d * m * t.l + m * m * s.sw;
-}
-
 float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference, int tries) {
   return search_symmetric(group_stats(x, w, n, reference), x, w, n, nmax, fast, reference, tries);
 }
@@ -155,41 +147,61 @@ float search_symmetric(const GroupStats& s, const float* x, const float* w, int6
   return search.best();
 }
 
+// The lanes searches keep each group's state in arrays over the lanes and decide with
+// branch-free loops over them (the vectoriser's shape); every value is the same IEEE
+// operation as in the one-group classes above, so the results are the same bits.
 void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax, bool fast,
                             bool reference, int tries, float* d) {
-  SymmetricSearch search[kLanes];
-  float iscales[kLanes][SymmetricSearch::kMaxCandidates];
-  int count[kLanes];
-  int most = 0;
+  tries = std::clamp(tries, 0, kSymmetricTries);
+  const int side = 2 * tries + 1;
+  alignas(32) float amax[kLanes], best_d[kLanes], v[kLanes];
+  alignas(32) double best_score[kLanes];
+  bool any = false;
   for (int g = 0; g < kLanes; ++g) {
-    count[g] = search[g].start(s[g], nmax, fast, tries, iscales[g]);
-    most = std::max(most, count[g]);
+    amax[g] = s[g].amax_signed;
+    best_d[g] = amax[g] == 0 ? 0.0f : amax[g] / static_cast<float>(-nmax);
+    best_score[g] = -1;
+    any = any || amax[g] != 0;
+  }
+  if (!any || fast) {
+    std::copy(best_d, best_d + kLanes, d);
+    return;
   }
   const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
-  float v[kLanes];
-  TrialSums sums[kLanes];
-  // Candidate k of every group at once (a group with fewer tries 0, its sums unused).
-  for (int k = 0; k < most; ++k) {
-    for (int g = 0; g < kLanes; ++g) v[g] = k < count[g] ? iscales[g][k] : 0.0f;
-    trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
+  LaneSums sums;
+  // Candidate k of every group at once; an all-zero group runs along with iscale 0 and
+  // keeps d = 0 (its sums are all zero, so l2 > 0 fails).
+  auto consider = [&](const bool* active) {
     for (int g = 0; g < kLanes; ++g) {
-      if (k < count[g]) search[g].consider(sums[g]);
+      const double lx = sums.lx[g], l2 = sums.l2[g];
+      const double score = lx * lx / l2;
+      const bool take = active[g] && l2 > 0 && score > best_score[g];
+      best_score[g] = take ? score : best_score[g];
+      best_d[g] = take ? static_cast<float>(lx / l2) : best_d[g];
     }
+  };
+  bool nonzero[kLanes];
+  for (int g = 0; g < kLanes; ++g) nonzero[g] = amax[g] != 0;
+  for (int k = 0; k < 2 * side; ++k) {
+    const float step = 0.1f * static_cast<float>(k % side - tries);
+    const float top = k < side ? -(static_cast<float>(nmax) + step) : static_cast<float>(nmax - 1) + step;
+    for (int g = 0; g < kLanes; ++g) v[g] = nonzero[g] ? top / amax[g] : 0.0f;
+    trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
+    consider(nonzero);
   }
-  for (int r = 0; r < kRefits && most > 0; ++r) {
-    bool active[kLanes], any = false;
+  for (int r = 0; r < kRefits; ++r) {
+    bool active[kLanes];
+    any = false;
     for (int g = 0; g < kLanes; ++g) {
-      active[g] = count[g] > 0 && search[g].best() != 0;
-      v[g] = active[g] ? 1.0f / search[g].best() : 0.0f;
+      active[g] = nonzero[g] && best_d[g] != 0;
+      v[g] = active[g] ? 1.0f / best_d[g] : 0.0f;
       any = any || active[g];
     }
     if (!any) break;
     trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
-    for (int g = 0; g < kLanes; ++g) {
-      if (active[g]) search[g].consider(sums[g]);
-    }
+    consider(active);
   }
-  for (int g = 0; g < kLanes; ++g) d[g] = search[g].best();
+  std::copy(best_d, best_d + kLanes, d);
 }
 
 AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nmax, bool nonpositive_min,
@@ -216,51 +228,64 @@ AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* 
 
 void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax,
                              bool nonpositive_min, bool fast, bool reference, int steps, AffineScale* out) {
-  AsymmetricSearch search[kLanes];
+  alignas(32) double sw[kLanes], swx[kLanes], swx2[kLanes], best_err[kLanes];
+  alignas(32) float min[kLanes], range[kLanes], best_d[kLanes], best_m[kLanes], v[kLanes];
   bool active[kLanes], any = false;
   for (int g = 0; g < kLanes; ++g) {
-    active[g] = search[g].start(s[g], nmax, nonpositive_min, fast);
+    sw[g] = s[g].sw;
+    swx[g] = s[g].swx;
+    swx2[g] = s[g].swx2;
+    min[g] = (nonpositive_min && s[g].min > 0) ? 0.0f : s[g].min;
+    range[g] = s[g].max - min[g];
+    active[g] = s[g].max != min[g];
+    best_d[g] = active[g] ? range[g] / static_cast<float>(nmax) : 0.0f;
+    best_m[g] = min[g];
     any = any || active[g];
   }
-  if (any) {
+  if (any && !fast) {
     const float hi = static_cast<float>(nmax);
-    float v[kLanes], m[kLanes];
-    TrialSums sums[kLanes];
+    LaneSums t;
     // Inactive groups run along with iscale 0; their sums are unused.
     auto trial_best = [&] {
+      for (int g = 0; g < kLanes; ++g) v[g] = active[g] ? 1.0f / best_d[g] : 0.0f;
+      trial_asymmetric_lanes(xt, wt, n, v, best_m, hi, t, reference);
+    };
+    // As AsymmetricSearch::consider, for every lane at once.
+    auto consider = [&] {
       for (int g = 0; g < kLanes; ++g) {
-        v[g] = active[g] ? search[g].best_iscale() : 0.0f;
-        m[g] = search[g].best().m;
+        const double lx = t.lx[g], l2 = t.l2[g], l = t.l[g];
+        const double det = sw[g] * l2 - l * l;
+        const double d_num = sw[g] * lx - swx[g] * l, m_num = l2 * swx[g] - l * lx;
+        const double bound = swx2[g] - best_err[g];
+        const bool clamp_min = nonpositive_min && m_num > 0;
+        const bool gains = clamp_min ? (lx > 0 && lx * lx > bound * l2)
+                                     : (d_num > 0 && lx * d_num + swx[g] * m_num > bound * det);
+        const double d = clamp_min ? lx / l2 : d_num / det;
+        const double m = clamp_min ? 0.0 : m_num / det;
+        const double err = error_asymmetric(swx2[g], swx[g], sw[g], lx, l2, l, d, m);
+        const bool take = active[g] && det > 0 && gains && err < best_err[g] && d > 0;
+        best_err[g] = take ? err : best_err[g];
+        best_d[g] = take ? static_cast<float>(d) : best_d[g];
+        best_m[g] = take ? static_cast<float>(m) : best_m[g];
       }
-      trial_asymmetric_lanes(xt, wt, n, v, m, hi, sums, reference);
     };
     trial_best();
     for (int g = 0; g < kLanes; ++g) {
-      if (active[g]) search[g].first(sums[g]);
+      best_err[g] = error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], best_d[g], best_m[g]);
     }
-    float iscales[kLanes][AsymmetricSearch::kMaxCandidates], mins[kLanes][AsymmetricSearch::kMaxCandidates];
-    int count = 0;
-    for (int g = 0; g < kLanes; ++g) {
-      if (active[g]) count = search[g].candidates(nmax, steps, iscales[g], mins[g]);
-    }
+    const int count = std::clamp(steps, 0, kAsymmetricSteps) + 1;
     for (int k = 0; k < count; ++k) {
-      for (int g = 0; g < kLanes; ++g) {
-        v[g] = active[g] ? iscales[g][k] : 0.0f;
-        m[g] = active[g] ? mins[g][k] : 0.0f;
-      }
-      trial_asymmetric_lanes(xt, wt, n, v, m, hi, sums, reference);
-      for (int g = 0; g < kLanes; ++g) {
-        if (active[g]) search[g].consider(sums[g]);
-      }
+      const float top = static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k);
+      for (int g = 0; g < kLanes; ++g) v[g] = active[g] ? top / range[g] : 0.0f;
+      trial_asymmetric_lanes(xt, wt, n, v, min, hi, t, reference);
+      consider();
     }
     for (int r = 0; r < kRefits; ++r) {
       trial_best();
-      for (int g = 0; g < kLanes; ++g) {
-        if (active[g]) search[g].consider(sums[g]);
-      }
+      consider();
     }
   }
-  for (int g = 0; g < kLanes; ++g) out[g] = search[g].best();
+  for (int g = 0; g < kLanes; ++g) out[g] = {best_d[g], best_m[g]};
 }
 
 }  // namespace tk::quant::detail

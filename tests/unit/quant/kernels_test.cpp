@@ -200,7 +200,7 @@ TEST(QuantKernels, LanesEqualOneGroupKernels) {
       for (const bool reference : {false, true}) {
         const std::string label = "n " + std::to_string(n) + (unit ? " unit" : " weighted") +
                                   (reference ? " reference" : " optimised");
-        TrialSums sym[kLanes], asym[kLanes];
+        LaneSums sym, asym;
         GroupStats stats[kLanes];
         trial_symmetric_lanes(xt.data(), wl, n, iscales, -32.0f, 31.0f, sym, reference);
         trial_asymmetric_lanes(xt.data(), wl, n, iscales, mins, 15.0f, asym, reference);
@@ -213,8 +213,8 @@ TEST(QuantKernels, LanesEqualOneGroupKernels) {
           const float* xg = x.data() + g * n;
           const float* wgp = wg.data() + g * n;
           const std::string lg = label + " group " + std::to_string(g);
-          expect_same(sym[g], trial_symmetric(xg, wgp, n, iscales[g], -32.0f, 31.0f, true), "symmetric " + lg);
-          expect_same(asym[g], trial_asymmetric(xg, wgp, n, iscales[g], mins[g], 15.0f, true), "asymmetric " + lg);
+          expect_same(sym.at(g), trial_symmetric(xg, wgp, n, iscales[g], -32.0f, 31.0f, true), "symmetric " + lg);
+          expect_same(asym.at(g), trial_asymmetric(xg, wgp, n, iscales[g], mins[g], 15.0f, true), "asymmetric " + lg);
           const GroupStats s = group_stats(xg, wgp, n, true);
           expect_same_stats(stats[g], s, "stats " + lg);
           EXPECT_EQ(d[g], search_symmetric(s, xg, wgp, n, 32, false, true, 1)) << "search " << lg;

@@ -5,6 +5,11 @@
 // and optimised paths choose the same scale.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "tk/quant/quant_internal.h"
 
@@ -125,6 +130,73 @@ class AsymmetricSearch {
   double best_err_ = 0;
 };
 
+#if defined(__AVX2__)
+// The lanes searches' decisions four lanes at a time in doubles: the scalar loops'
+// operations in the same order (no fused products), so the same bits.
+
+// All ones in the lanes where active[g].
+inline __m256d lane_mask(const bool* active) {
+  return _mm256_castsi256_pd(_mm256_set_epi64x(active[3] ? -1 : 0, active[2] ? -1 : 0, active[1] ? -1 : 0,
+                                               active[0] ? -1 : 0));
+}
+inline __m256d gt(__m256d a, __m256d b) { return _mm256_cmp_pd(a, b, _CMP_GT_OQ); }
+// A double's value rounded to float, as four floats.
+inline __m128 to_float(__m256d v) { return _mm256_cvtpd_ps(v); }
+// take_value where the 64-bit mask `take` is set (its upper halves as a 4 x 32-bit mask).
+inline __m128 select(__m128 keep, __m128 take_value, __m256d take) {
+  const __m256 halves = _mm256_permutevar8x32_ps(_mm256_castpd_ps(take), _mm256_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7));
+  return _mm_blendv_ps(keep, take_value, _mm256_castps256_ps128(halves));
+}
+
+void consider_symmetric_avx2(const LaneSums& t, const bool* active, double* best_score, float* best_d) {
+  const __m256d zero = _mm256_setzero_pd();
+  for (int h = 0; h < kLanes; h += 4) {
+    const __m256d lx = _mm256_load_pd(t.lx + h), l2 = _mm256_load_pd(t.l2 + h);
+    const __m256d score = _mm256_div_pd(_mm256_mul_pd(lx, lx), l2);
+    const __m256d best = _mm256_loadu_pd(best_score + h);
+    const __m256d take = _mm256_and_pd(lane_mask(active + h), _mm256_and_pd(gt(l2, zero), gt(score, best)));
+    _mm256_storeu_pd(best_score + h, _mm256_blendv_pd(best, score, take));
+    const __m128 d = to_float(_mm256_div_pd(lx, l2));
+    _mm_storeu_ps(best_d + h, select(_mm_loadu_ps(best_d + h), d, take));
+  }
+}
+
+void consider_asymmetric_avx2(const LaneSums& t, const bool* active, bool nonpositive_min, const double* sw,
+                              const double* swx, const double* swx2, double* best_err, float* best_d, float* best_m) {
+  const __m256d zero = _mm256_setzero_pd(), two = _mm256_set1_pd(2.0);
+  const __m256d clamp_allowed = nonpositive_min ? _mm256_castsi256_pd(_mm256_set1_epi64x(-1)) : zero;
+  for (int h = 0; h < kLanes; h += 4) {
+    const __m256d lx = _mm256_load_pd(t.lx + h), l2 = _mm256_load_pd(t.l2 + h), l = _mm256_load_pd(t.l + h);
+    const __m256d vsw = _mm256_loadu_pd(sw + h), vswx = _mm256_loadu_pd(swx + h), vswx2 = _mm256_loadu_pd(swx2 + h);
+    const __m256d err0 = _mm256_loadu_pd(best_err + h);
+    const __m256d det = _mm256_sub_pd(_mm256_mul_pd(vsw, l2), _mm256_mul_pd(l, l));
+    const __m256d d_num = _mm256_sub_pd(_mm256_mul_pd(vsw, lx), _mm256_mul_pd(vswx, l));
+    const __m256d m_num = _mm256_sub_pd(_mm256_mul_pd(l2, vswx), _mm256_mul_pd(l, lx));
+    const __m256d bound = _mm256_sub_pd(vswx2, err0);
+    const __m256d clamp_min = _mm256_and_pd(clamp_allowed, gt(m_num, zero));
+    const __m256d gains_clamped = _mm256_and_pd(gt(lx, zero), gt(_mm256_mul_pd(lx, lx), _mm256_mul_pd(bound, l2)));
+    const __m256d gains_free =
+        _mm256_and_pd(gt(d_num, zero), gt(_mm256_add_pd(_mm256_mul_pd(lx, d_num), _mm256_mul_pd(vswx, m_num)),
+                                          _mm256_mul_pd(bound, det)));
+    const __m256d gains = _mm256_blendv_pd(gains_free, gains_clamped, clamp_min);
+    const __m256d d = _mm256_blendv_pd(_mm256_div_pd(d_num, det), _mm256_div_pd(lx, l2), clamp_min);
+    const __m256d m = _mm256_blendv_pd(_mm256_div_pd(m_num, det), zero, clamp_min);
+    // error_asymmetric's order: swx2 - 2d lx - 2m swx + d d l2 + 2d m l + m m sw.
+    const __m256d d2 = _mm256_mul_pd(two, d);
+    __m256d err = _mm256_sub_pd(vswx2, _mm256_mul_pd(d2, lx));
+    err = _mm256_sub_pd(err, _mm256_mul_pd(_mm256_mul_pd(two, m), vswx));
+    err = _mm256_add_pd(err, _mm256_mul_pd(_mm256_mul_pd(d, d), l2));
+    err = _mm256_add_pd(err, _mm256_mul_pd(_mm256_mul_pd(d2, m), l));
+    err = _mm256_add_pd(err, _mm256_mul_pd(_mm256_mul_pd(m, m), vsw));
+    __m256d take = _mm256_and_pd(lane_mask(active + h), _mm256_and_pd(gt(det, zero), gains));
+    take = _mm256_and_pd(take, _mm256_and_pd(_mm256_cmp_pd(err, err0, _CMP_LT_OQ), gt(d, zero)));
+    _mm256_storeu_pd(best_err + h, _mm256_blendv_pd(err0, err, take));
+    _mm_storeu_ps(best_d + h, select(_mm_loadu_ps(best_d + h), to_float(d), take));
+    _mm_storeu_ps(best_m + h, select(_mm_loadu_ps(best_m + h), to_float(m), take));
+  }
+}
+#endif
+
 }  // namespace
 
 float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference, int tries) {
@@ -172,6 +244,12 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
   // Candidate k of every group at once; an all-zero group runs along with iscale 0 and
   // keeps d = 0 (its sums are all zero, so l2 > 0 fails).
   auto consider = [&](const bool* active) {
+#if defined(__AVX2__)
+    if (!reference) {
+      consider_symmetric_avx2(sums, active, best_score, best_d);
+      return;
+    }
+#endif
     for (int g = 0; g < kLanes; ++g) {
       const double lx = sums.lx[g], l2 = sums.l2[g];
       const double score = lx * lx / l2;
@@ -252,6 +330,12 @@ void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* 
     };
     // As AsymmetricSearch::consider, for every lane at once.
     auto consider = [&] {
+#if defined(__AVX2__)
+      if (!reference) {
+        consider_asymmetric_avx2(t, active, nonpositive_min, sw, swx, swx2, best_err, best_d, best_m);
+        return;
+      }
+#endif
       for (int g = 0; g < kLanes; ++g) {
         const double lx = t.lx[g], l2 = t.l2[g], l = t.l[g];
         const double det = sw[g] * l2 - l * l;

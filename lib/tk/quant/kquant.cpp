@@ -26,6 +26,10 @@
 #include <array>
 #include <cmath>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
 #include "tk/quant/quant_internal.h"
@@ -207,6 +211,104 @@ class KScheme final : public Scheme {
     }
   }
 
+  // Each of eight sub-blocks' best integers so far (err -1: none yet), with their sums.
+  struct LaneBest {
+    alignas(32) double err[kLanes], lx[kLanes], l2[kLanes], l[kLanes], q[kLanes], qm[kLanes];
+  };
+  // One trial of the integer choice: for each sub-block g, q = q0[g] + a and qm = m0[g] +
+  // bm when they are within [q0, q1] and [m0, m1], at super scales d and dmin.
+  struct IntegerTrial {
+    float d, dmin;
+    const int *q0, *q1, *m0, *m1;
+    int a, bm;
+  };
+
+  // Try one integer pair per sub-block and keep it where its error is less (the first
+  // of equal errors). sw, swx, swx2: the sub-blocks' stats.
+  void integer_trial(const LaneBlock& b, int i0, const IntegerTrial& tr, const double* sw, const double* swx,
+                     const double* swx2, bool reference, LaneBest& best) const {
+    alignas(32) float iscales[kLanes], mins[kLanes], scales[kLanes];
+    bool valid[kLanes], any = false;
+    for (int g = 0; g < kLanes; ++g) {
+      valid[g] = tr.q0[g] + tr.a <= tr.q1[g] && tr.m0[g] + tr.bm <= tr.m1[g];
+      any = any || valid[g];
+      scales[g] = tr.d * static_cast<float>(tr.q0[g] + tr.a);
+      iscales[g] = (!valid[g] || scales[g] == 0) ? 0.0f : 1.0f / scales[g];
+      mins[g] = -(tr.dmin * static_cast<float>(tr.m0[g] + tr.bm));
+    }
+    if (!any) return;
+    LaneSums t;
+    trial_lanes(b, i0, iscales, mins, t, reference);
+    // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
+    for (int g = 0; g < kLanes; ++g) {
+      const double scale = scales[g];
+      const double e = f_.asymmetric ? error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], scale, mins[g])
+                                     : error_symmetric(swx2[g], t.lx[g], t.l2[g], scale);
+      if (valid[g] && (best.err[g] < 0 || e < best.err[g])) {
+        best.err[g] = e;
+        best.lx[g] = t.lx[g];
+        best.l2[g] = t.l2[g];
+        best.l[g] = t.l[g];
+        best.q[g] = tr.q0[g] + tr.a;
+        best.qm[g] = tr.m0[g] + tr.bm;
+      }
+    }
+  }
+
+#if defined(__AVX2__)
+  // integer_trial in vectors: the same operations in the same order.
+  void integer_trial_avx2(const LaneBlock& b, int i0, const IntegerTrial& tr, const double* sw, const double* swx,
+                          const double* swx2, LaneBest& best) const {
+    const auto load = [](const int* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+    const __m256i q = _mm256_add_epi32(load(tr.q0), _mm256_set1_epi32(tr.a));
+    const __m256i qm = _mm256_add_epi32(load(tr.m0), _mm256_set1_epi32(tr.bm));
+    const __m256i invalid = _mm256_or_si256(_mm256_cmpgt_epi32(q, load(tr.q1)), _mm256_cmpgt_epi32(qm, load(tr.m1)));
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(invalid)) == 0xff) return;
+    const __m256 scales = _mm256_mul_ps(_mm256_set1_ps(tr.d), _mm256_cvtepi32_ps(q));
+    const __m256 use = _mm256_andnot_ps(_mm256_castsi256_ps(invalid),
+                                        _mm256_cmp_ps(scales, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+    alignas(32) float iscales[kLanes], mins[kLanes];
+    _mm256_store_ps(iscales, _mm256_and_ps(use, _mm256_div_ps(_mm256_set1_ps(1.0f), scales)));
+    const __m256 min = _mm256_mul_ps(_mm256_set1_ps(tr.dmin), _mm256_cvtepi32_ps(qm));
+    _mm256_store_ps(mins, _mm256_xor_ps(min, _mm256_set1_ps(-0.0f)));
+    LaneSums t;
+    trial_lanes(b, i0, iscales, mins, t, false);
+    const __m256d zero = _mm256_setzero_pd(), two = _mm256_set1_pd(2.0);
+    for (int h = 0; h < kLanes; h += 4) {
+      const __m256d d = _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(scales) : _mm256_extractf128_ps(scales, 1));
+      const __m256d lx = _mm256_load_pd(t.lx + h), l2 = _mm256_load_pd(t.l2 + h), l = _mm256_load_pd(t.l + h);
+      const __m256d vswx2 = _mm256_loadu_pd(swx2 + h);
+      const __m256d d2 = _mm256_mul_pd(two, d);
+      // error_symmetric / error_asymmetric's order.
+      __m256d e = _mm256_sub_pd(vswx2, _mm256_mul_pd(d2, lx));
+      if (f_.asymmetric) {
+        const __m256d m = _mm256_cvtps_pd(_mm_load_ps(mins + h));
+        e = _mm256_sub_pd(e, _mm256_mul_pd(_mm256_mul_pd(two, m), _mm256_loadu_pd(swx + h)));
+        e = _mm256_add_pd(e, _mm256_mul_pd(_mm256_mul_pd(d, d), l2));
+        e = _mm256_add_pd(e, _mm256_mul_pd(_mm256_mul_pd(d2, m), l));
+        e = _mm256_add_pd(e, _mm256_mul_pd(_mm256_mul_pd(m, m), _mm256_loadu_pd(sw + h)));
+      } else {
+        e = _mm256_add_pd(e, _mm256_mul_pd(_mm256_mul_pd(d, d), l2));
+      }
+      const __m128i inv_half = h == 0 ? _mm256_castsi256_si128(invalid) : _mm256_extracti128_si256(invalid, 1);
+      const __m256d valid = _mm256_castsi256_pd(_mm256_xor_si256(_mm256_cvtepi32_epi64(inv_half),
+                                                                 _mm256_set1_epi64x(-1)));
+      const __m256d be = _mm256_load_pd(best.err + h);
+      const __m256d better = _mm256_or_pd(_mm256_cmp_pd(be, zero, _CMP_LT_OQ), _mm256_cmp_pd(e, be, _CMP_LT_OQ));
+      const __m256d take = _mm256_and_pd(valid, better);
+      auto keep = [&](double* p, __m256d v) { _mm256_store_pd(p + h, _mm256_blendv_pd(_mm256_load_pd(p + h), v, take)); };
+      keep(best.err, e);
+      keep(best.lx, lx);
+      keep(best.l2, l2);
+      keep(best.l, l);
+      const __m128i qh = h == 0 ? _mm256_castsi256_si128(q) : _mm256_extracti128_si256(q, 1);
+      const __m128i qmh = h == 0 ? _mm256_castsi256_si128(qm) : _mm256_extracti128_si256(qm, 1);
+      keep(best.q, _mm256_cvtepi32_pd(qh));
+      keep(best.qm, _mm256_cvtepi32_pd(qmh));
+    }
+  }
+#endif
+
   // For every candidate super scale (dmin stays fixed), pick each sub-block's integers
   // with the least error; keep the super scale whose total error is least. Sub-blocks
   // are searched and tried eight at a time, one per vector lane.
@@ -260,47 +362,27 @@ class KScheme final : public Scheme {
           neighbours(best[i0 + g].d, ds[k], qlo, qhi, o.fast, &q0[g], &q1[g]);
           if (f_.asymmetric) neighbours(-best[i0 + g].m, dmin, 0, qhi, o.fast, &m0[g], &m1[g]);
         }
-        // Each lane's best so far (error -1: none yet).
-        alignas(32) double best_err[kLanes], lx[kLanes], l2[kLanes], l1[kLanes];
-        int bq[kLanes], bqm[kLanes];
-        std::fill(best_err, best_err + kLanes, -1.0);
         // Trial (a, bm): integer q0 + a and min integer m0 + bm of every sub-block at once,
         // in the order q, then qm; a sub-block whose range is shorter sits it out.
+        LaneBest lb{};
+        std::fill(lb.err, lb.err + kLanes, -1.0);
         for (int a = 0; a < width; ++a) {
           for (int bm = 0; bm < (f_.asymmetric ? width : 1); ++bm) {
-            alignas(32) float iscales[kLanes], mins[kLanes], scales[kLanes];
-            bool valid[kLanes], any = false;
-            for (int g = 0; g < kLanes; ++g) {
-              valid[g] = q0[g] + a <= q1[g] && m0[g] + bm <= m1[g];
-              any = any || valid[g];
-              scales[g] = ds[k] * static_cast<float>(q0[g] + a);
-              iscales[g] = (!valid[g] || scales[g] == 0) ? 0.0f : 1.0f / scales[g];
-              mins[g] = -(dmin * static_cast<float>(m0[g] + bm));
+            const IntegerTrial trial{ds[k], dmin, q0, q1, m0, m1, a, bm};
+#if defined(__AVX2__)
+            if (!o.reference) {
+              integer_trial_avx2(b, i0, trial, sw, swx, swx2, lb);
+              continue;
             }
-            if (!any) continue;
-            LaneSums t;
-            trial_lanes(b, i0, iscales, mins, t, o.reference);
-            // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
-            for (int g = 0; g < kLanes; ++g) {
-              const double scale = scales[g];
-              const double e = f_.asymmetric
-                                   ? error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], scale, mins[g])
-                                   : error_symmetric(swx2[g], t.lx[g], t.l2[g], scale);
-              const bool take = valid[g] && (best_err[g] < 0 || e < best_err[g]);
-              best_err[g] = take ? e : best_err[g];
-              lx[g] = take ? t.lx[g] : lx[g];
-              l2[g] = take ? t.l2[g] : l2[g];
-              l1[g] = take ? t.l[g] : l1[g];
-              bq[g] = take ? q0[g] + a : bq[g];
-              bqm[g] = take ? m0[g] + bm : bqm[g];
-            }
+#endif
+            integer_trial(b, i0, trial, sw, swx, swx2, o.reference, lb);
           }
         }
         for (int g = 0; g < kLanes; ++g) {
-          c[k].q[i0 + g] = bq[g];
-          c[k].qm[i0 + g] = bqm[g];
-          c[k].sums[i0 + g] = {lx[g], l2[g], l1[g]};
-          c[k].err += best_err[g];
+          c[k].q[i0 + g] = static_cast<int>(lb.q[g]);
+          c[k].qm[i0 + g] = static_cast<int>(lb.qm[g]);
+          c[k].sums[i0 + g] = {lb.lx[g], lb.l2[g], lb.l[g]};
+          c[k].err += lb.err[g];
         }
       }
     }

@@ -251,11 +251,14 @@ void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* is
 // The lanes kernels: lane g is group g, so partial j of the reference (values j, j + 8,
 // ...) is one vector accumulated over those values, and the eight partials combine in
 // reduce8's order. Each partial starts from +0 as the reference's do.
-template <bool kAsym, bool kUnit>
+// kN: the group length when known at compile time (the K-quant sub-blocks: loops
+// unrolled), 0 when not.
+template <bool kAsym, bool kUnit, int kN>
 inline Sums8 lanes_partial(const float* xt, const float* wt, int64_t j, int64_t n, __m256 vs, __m256 vmin,
                            __m256 vlo, __m256 vhi) {
   Sums8 s{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = j; i < n; i += 8) {
+  const int64_t end = kN > 0 ? kN : n;
+  for (int64_t i = j; i < end; i += 8) {
     const __m256 vx = _mm256_loadu_ps(xt + i * kLanes);
     const __m256 a = kAsym ? _mm256_sub_ps(vx, vmin) : vx;
     const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(vs, a)), vlo), vhi);
@@ -267,9 +270,9 @@ inline Sums8 lanes_partial(const float* xt, const float* wt, int64_t j, int64_t 
   return s;
 }
 
-template <bool kAsym, bool kUnit>
+template <bool kAsym, bool kUnit, int kN>
 inline Sums8 lanes_sums(const float* xt, const float* wt, int64_t n, __m256 vs, __m256 vmin, __m256 vlo, __m256 vhi) {
-  auto p = [&](int j) { return lanes_partial<kAsym, kUnit>(xt, wt, j, n, vs, vmin, vlo, vhi); };
+  auto p = [&](int j) { return lanes_partial<kAsym, kUnit, kN>(xt, wt, j, n, vs, vmin, vlo, vhi); };
   const Sums8 even = add(add(p(0), p(4)), add(p(2), p(6)));
   const Sums8 odd = add(add(p(1), p(5)), add(p(3), p(7)));
   return add(even, odd);
@@ -287,8 +290,14 @@ void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* 
                       float hi, LaneSums& out) {
   const __m256 vs = _mm256_loadu_ps(iscales), vmin = kAsym ? _mm256_loadu_ps(mins) : _mm256_setzero_ps();
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  const Sums8 r = wt ? lanes_sums<kAsym, false>(xt, wt, n, vs, vmin, vlo, vhi)
-                     : lanes_sums<kAsym, true>(xt, wt, n, vs, vmin, vlo, vhi);
+  const auto sums = [&](auto length) {
+    constexpr int kN = decltype(length)::value;
+    return wt ? lanes_sums<kAsym, false, kN>(xt, wt, n, vs, vmin, vlo, vhi)
+              : lanes_sums<kAsym, true, kN>(xt, wt, n, vs, vmin, vlo, vhi);
+  };
+  const Sums8 r = n == 16   ? sums(std::integral_constant<int, 16>{})
+                  : n == 32 ? sums(std::integral_constant<int, 32>{})
+                            : sums(std::integral_constant<int, 0>{});
   store_lanes(r.lx, out.lx);
   store_lanes(r.l2, out.l2);
   store_lanes(r.l, out.l);
@@ -530,9 +539,34 @@ void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const flo
 }
 
 void to_lanes(const float* x, int64_t n, float* xt) {
+#if TK_QUANT_AVX2
+  // 8 x 8 blocks: rows are 8 values of each group, transposed in registers.
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 r[8];
+    for (int g = 0; g < kLanes; ++g) r[g] = _mm256_loadu_ps(x + g * n + i);
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    float* out = xt + i * kLanes;
+    _mm256_storeu_ps(out + 0 * kLanes, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(out + 1 * kLanes, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(out + 2 * kLanes, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(out + 3 * kLanes, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(out + 4 * kLanes, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(out + 5 * kLanes, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(out + 6 * kLanes, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(out + 7 * kLanes, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+#else
   for (int g = 0; g < kLanes; ++g) {
     for (int64_t i = 0; i < n; ++i) xt[i * kLanes + g] = x[g * n + i];
   }
+#endif
 }
 
 namespace {

@@ -130,6 +130,21 @@ class AsymmetricSearch {
   double best_err_ = 0;
 };
 
+// out[g] = num / den[g] where active[g], else 0: in one vector division where AVX2 is
+// there (the same quotients).
+static_assert(sizeof(bool) == 1, "divide_lanes reads eight bools as eight bytes");
+void divide_lanes(float num, const float* den, const bool* active, float* out, bool reference) {
+#if defined(__AVX2__)
+  if (!reference) {
+    const __m256i flags = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(active)));
+    const __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(flags, _mm256_setzero_si256()));
+    _mm256_storeu_ps(out, _mm256_and_ps(mask, _mm256_div_ps(_mm256_set1_ps(num), _mm256_loadu_ps(den))));
+    return;
+  }
+#endif
+  for (int g = 0; g < kLanes; ++g) out[g] = active[g] ? num / den[g] : 0.0f;
+}
+
 #if defined(__AVX2__)
 // The lanes searches' decisions four lanes at a time in doubles: the scalar loops'
 // operations in the same order (no fused products), so the same bits.
@@ -263,7 +278,7 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
   for (int k = 0; k < 2 * side; ++k) {
     const float step = 0.1f * static_cast<float>(k % side - tries);
     const float top = k < side ? -(static_cast<float>(nmax) + step) : static_cast<float>(nmax - 1) + step;
-    for (int g = 0; g < kLanes; ++g) v[g] = nonzero[g] ? top / amax[g] : 0.0f;
+    divide_lanes(top, amax, nonzero, v, reference);
     trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
     consider(nonzero);
   }
@@ -272,10 +287,10 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
     any = false;
     for (int g = 0; g < kLanes; ++g) {
       active[g] = nonzero[g] && best_d[g] != 0;
-      v[g] = active[g] ? 1.0f / best_d[g] : 0.0f;
       any = any || active[g];
     }
     if (!any) break;
+    divide_lanes(1.0f, best_d, active, v, reference);
     trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
     consider(active);
   }
@@ -325,7 +340,7 @@ void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* 
     LaneSums t;
     // Inactive groups run along with iscale 0; their sums are unused.
     auto trial_best = [&] {
-      for (int g = 0; g < kLanes; ++g) v[g] = active[g] ? 1.0f / best_d[g] : 0.0f;
+      divide_lanes(1.0f, best_d, active, v, reference);
       trial_asymmetric_lanes(xt, wt, n, v, best_m, hi, t, reference);
     };
     // As AsymmetricSearch::consider, for every lane at once.
@@ -360,7 +375,7 @@ void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* 
     const int count = std::clamp(steps, 0, kAsymmetricSteps) + 1;
     for (int k = 0; k < count; ++k) {
       const float top = static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k);
-      for (int g = 0; g < kLanes; ++g) v[g] = active[g] ? top / range[g] : 0.0f;
+      divide_lanes(top, range, active, v, reference);
       trial_asymmetric_lanes(xt, wt, n, v, min, hi, t, reference);
       consider();
     }

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -113,7 +114,7 @@ class KScheme final : public Scheme {
     }
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
-      Candidates scratch;
+      Candidates scratch(candidate_count(o));
       std::vector<uint8_t> row_q(static_cast<size_t>(row_subs)), row_qm(static_cast<size_t>(row_subs));
       for (int64_t s = 0; s < n_super; ++s) {
         const int64_t c0 = s * kSuper;
@@ -177,9 +178,13 @@ class KScheme final : public Scheme {
     *last = std::min(hi, r + reach);
   }
 
-  // One SuperChoice per candidate super scale, made once per row: they are large, and
-  // zeroing all of them for every super-block cost more than the search of some types.
-  using Candidates = std::array<SuperChoice, kMaxFactors>;
+  // One SuperChoice per candidate super scale, made once per row and only as many as
+  // are tried: they are large, and zeroing all of them for every super-block (or all 21
+  // for every row, where one is tried) cost more than the search of some types.
+  using Candidates = std::vector<SuperChoice>;
+  size_t candidate_count(const QuantOptions& o) const {
+    return static_cast<size_t>(o.fast ? 1 : 2 * f_.factor_steps + 1);
+  }
 
   // A super-block's values (and weights) as kSuper / (8 * sub) sets of eight sub-blocks
   // in lanes (see to_lanes); weights null when all are 1.
@@ -242,8 +247,9 @@ class KScheme final : public Scheme {
     // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
     for (int g = 0; g < kLanes; ++g) {
       const double scale = scales[g];
-      const double e = f_.asymmetric ? error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], scale, mins[g])
-                                     : error_symmetric(swx2[g], t.lx[g], t.l2[g], scale);
+      const double e = f_.asymmetric
+                           ? error_asymmetric(swx2[g], swx[g], sw[g], t.lx[g], t.l2[g], t.l[g], scale, mins[g])
+                           : error_symmetric(swx2[g], t.lx[g], t.l2[g], scale);
       if (valid[g] && (best.err[g] < 0 || e < best.err[g])) {
         best.err[g] = e;
         best.lx[g] = t.lx[g];
@@ -296,7 +302,9 @@ class KScheme final : public Scheme {
       const __m256d be = _mm256_load_pd(best.err + h);
       const __m256d better = _mm256_or_pd(_mm256_cmp_pd(be, zero, _CMP_LT_OQ), _mm256_cmp_pd(e, be, _CMP_LT_OQ));
       const __m256d take = _mm256_and_pd(valid, better);
-      auto keep = [&](double* p, __m256d v) { _mm256_store_pd(p + h, _mm256_blendv_pd(_mm256_load_pd(p + h), v, take)); };
+      auto keep = [&](double* p, __m256d v) {
+        _mm256_store_pd(p + h, _mm256_blendv_pd(_mm256_load_pd(p + h), v, take));
+      };
       keep(best.err, e);
       keep(best.lx, lx);
       keep(best.l2, l2);

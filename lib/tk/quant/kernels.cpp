@@ -250,23 +250,24 @@ void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* is
 
 // The lanes kernels: lane g is group g, so partial j of the reference (values j, j + 8,
 // ...) is one vector accumulated over those values, and the eight partials combine in
-// reduce8's order. Each partial starts from +0 as the reference's do.
+// reduce8's order. The reference's partials start from +0; these start from their first
+// term, which differs only in the sign of a zero partial: that cannot change a nonzero
+// total, and a zero total is stored as 0.0 + total, +0 either way.
 // kN: the group length when known at compile time (the K-quant sub-blocks: loops
 // unrolled), 0 when not.
 template <bool kAsym, bool kUnit, int kN>
 inline Sums8 lanes_partial(const float* xt, const float* wt, int64_t j, int64_t n, __m256 vs, __m256 vmin,
                            __m256 vlo, __m256 vhi) {
-  Sums8 s{_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  const int64_t end = kN > 0 ? kN : n;
-  for (int64_t i = j; i < end; i += 8) {
+  const auto term = [&](int64_t i) {
     const __m256 vx = _mm256_loadu_ps(xt + i * kLanes);
     const __m256 a = kAsym ? _mm256_sub_ps(vx, vmin) : vx;
     const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(vs, a)), vlo), vhi);
     const __m256 t = kUnit ? l : _mm256_mul_ps(_mm256_loadu_ps(wt + i * kLanes), l);
-    s.lx = _mm256_add_ps(s.lx, _mm256_mul_ps(t, vx));
-    s.l2 = _mm256_add_ps(s.l2, _mm256_mul_ps(t, l));
-    if constexpr (kAsym) s.l = _mm256_add_ps(s.l, t);
-  }
+    return Sums8{_mm256_mul_ps(t, vx), _mm256_mul_ps(t, l), kAsym ? t : _mm256_setzero_ps()};
+  };
+  Sums8 s = term(j);
+  const int64_t end = kN > 0 ? kN : n;
+  for (int64_t i = j + 8; i < end; i += 8) s = add(s, term(i));
   return s;
 }
 
@@ -300,7 +301,11 @@ void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* 
                             : sums(std::integral_constant<int, 0>{});
   store_lanes(r.lx, out.lx);
   store_lanes(r.l2, out.l2);
-  store_lanes(r.l, out.l);
+  if constexpr (kAsym) {
+    store_lanes(r.l, out.l);
+  } else {
+    std::fill(out.l, out.l + kLanes, 0.0);
+  }
 }
 
 void group_stats_lanes_avx2(const float* xt, const float* wt, int64_t n, GroupStats* out) {

@@ -194,6 +194,7 @@ TEST(QuantKernels, LanesEqualOneGroupKernels) {
       mins[g] = -0.04f + 0.002f * static_cast<float>(g);
     }
     iscales[4] = 0.0f;  // a zero scale gives all-zero codes
+    iscales[2] = -iscales[2];  // the all-zero group at a negative scale: -0 codes and products, a zero total
     for (const bool unit : {true, false}) {
       const float* wl = unit ? nullptr : wt.data();
       const std::vector<float>& wg = unit ? ones : w;

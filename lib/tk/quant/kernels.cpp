@@ -286,25 +286,40 @@ inline void store_lanes(__m256 v, double* out) {
   _mm256_store_pd(out + 4, _mm256_add_pd(zero, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
 }
 
-template <bool kAsym>
+// One instantiation per weighting and group length, each small enough that the sums
+// inline into it (one function for all of them did not, and paid a call per trial).
+template <bool kAsym, bool kUnit, int kN>
 void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins, float lo,
                       float hi, LaneSums& out) {
   const __m256 vs = _mm256_loadu_ps(iscales), vmin = kAsym ? _mm256_loadu_ps(mins) : _mm256_setzero_ps();
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  const auto sums = [&](auto length) {
-    constexpr int kN = decltype(length)::value;
-    return wt ? lanes_sums<kAsym, false, kN>(xt, wt, n, vs, vmin, vlo, vhi)
-              : lanes_sums<kAsym, true, kN>(xt, wt, n, vs, vmin, vlo, vhi);
-  };
-  const Sums8 r = n == 16   ? sums(std::integral_constant<int, 16>{})
-                  : n == 32 ? sums(std::integral_constant<int, 32>{})
-                            : sums(std::integral_constant<int, 0>{});
+  const Sums8 r = lanes_sums<kAsym, kUnit, kN>(xt, wt, n, vs, vmin, vlo, vhi);
   store_lanes(r.lx, out.lx);
   store_lanes(r.l2, out.l2);
   if constexpr (kAsym) {
     store_lanes(r.l, out.l);
   } else {
     std::fill(out.l, out.l + kLanes, 0.0);
+  }
+}
+
+template <bool kAsym>
+void trial_lanes_avx2(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins, float lo,
+                      float hi, LaneSums& out) {
+  const auto run = [&](auto length) {
+    constexpr int kN = decltype(length)::value;
+    if (wt) {
+      trial_lanes_avx2<kAsym, false, kN>(xt, wt, n, iscales, mins, lo, hi, out);
+    } else {
+      trial_lanes_avx2<kAsym, true, kN>(xt, wt, n, iscales, mins, lo, hi, out);
+    }
+  };
+  if (n == 16) {
+    run(std::integral_constant<int, 16>{});
+  } else if (n == 32) {
+    run(std::integral_constant<int, 32>{});
+  } else {
+    run(std::integral_constant<int, 0>{});
   }
 }
 

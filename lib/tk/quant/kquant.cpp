@@ -14,7 +14,7 @@
 //   q8k   8  16   6  symmetric   8 + 6/16 + 16/256  = 8.4375
 //
 // Quantization: each sub-block's best real scale (and offset) comes from the candidate
-// search of search.cpp; the super-block scale is then tried at a few factors around
+// search of search.cpp (eight sub-blocks side by side, one per vector lane); the super-block scale is then tried at a few factors around
 // max|scale| / 2^(s-1) (or max / (2^s - 1)), and for each the integer sub-scales next to
 // the rounded ones are tried with the sub-block's codes recomputed; the combination
 // with the least (weighted) squared error after all rounding is kept.
@@ -60,8 +60,10 @@ struct KFormat {
 // q3k tries more super-block scales: its 3-bit codes in sub-blocks of 16 gain most.
 // q4k and q6k, the types whose speed the issue compares with llama.cpp's, try one
 // super-block scale (refit by least squares afterwards) and fewer sub-block candidates
-// (16 and 6: whole vectors of 8 in the batched kernels): they give up 0.02 and 0.2 dB
-// for 2.5-3x the speed and stay above their targets.
+// (16 and 6): they give up 0.02 and 0.2 dB for 2.5-3x the speed and stay above their
+// targets. Every type searches and tries its sub-blocks eight at a time, one per vector
+// lane (the lanes kernels of quant_internal.h), so each candidate costs the same whole
+// vectors whatever the count.
 constexpr KFormat kFormats[] = {
     {"q2k", 2, 16, 4, true, 3, 1, 20},  {"q3k", 3, 16, 6, false, 10, 1, 9}, {"q4k", 4, 32, 6, true, 0, 1, 15},
     {"q5k", 5, 32, 6, true, 3, 1, 20},  {"q6k", 6, 16, 8, false, 0, 1, 1},  {"q8k", 8, 16, 6, false, 3, 1, 9},

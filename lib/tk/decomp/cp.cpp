@@ -52,32 +52,46 @@ void contract_partial(const T* p, int64_t before, int64_t dim, int64_t after, in
 }
 
 // The same contraction on a partial stored transposed, R x (before x dim x after) (the
-// layout A^T X of the right group's GEMM, which OpenBLAS runs faster than X^T A):
-// M[i, r] = sum_b KB[b, r] sum_c PT[r, b, i, c] KC[c, r], with KC transposed so that the
-// inner sum runs over contiguous memory.
+// layout A^T X of the right group's GEMM, which OpenBLAS runs faster than X^T A). Column
+// r of M is two GEMVs over row r of the partial: v = PT_r KC[:, r] with PT_r seen as
+// (before x dim) x after, then M[:, r] = V^T KB[:, r] with v seen as V, before x dim
+// (a factor of an empty Khatri-Rao range, a single 1, is a scale instead). Each column is
+// one thread's, so the result does not depend on the thread count.
 template <typename T>
 void contract_partial_transposed(const T* pt, int64_t before, int64_t dim, int64_t after, int64_t rank, const T* kb,
                                  const T* kc, T* m) {
-  std::vector<T> kct(static_cast<size_t>(rank * after));
+  const int64_t size = before * dim * after;
+  std::vector<T> kbt(static_cast<size_t>(rank * before)), kct(static_cast<size_t>(rank * after));
+  for (int64_t b = 0; b < before; ++b)
+    for (int64_t r = 0; r < rank; ++r) kbt[r * before + b] = kb[b * rank + r];
   for (int64_t c = 0; c < after; ++c)
     for (int64_t r = 0; r < rank; ++r) kct[r * after + c] = kc[c * rank + r];
-  const int64_t size = before * dim * after;
-#pragma omp parallel for schedule(static) if (size * rank > kParallelWork)
-  for (int64_t i = 0; i < dim; ++i) {
+  std::vector<T> mt(static_cast<size_t>(rank * dim));  // M^T
+#pragma omp parallel if (size * rank > kParallelWork)
+  {
+    std::vector<T> v(after > 1 ? static_cast<size_t>(before * dim) : 0);
+#pragma omp for schedule(static)
     for (int64_t r = 0; r < rank; ++r) {
       const T* row = pt + r * size;
-      const T* w = kct.data() + r * after;
-      T acc = 0;
-      for (int64_t b = 0; b < before; ++b) {
-        const T* p = row + (b * dim + i) * after;
-        T sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t c = 0; c < after; ++c) sum += p[c] * w[c];
-        acc += kb[b * rank + r] * sum;
+      const T* w = row;
+      T scale = 1;
+      if (after > 1) {
+        linalg::gemv(Op::kNoTrans, before * dim, after, T(1), row, after, kct.data() + r * after, T(0), v.data());
+        w = v.data();
+      } else {
+        scale = kct[r];
       }
-      m[i * rank + r] = acc;
+      T* out = mt.data() + r * dim;
+      if (before > 1) {
+        linalg::gemv(Op::kTrans, before, dim, scale, w, dim, kbt.data() + r * before, T(0), out);
+      } else {
+        scale *= kbt[r];
+        for (int64_t i = 0; i < dim; ++i) out[i] = scale * w[i];
+      }
     }
   }
+  for (int64_t i = 0; i < dim; ++i)
+    for (int64_t r = 0; r < rank; ++r) m[i * rank + r] = mt[r * dim + i];
 }
 
 // C (m x n) = op(A) B, the m rows of C split among the OpenMP threads, each block one
@@ -137,12 +151,12 @@ template <typename T> class DenseProblem : public GramProblem<T> {
     const int order = static_cast<int>(shape.size());
     if (mode == 0) {
       const std::vector<T> kr = khatri_rao(a, shape, split_, order, rank);
-      partial_.resize(static_cast<size_t>(left_ * rank));
-      gemm_split_rows(Op::kNoTrans, left_, rank, right_, x_, right_, kr.data(), partial_.data());
+      partial_left_.resize(static_cast<size_t>(left_ * rank));
+      gemm_split_rows(Op::kNoTrans, left_, rank, right_, x_, right_, kr.data(), partial_left_.data());
     } else if (mode == split_) {
       const std::vector<T> kr = khatri_rao(a, shape, 0, split_, rank);
-      partial_.resize(static_cast<size_t>(right_ * rank));
-      gemm_transposed_split_columns(rank, right_, left_, kr.data(), x_, partial_.data());
+      partial_right_.resize(static_cast<size_t>(right_ * rank));
+      gemm_transposed_split_columns(rank, right_, left_, kr.data(), x_, partial_right_.data());
     }
     const bool left = mode < split_;
     const int first = left ? 0 : split_;
@@ -151,16 +165,18 @@ template <typename T> class DenseProblem : public GramProblem<T> {
     const std::vector<T> kc = khatri_rao(a, shape, mode + 1, last, rank);
     const int64_t before = product(shape, first, mode), after = product(shape, mode + 1, last);
     if (left)
-      contract_partial(partial_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
+      contract_partial(partial_left_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
     else
-      contract_partial_transposed(partial_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
+      contract_partial_transposed(partial_right_.data(), before, shape[mode], after, rank, kb.data(), kc.data(), m);
   }
 
  private:
   const T* x_;
   int split_ = 1;
   int64_t left_ = 0, right_ = 0;
-  std::vector<T> partial_;
+  // Kept between sweeps, so that no sweep allocates and clears them again.
+  std::vector<T> partial_left_;   // left_ x R
+  std::vector<T> partial_right_;  // R x right_
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "tk/core/error.h"
 #include "tk/decomp/cp_internal.h"
 #include "tk/decomp/decomp.h"
+#include "tk/decomp/modes.h"
 #include "tk/linalg/blas.h"
 
 namespace tk::decomp {
@@ -181,40 +182,6 @@ template <typename T> class DenseProblem : public GramProblem<T> {
 
 }  // namespace
 
-template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int64_t>& shape, int mode) {
-  const int order = static_cast<int>(shape.size());
-  const int64_t dim = shape[mode];
-  const int64_t before = product(shape, 0, mode), after = product(shape, mode + 1, order);
-  // G = sum over blocks of the summation range; each thread SYRKs its own blocks into its
-  // own G, added in thread order (deterministic for a thread count).
-  //  - last mode: X is (before x dim) as stored, G = X^T X, rows split;
-  //  - first mode: X is (dim x after), G = X X^T, columns split;
-  //  - else: slices X[b, :, :] (dim x after, contiguous), G = sum_b X_b X_b^T, b split.
-  const int threads = omp_get_max_threads();
-  std::vector<std::vector<T>> partial(static_cast<size_t>(threads));
-#pragma omp parallel num_threads(threads) if (before * dim * after * dim >= kParallelWork)
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    std::vector<T>& g = partial[t];
-    g.assign(static_cast<size_t>(dim * dim), T(0));
-    if (after == 1) {
-      const int64_t first = before * t / nt, last = before * (t + 1) / nt;
-      if (last > first) linalg::syrk(Op::kTrans, dim, last - first, T(1), x + first * dim, dim, T(0), g.data(), dim);
-    } else if (before == 1) {
-      const int64_t first = after * t / nt, last = after * (t + 1) / nt;
-      if (last > first) linalg::syrk(Op::kNoTrans, dim, last - first, T(1), x + first, after, T(0), g.data(), dim);
-    } else {
-      for (int64_t b = before * t / nt; b < before * (t + 1) / nt; ++b)
-        linalg::syrk(Op::kNoTrans, dim, after, T(1), x + b * dim * after, after, T(1), g.data(), dim);
-    }
-  }
-  std::vector<T> g = std::move(partial[0]);
-  for (int t = 1; t < threads; ++t)
-    if (!partial[t].empty())
-      for (size_t e = 0; e < g.size(); ++e) g[e] += partial[t][e];
-  return g;
-}
-
 template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& o) {
   // A mode whose Gram matrices (one I_n x I_n per thread) would cost more time or memory
   // than the ALS they save (over 8192, or over 1/8 of the tensor's size) starts from
@@ -231,43 +198,15 @@ template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t
       a.push_back(gaussian_matrix<T>(shape[n], o.rank, seed));
       continue;
     }
-    std::vector<T> g = mode_gram(x, shape, static_cast<int>(n));
+    std::vector<T> g(static_cast<size_t>(dim * dim));
+    modes::mode_gram(x, shape, n, g.data());
     a.push_back(leading_eigenvectors(shape[n], g, o.rank, seed));
   }
   return a;
 }
 
-template <typename T> double checked_norm_sq(const T* x, const uint8_t* mask, int64_t size) {
-  // Fixed blocks summed in order: the same norm for every thread count.
-  constexpr int64_t kBlock = 1 << 16;
-  const int64_t blocks = (size + kBlock - 1) / kBlock;
-  std::vector<double> sums(static_cast<size_t>(blocks));
-  bool finite = true;
-#pragma omp parallel for schedule(static) reduction(&& : finite) if (size > kBlock * 4)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    double s = 0;
-    const int64_t end = std::min(size, (blk + 1) * kBlock);
-    for (int64_t i = blk * kBlock; i < end; ++i) {
-      if (mask && !mask[i]) continue;
-      const double v = static_cast<double>(x[i]);
-      s += v * v;
-    }
-    sums[blk] = s;
-    finite = finite && std::isfinite(s);
-  }
-  if (!finite) throw invalid_input(mask ? "the tensor has NaN or Inf among its observed entries"
-                                        : "the tensor has NaN or Inf entries (mask them to fit around them)");
-  double total = 0;
-  for (double s : sums) total += s;
-  return total;
-}
-
-template std::vector<float> mode_gram<float>(const float*, const std::vector<int64_t>&, int);
-template std::vector<double> mode_gram<double>(const double*, const std::vector<int64_t>&, int);
 template Factors<float> gram_init<float>(const float*, const std::vector<int64_t>&, const CpOptions&);
 template Factors<double> gram_init<double>(const double*, const std::vector<int64_t>&, const CpOptions&);
-template double checked_norm_sq<float>(const float*, const uint8_t*, int64_t);
-template double checked_norm_sq<double>(const double*, const uint8_t*, int64_t);
 
 namespace {
 
@@ -275,7 +214,10 @@ template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptio
   validate_options(x.shape, o);
   if (x.data == nullptr) throw internal_error("cp_als: no data");
   const int64_t size = product(x.shape, 0, static_cast<int>(x.shape.size()));
-  const double norm_sq = checked_norm_sq(x.data, o.mask, size);
+  const double norm_sq = modes::sum_squares(x.data, o.mask, size);
+  if (!std::isfinite(norm_sq))
+    throw invalid_input(o.mask ? "the tensor has NaN or Inf among its observed entries"
+                               : "the tensor has NaN or Inf entries (mask them to fit around them)");
   if (o.mask) return cp_als_masked(x, o, norm_sq);
   // Parallel work is split by OpenMP; OpenBLAS runs one thread inside (no nested pools).
   linalg::BlasThreads one(1);

@@ -8,6 +8,7 @@
 
 #include "tk/core/error.h"
 #include "tk/decomp/cp_internal.h"
+#include "tk/decomp/modes.h"
 #include "tk/linalg/blas.h"
 
 namespace tk::decomp::cp_detail {
@@ -183,12 +184,10 @@ Factors<T> initial_factors(const std::vector<int64_t>& shape, const CpOptions& o
 
 template <typename T>
 std::vector<T> leading_eigenvectors(int64_t n, std::vector<T>& g, int64_t rank, uint64_t seed) {
-  std::vector<T> w(static_cast<size_t>(n));
-  linalg::syev(n, g.data(), w.data());
-  std::vector<T> out = gaussian_matrix<T>(n, rank, seed);
   const int64_t take = std::min(n, rank);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t r = 0; r < take; ++r) out[i * rank + r] = g[i * n + (n - 1 - r)];  // ascending order
+  const std::vector<T> u = modes::leading_eigenvectors(n, g.data(), take);
+  std::vector<T> out = gaussian_matrix<T>(n, rank, seed);
+  for (int64_t i = 0; i < n; ++i) std::copy_n(&u[i * take], take, &out[i * rank]);
   return out;
 }
 

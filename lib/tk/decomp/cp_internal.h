@@ -110,20 +110,14 @@ void validate_options(const std::vector<int64_t>& shape, const CpOptions& option
 template <typename T>
 Factors<T> initial_factors(const std::vector<int64_t>& shape, const CpOptions& options, int restart);
 
-// Leading eigenvectors (columns) of the symmetric n x n matrix g (destroyed) as an
-// n x rank row-major block; columns beyond n are seeded Gaussian.
+// The Gram initialisation of one mode: the leading eigenvectors (columns, as
+// modes::leading_eigenvectors gives them) of its symmetric n x n Gram matrix g
+// (destroyed) as an n x rank row-major block; columns beyond n are seeded Gaussian.
 template <typename T> std::vector<T> leading_eigenvectors(int64_t n, std::vector<T>& g, int64_t rank, uint64_t seed);
-
-// X_(mode) X_(mode)^T (I_mode x I_mode) of a dense row-major tensor, by one SYRK per
-// contiguous slice; nothing is unfolded.
-template <typename T> std::vector<T> mode_gram(const T* x, const std::vector<int64_t>& shape, int mode);
 
 // Gram initialisation of a dense tensor: per mode the leading eigenvectors of its Gram
 // matrix (Gaussian columns beyond I_n, and for modes too long for an I_n x I_n matrix).
 template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& options);
-
-// ||X||^2 over the observed entries (mask null: all); kInvalidInput for NaN or Inf there.
-template <typename T> double checked_norm_sq(const T* x, const uint8_t* mask, int64_t size);
 
 // Masked (weighted) CP-ALS, cp_masked.cpp: options.mask set, data already checked.
 template <typename T> CpResult cp_als_masked(const DenseView<T>& x, const CpOptions& options, double norm_sq);

@@ -169,15 +169,36 @@ template <typename T> double sum_squares_run(const T* x, int64_t n) {
   return s;
 }
 
-template <typename T> double sum_squares_impl(const T* x, int64_t n) {
+// The same over the entries with a nonzero mask byte: a masked-out entry adds an exact
+// 0 (never 0 * NaN), so the lanes and the order of operations are those of the unmasked run.
+template <typename T> double masked_sum_squares_run(const T* x, const uint8_t* mask, int64_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double v = mask[i + l] ? static_cast<double>(x[i + l]) : 0.0;
+      lane[l] += v * v;
+    }
+  double s = 0;
+  for (; i < n; ++i) {
+    const double v = mask[i] ? static_cast<double>(x[i]) : 0.0;
+    s += v * v;
+  }
+  for (double v : lane) s += v;
+  return s;
+}
+
+template <typename T> double sum_squares_impl(const T* x, const uint8_t* mask, int64_t n) {
+  auto run = [&](int64_t first, int64_t count) {
+    return mask ? masked_sum_squares_run(x + first, mask + first, count) : sum_squares_run(x + first, count);
+  };
   // Fixed blocks keep the rounding independent of the thread count.
   constexpr int64_t kBlock = 4096;
-  if (n <= kBlock) return sum_squares_run(x, n);
+  if (n <= kBlock) return run(0, n);
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   std::vector<double> block_sums(static_cast<size_t>(blocks));
 #pragma omp parallel for schedule(static) if (n > (int64_t(1) << 18))
-  for (int64_t b = 0; b < blocks; ++b)
-    block_sums[static_cast<size_t>(b)] = sum_squares_run(x + b * kBlock, std::min(kBlock, n - b * kBlock));
+  for (int64_t b = 0; b < blocks; ++b) block_sums[static_cast<size_t>(b)] = run(b * kBlock, std::min(kBlock, n - b * kBlock));
   double total = 0;
   for (double s : block_sums) total += s;
   return total;
@@ -248,8 +269,10 @@ void mode_product(const float* x, const std::vector<int64_t>& shape, size_t mode
                   int64_t rows, float* y) {
   mode_product_impl(x, shape, mode, m, op, rows, y);
 }
-double sum_squares(const double* x, int64_t n) { return sum_squares_impl(x, n); }
-double sum_squares(const float* x, int64_t n) { return sum_squares_impl(x, n); }
+double sum_squares(const double* x, int64_t n) { return sum_squares_impl(x, nullptr, n); }
+double sum_squares(const float* x, int64_t n) { return sum_squares_impl(x, nullptr, n); }
+double sum_squares(const double* x, const uint8_t* mask, int64_t n) { return sum_squares_impl(x, mask, n); }
+double sum_squares(const float* x, const uint8_t* mask, int64_t n) { return sum_squares_impl(x, mask, n); }
 std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count, std::vector<double>* eigenvalues) {
   return leading_eigenvectors_impl(n, sym, count, eigenvalues);
 }

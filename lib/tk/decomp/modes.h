@@ -83,6 +83,10 @@ void mode_product(const float* x, const std::vector<int64_t>& shape, size_t mode
 // result.
 double sum_squares(const double* x, int64_t n);
 double sum_squares(const float* x, int64_t n);
+// The same over the entries whose mask byte is nonzero (all of them when mask is null);
+// NaN or Inf in a masked-out entry does not count.
+double sum_squares(const double* x, const uint8_t* mask, int64_t n);
+double sum_squares(const float* x, const uint8_t* mask, int64_t n);
 
 // The `count` eigenvectors of the largest eigenvalues of a symmetric n x n matrix,
 // descending, as an n x count row-major matrix with the sign fixed so that the entry

@@ -1,12 +1,15 @@
 // Mode operations against index-loop references: the Gram matrix of every mode's
 // unfolding and the n-mode product in both orientations, for float and double, with one
 // and two threads (single calls, slice by slice, and narrow slices gathered in panels);
-// the truncation rank rule.
+// the masked sum of squares; the truncation rank rule.
 #include "tk/decomp/modes.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "lowrank_util.h"
@@ -86,6 +89,23 @@ TEST(Modes, SumSquaresIsExactForSmallIntegers) {
   EXPECT_EQ(sum_squares(x.data(), static_cast<int64_t>(x.size())), 900000.0);
   x[77] = std::nanf("");
   EXPECT_TRUE(std::isnan(sum_squares(x.data(), static_cast<int64_t>(x.size()))));
+}
+
+TEST(Modes, MaskedSumSquaresCountsOnlyObservedEntries) {
+  const int64_t n = 100003;  // many fixed blocks and a ragged end
+  std::vector<float> x(static_cast<size_t>(n), 3.0f);
+  std::vector<uint8_t> mask(static_cast<size_t>(n), 1);
+  EXPECT_EQ(sum_squares(x.data(), mask.data(), n), sum_squares(x.data(), n));
+  EXPECT_EQ(sum_squares(x.data(), nullptr, n), sum_squares(x.data(), n));
+  double expected = 0;
+  for (int64_t i = 0; i < n; i += 7) {
+    mask[i] = 0;
+    x[i] = i % 2 ? std::nanf("") : std::numeric_limits<float>::infinity();  // hidden by the mask
+  }
+  for (int64_t i = 0; i < n; ++i) expected += mask[i] ? 9.0 : 0.0;
+  EXPECT_EQ(sum_squares(x.data(), mask.data(), n), expected);
+  mask[14] = 1;  // an observed infinity
+  EXPECT_FALSE(std::isfinite(sum_squares(x.data(), mask.data(), n)));
 }
 
 TEST(Modes, TruncationRankKeepsTheTailWithinTheAllowance) {

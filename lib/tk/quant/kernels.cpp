@@ -601,6 +601,21 @@ const float* unit_weights() {
   return ones.data();
 }
 
+// The reference of a lanes trial: each lane's group taken out of the lanes and tried by
+// the one-group reference `trial(x, w, lane)`.
+template <typename Trial>
+void lanes_reference(const float* xt, const float* wt, int64_t n, LaneSums& out, Trial&& trial) {
+  float x[kChunk], w[kChunk];
+  for (int g = 0; g < kLanes; ++g) {
+    from_lanes(xt, n, g, x);
+    if (wt) from_lanes(wt, n, g, w);
+    const TrialSums t = trial(x, wt ? w : unit_weights(), g);
+    out.lx[g] = t.lx;
+    out.l2[g] = t.l2;
+    out.l[g] = t.l;
+  }
+}
+
 }  // namespace
 
 void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
@@ -611,15 +626,11 @@ void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const fl
     return;
   }
 #endif
-  float x[kChunk], w[kChunk];
-  for (int g = 0; g < kLanes; ++g) {
-    from_lanes(xt, n, g, x);
-    if (wt) from_lanes(wt, n, g, w);
-    const TrialSums t = trial_symmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], lo, hi);
-    out.lx[g] = t.lx;
-    out.l2[g] = t.l2;
-    out.l[g] = 0;
-  }
+  lanes_reference(xt, wt, n, out, [&](const float* x, const float* w, int g) {
+    TrialSums t = trial_symmetric_ref(x, w, n, iscales[g], lo, hi);
+    t.l = 0;
+    return t;
+  });
 }
 
 void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
@@ -630,15 +641,9 @@ void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const f
     return;
   }
 #endif
-  float x[kChunk], w[kChunk];
-  for (int g = 0; g < kLanes; ++g) {
-    from_lanes(xt, n, g, x);
-    if (wt) from_lanes(wt, n, g, w);
-    const TrialSums t = trial_asymmetric_ref(x, wt ? w : unit_weights(), n, iscales[g], mins[g], hi);
-    out.lx[g] = t.lx;
-    out.l2[g] = t.l2;
-    out.l[g] = t.l;
-  }
+  lanes_reference(xt, wt, n, out, [&](const float* x, const float* w, int g) {
+    return trial_asymmetric_ref(x, w, n, iscales[g], mins[g], hi);
+  });
 }
 
 void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* out, bool reference) {

@@ -1,4 +1,5 @@
-# Seeded inputs for the tdecomp cases: gen.py KIND OUT [ARGS]
+# Seeded inputs for the tdecomp cases: gen.py KIND OUT [ARGS]; OUT is safetensors, .npy,
+# or .tns (FROSTT text, 1-based indices, every entry listed) for the same values.
 #   cp OUT         rank-3 CP tensor 10x9x8 (f32) with N(0,1) factors, tensor "x"
 #   tucker OUT     12x11x10 Tucker [3,3,3] + 1e-4 noise (f64), tensor "x"
 #   hilbert OUT    1/(1+i+j+k+l) on 8^4 (f64), tensor "h"
@@ -39,6 +40,11 @@ else:
 
 if out.endswith(".npy"):
     np.save(out, next(iter(t.values())))
+elif out.endswith(".tns"):
+    with open(out, "w") as f:
+        f.write("# FROSTT test\n")
+        for idx, v in np.ndenumerate(next(iter(t.values()))):
+            f.write(" ".join(str(i + 1) for i in idx) + f" {float(v)!r}\n")
 else:
     from safetensors.numpy import save_file
     save_file({k: np.ascontiguousarray(v) for k, v in t.items()}, out)

@@ -12,8 +12,9 @@
 //     the table once for all codes; a vector of 16 holding a code the rule does not
 //     cover (E4M3 NaN, E5M2 Inf and NaN) takes the table instead; I8 codes likewise by
 //     integer conversion;
-//   - k-means levels: permutes up to 6 bits, gathers at 7; vq vectors of 4 or 8 copied
-//     whole.
+//   - k-means levels: permutes up to 5 bits, scalar table loads from 6 to 8 (eight
+//     codes unpacked into a register, their entries built into one vector); vq vectors
+//     of any dimension 1..16 as whole registers that the next codeword overwrites.
 #pragma once
 
 #include <cstdint>
@@ -60,14 +61,16 @@ class CodeTable {
 // Decode `count` codes of an LSB-first `bits`-wide stream (code_bytes long) starting at
 // code `first` into out[i] = levels[code] (levels: 2^bits entries), as a scalar loop over
 // cbdetail::unpack_code would; bits 1..8. Eight codes a step through in-register
-// permutes (up to 64 levels) or gathers (128). Returns false, having done nothing, for
-// 8 bits and where the build has no AVX2 path: the caller's own decoder is as fast there.
+// permutes (up to 32 levels) or scalar table loads (64..256). Returns false, having done
+// nothing, where the build has no AVX2 path.
 bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                    const float* levels, float* out);
 
 // Decode `count` vector codes of an LSB-first `bits`-wide stream (bits 1..14, code_bytes
-// long) starting at code `first`: out[v * dim + d] = book[code * dim + d] * scale. Returns
-// false, having done nothing, where the build has no fast path for `dim` (AVX2: 4 and 8).
+// long) starting at code `first`: out[v * dim + d] = book[code * dim + d] * scale. book
+// holds 2^bits * dim floats and 8 more that are read but not used (whole registers are
+// loaded per codeword); nothing past out[count * dim] is written. Returns false, having
+// done nothing, where the build has no fast path (no AVX2, or dim outside 1..16).
 bool decode_vectors(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                     const float* book, int dim, float scale, float* out);
 

@@ -197,8 +197,9 @@ void VqScheme::decode(const Quantized& q, float* out, bool reference) const {
   const uint64_t code_bytes = packed_bytes(rows * pc / dim_, bits_);
   const Tensor& codes = require_part(q, "codes", DType::kU8, {static_cast<int64_t>(code_bytes)});
   const Tensor& book16 = require_part(q, "codebook", DType::kF16, {k, dim_});
-  std::vector<float> book(k * dim_);
-  convert_to_f32(DType::kF16, book16.data(), 0, book.size(), book.data());
+  // Eight floats of padding: the fast decoder stores whole registers per codeword.
+  std::vector<float> book(k * dim_ + 8, 0.0f);
+  convert_to_f32(DType::kF16, book16.data(), 0, k * dim_, book.data());
   std::vector<float> scale(rows, 1.0f);
   if (scaled) {
     const Tensor& s = require_part(q, "scales", DType::kF16, {rows});

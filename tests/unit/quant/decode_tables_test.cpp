@@ -154,6 +154,41 @@ TEST(DecodeTables, LevelsFromAnyOffsetMatchUnpackedCodes) {
   }
 }
 
+// Every dimension and code width, from odd offsets and with odd counts, so the runs end
+// in the partial windows and the value-by-value last codewords.
+TEST(DecodeTables, VectorsFromAnyOffsetMatchCodewords) {
+  std::mt19937 rng(12);
+  for (int dim = 1; dim <= 16; ++dim) {
+    for (int bits : {1, 3, 4, 7, 8, 9, 12, 14}) {
+      const uint64_t total = 300;
+      std::vector<uint16_t> codes(total);
+      for (auto& c : codes) c = static_cast<uint16_t>(rng() & ((1u << bits) - 1));
+      std::vector<uint8_t> packed(cbdetail::packed_bytes(total, bits), 0);
+      cbdetail::pack_codes(codes.data(), total, bits, packed.data());
+      // The contract's eight floats of padding past the book.
+      std::vector<float> book((size_t{1} << bits) * dim + 8);
+      for (size_t j = 0; j < book.size(); ++j) book[j] = static_cast<float>(j % 1000) * 0.37f - 100.0f;
+      const float scale = 0.3f;
+      for (uint64_t first : {0, 1, 5, 8, 77, 250}) {
+        for (uint64_t count : {0, 1, 3, 4, 9, 50}) {
+          if (first + count > total) continue;
+          // A guard past the run: the decoder must not write beyond count * dim.
+          std::vector<float> fast(count * dim + 8, -7.0f), want(count * dim + 8, -7.0f);
+          if (!detail::decode_vectors(packed.data(), packed.size(), bits, first, count, book.data(), dim, scale,
+                                      fast.data())) {
+            GTEST_SKIP() << "no fast vector path in this build";
+          }
+          for (uint64_t v = 0; v < count; ++v) {
+            for (int d = 0; d < dim; ++d) want[v * dim + d] = book[codes[first + v] * dim + d] * scale;
+          }
+          EXPECT_TRUE(same_bits(fast, want)) << "dim " << dim << ", bits " << bits << ", first " << first
+                                             << ", count " << count;
+        }
+      }
+    }
+  }
+}
+
 // Wide-ranging finite data: zeros, tiny and large magnitudes, a few rows of each kind.
 std::vector<float> awkward_matrix(int64_t rows, int64_t cols) {
   std::mt19937 rng(5);
@@ -196,7 +231,11 @@ TEST(DecodeTables, SchemesDequantizeAsTheirReference) {
     add(s, [](QuantOptions& o) { o.granularity = Granularity::kChannel; o.outlier_fraction = 0.01; });
     add(s, [](QuantOptions& o) { o.granularity = Granularity::kGroup; o.group_size = 40; });
   }
-  for (const char* s : {"vq:4:8", "vq:2:4", "vq:3:5", "vq:8:6"}) add(s, none);
+  for (const char* s : {"vq:4:8", "vq:2:4", "vq:3:5", "vq:8:6", "vq:1:3", "vq:5:4", "vq:6:6", "vq:7:5", "vq:12:4",
+                        "vq:16:3", "vq:3:9"}) {
+    add(s, none);
+    add(s, [](QuantOptions& o) { o.granularity = Granularity::kChannel; });
+  }
 
   for (const Shape& shape : {Shape{14, 256}, Shape{9, 77}}) {
     const std::vector<float> x = awkward_matrix(shape[0], shape[1]);

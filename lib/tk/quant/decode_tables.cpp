@@ -339,6 +339,12 @@ void decode_vectors_dim(const uint8_t* codes, uint64_t code_bytes, int bits, uin
         const __m256 v = _mm256_castpd_ps(_mm256_set_pd(w[3], w[2], w[1], w[0]));
         _mm256_storeu_ps(out + (i + j) * 2, _mm256_mul_ps(v, s));
       }
+    } else if constexpr (kDim == 4) {  // two codewords a register
+      for (; j + 2 <= n; j += 2) {
+        const __m256 v = _mm256_loadu2_m128(book + static_cast<uint64_t>(idx[j + 1]) * 4,
+                                            book + static_cast<uint64_t>(idx[j]) * 4);
+        _mm256_storeu_ps(out + (i + j) * 4, _mm256_mul_ps(v, s));
+      }
     }
     for (; j < n; ++j) {
       const float* cw = book + static_cast<uint64_t>(idx[j]) * kDim;

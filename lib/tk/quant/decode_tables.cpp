@@ -252,6 +252,7 @@ constexpr uint64_t kChunk = 64;
 // From 6 bits on, scalar table loads beat the in-register permutes (8 lookups and 6
 // blends per 8 codes at 6 bits).
 constexpr int kLoadsFromBits = 6;
+static_assert(kLoadsFromBits <= 6, "the permute path holds at most 32 levels");
 
 void unpack_chunk(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                   uint16_t* idx) {
@@ -462,10 +463,10 @@ bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t
     return true;
   }
   uint64_t i = 0;
-  float padded[64] = {};
-  std::copy(levels, levels + std::min(64, 1 << bits), padded);
-  __m256 t[8];
-  for (int k = 0; k < 8; ++k) t[k] = _mm256_loadu_ps(padded + 8 * k);
+  float padded[32] = {};
+  std::copy(levels, levels + (1 << bits), padded);
+  __m256 t[4];
+  for (int k = 0; k < 4; ++k) t[k] = _mm256_loadu_ps(padded + 8 * k);
   const __m256 lo = t[0], hi = t[1];
   if (bits == 4 && first % 2 == 0) {  // byte-aligned nibbles: 16 codes a load, no shifts
     const uint8_t* p = codes + first / 2;
@@ -490,17 +491,11 @@ bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t
       v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));
     } else if (bits == 4) {
       v = lookup16(lo, hi, c);
-    } else if (bits <= 6) {
-      // 32 or 64 levels: 16-entry lookups chosen between on bits 4 and 5.
+    } else {
+      // 32 levels: 16-entry lookups chosen between on bit 4.
       const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c)));
       const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
       v = _mm256_blendv_ps(lookup16(t[0], t[1], c), lookup16(t[2], t[3], c), bit4);
-      if (bits == 6) {
-        const __m256 upper = _mm256_blendv_ps(lookup16(t[4], t[5], c), lookup16(t[6], t[7], c), bit4);
-        v = _mm256_blendv_ps(v, upper, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 26)));
-      }
-    } else {
-      v = _mm256_i32gather_ps(levels, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))), 4);
     }
     _mm256_storeu_ps(out + i, v);
   }

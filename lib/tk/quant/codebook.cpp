@@ -371,24 +371,37 @@ void KmeansScheme::restore(const Quantized& q, float* out, bool reference) const
   const Tensor& book = require_part(q, "codebook", DType::kF16, {l.segments, k});
   int64_t n_out = require_param(q, "outliers", 0, rows * cols);
 
-  std::vector<float> levels(static_cast<size_t>(l.segments) * k);
-  convert_to_f32(DType::kF16, book.data(), 0, levels.size(), levels.data());
+  // A codebook of up to 256 KiB as f32 is converted once. A larger one (small groups of
+  // many levels: 8 bits, group 128 is 8 bytes a weight) would not stay in the cache, so
+  // each segment's levels are converted just before its codes decode, into an L1-resident
+  // table; for small tables the per-call cost of that loses.
+  const uint64_t book_values = static_cast<uint64_t>(l.segments) * k;
+  const bool per_segment = book_values * sizeof(float) > (256u << 10);
+  std::vector<float> all_levels(per_segment ? 0 : book_values);
+  if (!per_segment) convert_to_f32(DType::kF16, book.data(), 0, book_values, all_levels.data());
   const bool padded = l.padded_cols != cols;
   const int64_t per_row = padded ? l.padded_cols / l.segment : 0;
   auto decode = reference ? codebook_decode_reference : codebook_decode;
 #pragma omp parallel
   {
     std::vector<float> row(padded ? l.padded_cols : 0);
+    std::vector<float> levels(per_segment ? k : 0);
+    auto decode_segment = [&](int64_t segment, uint64_t first, float* dst) {
+      const float* table = all_levels.data() + (per_segment ? 0 : segment * k);
+      if (per_segment) {
+        convert_to_f32(DType::kF16, book.data(), static_cast<uint64_t>(segment * k), k, levels.data());
+        table = levels.data();
+      }
+      decode(codes.data(), code_bytes, bits_, first, l.segment, table, dst);
+    };
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < (padded ? rows : l.segments); ++r) {
       if (!padded) {
-        decode(codes.data(), code_bytes, bits_, r * l.segment, l.segment,
-                        levels.data() + r * k, out + r * l.segment);
+        decode_segment(r, r * l.segment, out + r * l.segment);
         continue;
       }
       for (int64_t g = 0; g < per_row; ++g) {
-        decode(codes.data(), code_bytes, bits_, r * l.padded_cols + g * l.segment,
-                        l.segment, levels.data() + (r * per_row + g) * k, row.data() + g * l.segment);
+        decode_segment(r * per_row + g, r * l.padded_cols + g * l.segment, row.data() + g * l.segment);
       }
       std::memcpy(out + r * cols, row.data(), cols * sizeof(float));
     }

@@ -28,6 +28,9 @@
 #include <immintrin.h>
 #define TK_TRELLIS_AVX2 1
 #endif
+#if defined(__AVX2__) && defined(__F16C__) && defined(__BMI__)
+#define TK_TRELLIS_PAIRS 1  // the K = 2 decoder's f16 pair table
+#endif
 
 namespace tk::quant {
 namespace {
@@ -37,7 +40,6 @@ using namespace detail;
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
 constexpr int64_t kPrefetchSteps = 8;
-constexpr int kMaxPairStateBits = 12;  // the pair table of the decoder: 2^(L+2) x 8 bytes
 constexpr int kDefaultStateBits = 12;
 constexpr int kTrainIterations = 6;
 constexpr int64_t kTrainValuesPerState = 256;
@@ -220,18 +222,20 @@ class Viterbi {
   std::vector<uint8_t> decisions_;
 };
 
-#if TK_TRELLIS_AVX2
-// For K = 2: entry w (an (L + 2)-bit window) holds the values of two consecutive weights,
-// book[w mod 2^L] and book[w >> 2], as two adjacent floats.
-std::vector<float> pair_table(const std::vector<float>& book, int state_bits) {
+
+#if TK_TRELLIS_PAIRS
+// For K = 2: entry w (an (L + 2)-bit window) holds the f16 values of two consecutive
+// weights, book[w mod 2^L] in its low half and book[w >> 2] in its high half.
+std::vector<uint32_t> pair_table(const uint16_t* book, int state_bits) {
   const int64_t n = int64_t{1} << (state_bits + 2), mask = (int64_t{1} << state_bits) - 1;
-  std::vector<float> pairs(static_cast<size_t>(2 * n));
+  std::vector<uint32_t> pairs(static_cast<size_t>(n));
+  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
   for (int64_t w = 0; w < n; w += 8) {
-    const __m256 first = _mm256_loadu_ps(book.data() + (w & mask));
-    const __m256 second = _mm256_blend_ps(_mm256_set1_ps(book[w >> 2]), _mm256_set1_ps(book[(w >> 2) + 1]), 0xF0);
-    const __m256 lo = _mm256_unpacklo_ps(first, second), hi = _mm256_unpackhi_ps(first, second);
-    _mm256_storeu_ps(pairs.data() + 2 * w, _mm256_permute2f128_ps(lo, hi, 0x20));
-    _mm256_storeu_ps(pairs.data() + 2 * w + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    const __m256i first = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(book + (w & mask))));
+    uint32_t two = 0;
+    std::memcpy(&two, book + (w >> 2), 4);
+    const __m256i second = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_cvtsi32_si128(static_cast<int>(two))), spread);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs.data() + w), _mm256_or_si256(first, _mm256_slli_epi32(second, 16)));
   }
   return pairs;
 }
@@ -425,12 +429,12 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
   std::vector<float> book(n_states);
   load_scales(book16, 0, static_cast<uint64_t>(n_states), book.data());
   const bool direct = l.cols == l.padded_cols;
-#if TK_TRELLIS_AVX2
-  // Two consecutive weights from one lookup (half the gathered elements): worth building
-  // when there are at least 8 weights per entry and the table stays in L2.
-  std::vector<float> pairs;
-  if (!reference && k_ == 2 && l_ <= kMaxPairStateBits && l.rows * l.padded_cols >= 8 * (n_states << 2)) {
-    pairs = pair_table(book, l_);
+#if TK_TRELLIS_PAIRS
+  std::vector<uint32_t> pairs;
+  // Four times the codebook's entries (as f16 pairs): built when there are at least as
+  // many weights to decode as codebook entries.
+  if (!reference && k_ == 2 && l.rows * l.padded_cols >= n_states) {
+    pairs = pair_table(book16.data_as<uint16_t>(), l_);
   }
 #endif
   parallel_for(l.rows, [&](int64_t r) {
@@ -444,53 +448,29 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
       const uint64_t seg_bytes = segment_bytes(n);
       // Groups and segments are multiples of 8 weights: eight weights share one scale.
       int64_t g = first / group, group_end = (g + 1) * group;
-#if TK_TRELLIS_AVX2
-      if (!reference && k_ == 2) {
-        // Eight states from one 32-bit read: bits [2t, 2t + 32) hold the windows of t..t+7.
-        const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-        const __m256i mask = _mm256_set1_epi32(static_cast<int>(n_states - 1));
-        auto states8 = [&](int64_t t) {
+#if TK_TRELLIS_PAIRS
+      if (!pairs.empty()) {
+        // Weights t..t+7 (t a multiple of 8) are four pairs: pair j is the (L + 2)-bit
+        // window at bit 2t + 4j, all inside the 32-bit word at byte t / 4. Four scalar
+        // loads (one bextr each) fill a vector of eight f16 values, converted at once.
+        // Scalar loads beat AVX2 gathers on AMD Zen 3 (three load ports, slow gathers).
+        const uint32_t* table = pairs.data();
+        const uint32_t length = static_cast<uint32_t>(l_ + 2) << 8;
+        float* dst = y + first;
+        int64_t t = 0;
+        for (; t < n && t / 4 + 4 <= static_cast<int64_t>(seg_bytes); t += 8) {
+          if (first + t == group_end) ++g, group_end += group;
           uint32_t word = 0;
           std::memcpy(&word, segment + t / 4, 4);
-          return _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)), shifts), mask);
-        };
-        __m256 scale = _mm256_set1_ps(row_scales[g]);
-        int64_t t = 0;
-        if (!pairs.empty()) {
-          // Pair i of sixteen weights is the (L + 2)-bit window at bit 2t + 4i; one 64-bit
-          // read holds all eight (kept inside the segment).
-          const __m256i pair_mask = _mm256_set1_epi64x((n_states << 2) - 1);
-          const __m256i low = _mm256_setr_epi64x(0, 4, 8, 12), high = _mm256_setr_epi64x(16, 20, 24, 28);
-          const auto* table = reinterpret_cast<const double*>(pairs.data());
-          for (; t + 16 <= n && first + t + 16 <= group_end && t / 4 + 8 <= static_cast<int64_t>(seg_bytes);
-               t += 16) {
-            uint64_t word = 0;
-            std::memcpy(&word, segment + t / 4, 8);
-            const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(word));
-            const __m256d v0 = _mm256_i64gather_pd(table, _mm256_and_si256(_mm256_srlv_epi64(bits, low), pair_mask), 8);
-            const __m256d v1 = _mm256_i64gather_pd(table, _mm256_and_si256(_mm256_srlv_epi64(bits, high), pair_mask), 8);
-            _mm256_storeu_ps(y + first + t, _mm256_mul_ps(_mm256_castpd_ps(v0), scale));
-            _mm256_storeu_ps(y + first + t + 8, _mm256_mul_ps(_mm256_castpd_ps(v1), scale));
-            if (first + t + 16 == group_end && t + 16 < n) {
-              scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
-            }
-          }
+          __m128i v = _mm_cvtsi32_si128(static_cast<int>(table[__builtin_ia32_bextr_u32(word, length)]));
+          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 4)]), 1);
+          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 8)]), 2);
+          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 12)]), 3);
+          _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), _mm256_set1_ps(row_scales[g])));
         }
-        // Two independent gathers in flight when the sixteen weights share a group
-        // (scalar loads and one gather at a time were slower on AMD Zen 3).
-        for (; t + 16 <= n && first + t + 16 <= group_end; t += 16) {
-          const __m256 v0 = _mm256_i32gather_ps(book.data(), states8(t), 4);
-          const __m256 v1 = _mm256_i32gather_ps(book.data(), states8(t + 8), 4);
-          _mm256_storeu_ps(y + first + t, _mm256_mul_ps(v0, scale));
-          _mm256_storeu_ps(y + first + t + 8, _mm256_mul_ps(v1, scale));
-          if (first + t + 16 == group_end && t + 16 < n) {
-            scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
-          }
-        }
-        for (; t < n; t += 8) {
-          if (first + t == group_end) scale = _mm256_set1_ps(row_scales[++g]), group_end += group;
-          const __m256 v = _mm256_i32gather_ps(book.data(), states8(t), 4);
-          _mm256_storeu_ps(y + first + t, _mm256_mul_ps(v, scale));
+        for (; t < n; ++t) {
+          if (first + t == group_end) ++g, group_end += group;
+          dst[t] = book[read_bits(segment, seg_bytes, static_cast<uint64_t>(2 * t), l_)] * row_scales[g];
         }
         segment += seg_bytes;
         continue;

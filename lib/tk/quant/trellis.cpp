@@ -239,6 +239,30 @@ std::vector<uint32_t> pair_table(const uint16_t* book, int state_bits) {
   }
   return pairs;
 }
+
+// The table is a pure function of the codebook's bytes, yet callers decode one tensor
+// in slices (row ranges streamed into a cache-resident buffer, the bench's 16-row
+// block), and rebuilding it per call cost 10-20% of a 16-row call at L = 12 (64 KiB of
+// table for 256 KiB of output) plus a zero-filled allocation. Each calling thread keeps
+// its last table with a copy of the codebook it came from; comparing the 2^L f16
+// entries (a quarter of the table's bytes, one linear pass) decides reuse, so a changed
+// codebook, even at the same address, always gets a fresh table.
+const uint32_t* cached_pair_table(const uint16_t* book, int state_bits) {
+  struct Cache {
+    int state_bits = -1;
+    std::vector<uint16_t> book;
+    std::vector<uint32_t> pairs;
+  };
+  thread_local Cache cache;
+  const size_t n_states = size_t{1} << state_bits;
+  if (cache.state_bits != state_bits || std::memcmp(cache.book.data(), book, n_states * sizeof(uint16_t)) != 0) {
+    cache.state_bits = -1;  // stays invalid if building throws
+    cache.book.assign(book, book + n_states);
+    cache.pairs = pair_table(book, state_bits);
+    cache.state_bits = state_bits;
+  }
+  return cache.pairs.data();
+}
 #endif
 
 class TrellisScheme final : public Scheme {
@@ -430,11 +454,12 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
   load_scales(book16, 0, static_cast<uint64_t>(n_states), book.data());
   const bool direct = l.cols == l.padded_cols;
 #if TK_TRELLIS_PAIRS
-  std::vector<uint32_t> pairs;
-  // Four times the codebook's entries (as f16 pairs): built when there are at least as
-  // many weights to decode as codebook entries.
+  const uint32_t* pairs = nullptr;
+  // Four times the codebook's entries (as f16 pairs): used when there are at least as
+  // many weights to decode as codebook entries (a smaller call would spend more on a
+  // table rebuild than the table saves).
   if (!reference && k_ == 2 && l.rows * l.padded_cols >= n_states) {
-    pairs = pair_table(book16.data_as<uint16_t>(), l_);
+    pairs = cached_pair_table(book16.data_as<uint16_t>(), l_);
   }
 #endif
   parallel_for(l.rows, [&](int64_t r) {
@@ -449,12 +474,12 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
       // Groups and segments are multiples of 8 weights: eight weights share one scale.
       int64_t g = first / group, group_end = (g + 1) * group;
 #if TK_TRELLIS_PAIRS
-      if (!pairs.empty()) {
+      if (pairs != nullptr) {
         // Weights t..t+7 (t a multiple of 8) are four pairs: pair j is the (L + 2)-bit
         // window at bit 2t + 4j, all inside the 32-bit word at byte t / 4. Four scalar
         // loads (one bextr each) fill a vector of eight f16 values, converted at once.
         // Scalar loads beat AVX2 gathers on AMD Zen 3 (three load ports, slow gathers).
-        const uint32_t* table = pairs.data();
+        const uint32_t* table = pairs;
         const uint32_t length = static_cast<uint32_t>(l_ + 2) << 8;
         float* dst = y + first;
         int64_t t = 0;

@@ -142,6 +142,30 @@ TEST(Trellis, PairTableDecodesEveryHalfFloatLikeTheReference) {
   }
 }
 
+TEST(Trellis, CachedPairTableFollowsTheCodebook) {
+  // The decoder reuses its pair table while the codebook's bytes stay the same: calls
+  // that alternate between tensors (different codebooks, both state sizes) and repeat
+  // one tensor must each decode like the reference, bit for bit.
+  const auto x = gaussian(32 * 512, 9), x2 = gaussian(32 * 512, 10, 3.0f);
+  QuantOptions o;
+  o.fast = true;
+  std::vector<Quantized> qs;
+  std::vector<std::unique_ptr<Scheme>> schemes;
+  for (const char* spec : {"trellis:2", "trellis:2:10"}) {
+    for (const auto* data : {&x, &x2}) {
+      schemes.push_back(make_scheme(spec));
+      qs.push_back(schemes.back()->quantize(data->data(), Shape{32, 512}, o));
+    }
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < qs.size(); ++i) {
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        EXPECT_EQ(decode(*schemes[i], qs[i]), decode(*schemes[i], qs[i], true)) << round << " " << i;
+      }
+    }
+  }
+}
+
 TEST(Trellis, BytesDoNotDependOnThreads) {
   const Shape shape{24, 768};
   const auto x = gaussian(24 * 768, 3);

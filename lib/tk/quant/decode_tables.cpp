@@ -293,6 +293,27 @@ inline __m256 lookup_bytes(const float* table, uint64_t c) {
   return _mm256_set_m128(b, a);
 }
 
+// The pdep mask that spreads eight `bits`-wide codes (bits < 8) over the byte lanes.
+inline uint64_t byte_lanes_mask(int bits) {
+  uint64_t mask = 0;
+  for (int j = 0; j < 8; ++j) mask |= ((uint64_t{1} << bits) - 1) << (8 * j);
+  return mask;
+}
+
+// Codes index .. index + 7 of an LSB-first `bits`-wide stream, one per byte lane of *c:
+// eight codes span at most 8 * 7 bits plus the starting bit's offset, one 64-bit window.
+// False when that window would read past the stream's end (the caller then goes code
+// by code).
+inline bool eight_codes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t index, uint64_t mask,
+                        uint64_t* c) {
+  const uint64_t bit = index * static_cast<uint64_t>(bits);
+  if ((bit >> 3) + 8 > code_bytes) return false;
+  uint64_t window = 0;
+  std::memcpy(&window, codes + (bit >> 3), 8);
+  *c = _pdep_u64(window >> (bit & 7), mask);
+  return true;
+}
+
 // Levels of kLoadsFromBits..8 bits, eight codes a step through lookup_bytes.
 void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                          const float* levels, float* out) {
@@ -304,15 +325,9 @@ void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, ui
       _mm256_storeu_ps(out + i, lookup_bytes(levels, c));
     }
   } else {
-    uint64_t mask = 0;
-    for (int j = 0; j < 8; ++j) mask |= ((uint64_t{1} << bits) - 1) << (8 * j);
-    for (; i + 8 <= count; i += 8) {
-      const uint64_t bit = (first + i) * static_cast<uint64_t>(bits);
-      if ((bit >> 3) + 8 > code_bytes) break;
-      uint64_t window = 0;
-      std::memcpy(&window, codes + (bit >> 3), 8);
-      _mm256_storeu_ps(out + i, lookup_bytes(levels, _pdep_u64(window >> (bit & 7), mask)));
-    }
+    const uint64_t mask = byte_lanes_mask(bits);
+    for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8)
+      _mm256_storeu_ps(out + i, lookup_bytes(levels, c));
   }
   for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
 }
@@ -477,15 +492,8 @@ bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t
       _mm256_storeu_ps(out + i + 8, lookup16(lo, hi, _pdep_u64(w >> 32, kNibbles)));
     }
   }
-  uint64_t mask = 0;
-  for (int j = 0; j < 8; ++j) mask |= ((uint64_t{1} << bits) - 1) << (8 * j);
-  // Eight codes span at most 8 * 7 bits plus the starting bit's offset: one 64-bit window.
-  for (; i + 8 <= count; i += 8) {
-    const uint64_t bit = (first + i) * static_cast<uint64_t>(bits);
-    if ((bit >> 3) + 8 > code_bytes) break;
-    uint64_t window = 0;
-    std::memcpy(&window, codes + (bit >> 3), 8);
-    const uint64_t c = _pdep_u64(window >> (bit & 7), mask);
+  const uint64_t mask = byte_lanes_mask(bits);
+  for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8) {
     __m256 v;
     if (bits <= 3) {
       v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));

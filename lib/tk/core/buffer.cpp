@@ -15,11 +15,12 @@ namespace tk {
 
 namespace {
 
-// Large buffers are aligned to the huge-page size and marked for transparent huge pages:
-// first-touch page faults dominate filling a fresh buffer (a tensor read from a pipe or
-// a copy), and 2 MiB pages take 512 times fewer of them.
+// Buffers of a huge page or more are aligned to the huge-page size and marked for
+// transparent huge pages: first-touch page faults dominate filling a fresh buffer (a
+// tensor read from a pipe, a copy, a TT-SVD's carried matrix of a few MB), and 2 MiB
+// pages take 512 times fewer of them.
 constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kHugeThreshold = size_t{8} << 20;
+constexpr size_t kHugeThreshold = kHugePage;
 
 }  // namespace
 

@@ -20,16 +20,14 @@
 // left-to-right sweep of small truncated SVDs (gesdd) discards exactly the squared
 // singular values it drops.
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <type_traits>
 
+#include "tk/core/buffer.h"
 #include "tk/core/error.h"
 #include "tk/decomp/decomp.h"
 #include "tk/decomp/modes.h"
@@ -73,35 +71,22 @@ int64_t rank_cap(const TtOptions& options, int64_t largest) {
   return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
 }
 
-// Uninitialised storage for a carried matrix (Q^T C), written whole before it is read.
-// A fresh matrix of a few MB costs a page fault per 4 KiB page on first touch, which on
-// the 16^5 tensor took longer than the product that fills it; matrices of 2 MiB or more
-// are therefore aligned to 2 MiB and marked for transparent huge pages (a hint: where
-// the system declines, the pages are ordinary ones). Nothing is zero-filled.
+// Uninitialised storage for a carried matrix (Q^T C), written whole before it is read:
+// Buffer::allocate, which places matrices of 2 MiB or more in transparent huge pages (a
+// fresh matrix of a few MB otherwise costs a page fault per 4 KiB on first touch, which
+// on the 16^5 tensor took longer than the product that fills it). Nothing is zero-filled.
 template <typename T> class Scratch {
  public:
   Scratch() = default;
-  explicit Scratch(int64_t count) : size_(count) {
-    const size_t bytes = std::max<size_t>(static_cast<size_t>(count) * sizeof(T), 1);
-    const size_t align = bytes >= kHugePage ? kHugePage : 64;
-    const size_t rounded = (bytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
-    if (p == nullptr) throw unavailable("tt: out of memory for a " + std::to_string(bytes) + "-byte matrix");
-    if (align == kHugePage) ::madvise(p, rounded, MADV_HUGEPAGE);
-    data_.reset(static_cast<T*>(p));
-  }
-  T* data() { return data_.get(); }
-  const T* data() const { return data_.get(); }
+  explicit Scratch(int64_t count)
+      : buffer_(Buffer::allocate(static_cast<size_t>(count) * sizeof(T))), size_(count) {}
+  T* data() { return reinterpret_cast<T*>(buffer_.mutable_data()); }
   int64_t size() const { return size_; }
   // Keep the first `count` values (count <= size(); the storage is not reallocated).
   void shrink(int64_t count) { size_ = std::min(size_, count); }
 
  private:
-  static constexpr size_t kHugePage = size_t{2} << 20;
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T[], Free> data_;
+  Buffer buffer_;
   int64_t size_ = 0;
 };
 

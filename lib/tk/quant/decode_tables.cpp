@@ -244,55 +244,6 @@ void decode_int8(const uint8_t* packed, int64_t n, const float* table, float fac
   }
 }
 
-// Unpack codes first .. first + count - 1 of an LSB-first `bits`-wide stream (bits 1..16,
-// count <= kChunk) into idx: 8 codes a 64-bit window for up to 7 bits (56 bits plus the
-// start's offset), 4 for 9..16 (at most 63 bits), plain bytes for 8. Past the last whole
-// window, codes are read one at a time. Returns nothing; idx[0 .. count) is filled.
-constexpr uint64_t kChunk = 64;
-// From 6 bits on, scalar table loads beat the in-register permutes (8 lookups and 6
-// blends per 8 codes at 6 bits).
-constexpr int kLoadsFromBits = 6;
-static_assert(kLoadsFromBits <= 6, "the permute path holds at most 32 levels");
-
-void unpack_chunk(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
-                  uint16_t* idx) {
-  uint64_t i = 0;
-  if (bits == 8) {
-    for (; i + 8 <= count; i += 8) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + i),
-                       _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + first + i))));
-    }
-  } else {
-    const int lane = bits < 8 ? 8 : 16;
-    const uint64_t per = 64 / lane;
-    uint64_t mask = 0;
-    for (uint64_t j = 0; j < per; ++j) mask |= ((uint64_t{1} << bits) - 1) << (lane * j);
-    for (; i + per <= count; i += per) {
-      const uint64_t bit = (first + i) * static_cast<uint64_t>(bits);
-      if ((bit >> 3) + 8 > code_bytes) break;
-      uint64_t window = 0;
-      std::memcpy(&window, codes + (bit >> 3), 8);
-      const uint64_t c = _pdep_u64(window >> (bit & 7), mask);
-      if (lane == 8) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + i),
-                         _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(c))));
-      } else {
-        std::memcpy(idx + i, &c, 8);
-      }
-    }
-  }
-  for (; i < count; ++i) idx[i] = static_cast<uint16_t>(cbdetail::unpack_code(codes, code_bytes, bits, first + i));
-}
-
-// Eight table entries picked by the eight byte lanes of c, as one register. Scalar loads
-// from the L1-resident table: on Zen 3 they beat a gather by about 2x, and the codes
-// come from a register, so no load waits on the stores before it.
-inline __m256 lookup_bytes(const float* table, uint64_t c) {
-  const __m128 a = _mm_set_ps(table[(c >> 24) & 0xff], table[(c >> 16) & 0xff], table[(c >> 8) & 0xff], table[c & 0xff]);
-  const __m128 b = _mm_set_ps(table[c >> 56], table[(c >> 48) & 0xff], table[(c >> 40) & 0xff], table[(c >> 32) & 0xff]);
-  return _mm256_set_m128(b, a);
-}
-
 // The pdep mask that spreads eight `bits`-wide codes (bits < 8) over the byte lanes.
 inline uint64_t byte_lanes_mask(int bits) {
   uint64_t mask = 0;
@@ -312,6 +263,54 @@ inline bool eight_codes(const uint8_t* codes, uint64_t code_bytes, int bits, uin
   std::memcpy(&window, codes + (bit >> 3), 8);
   *c = _pdep_u64(window >> (bit & 7), mask);
   return true;
+}
+
+// Unpack codes first .. first + count - 1 of an LSB-first `bits`-wide stream (bits 1..16,
+// count <= kChunk) into idx: 8 codes a 64-bit window for up to 7 bits (56 bits plus the
+// start's offset), 4 for 9..16 (at most 63 bits), plain bytes for 8. Past the last whole
+// window, codes are read one at a time. Returns nothing; idx[0 .. count) is filled.
+constexpr uint64_t kChunk = 64;
+// From 6 bits on, scalar table loads beat the in-register permutes (8 lookups and 6
+// blends per 8 codes at 6 bits).
+constexpr int kLoadsFromBits = 6;
+static_assert(kLoadsFromBits <= 6, "the permute path holds at most 32 levels");
+
+void unpack_chunk(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                  uint16_t* idx) {
+  uint64_t i = 0;
+  if (bits == 8) {
+    for (; i + 8 <= count; i += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + i),
+                       _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + first + i))));
+    }
+  } else if (bits < 8) {
+    const uint64_t mask = byte_lanes_mask(bits);
+    for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + i),
+                       _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(c))));
+    }
+  } else {
+    uint64_t mask = 0;
+    for (uint64_t j = 0; j < 4; ++j) mask |= ((uint64_t{1} << bits) - 1) << (16 * j);
+    for (; i + 4 <= count; i += 4) {
+      const uint64_t bit = (first + i) * static_cast<uint64_t>(bits);
+      if ((bit >> 3) + 8 > code_bytes) break;
+      uint64_t window = 0;
+      std::memcpy(&window, codes + (bit >> 3), 8);
+      const uint64_t c = _pdep_u64(window >> (bit & 7), mask);
+      std::memcpy(idx + i, &c, 8);
+    }
+  }
+  for (; i < count; ++i) idx[i] = static_cast<uint16_t>(cbdetail::unpack_code(codes, code_bytes, bits, first + i));
+}
+
+// Eight table entries picked by the eight byte lanes of c, as one register. Scalar loads
+// from the L1-resident table: on Zen 3 they beat a gather by about 2x, and the codes
+// come from a register, so no load waits on the stores before it.
+inline __m256 lookup_bytes(const float* table, uint64_t c) {
+  const __m128 a = _mm_set_ps(table[(c >> 24) & 0xff], table[(c >> 16) & 0xff], table[(c >> 8) & 0xff], table[c & 0xff]);
+  const __m128 b = _mm_set_ps(table[c >> 56], table[(c >> 48) & 0xff], table[(c >> 40) & 0xff], table[(c >> 32) & 0xff]);
+  return _mm256_set_m128(b, a);
 }
 
 // Levels of kLoadsFromBits..8 bits, eight codes a step through lookup_bytes.

@@ -4,14 +4,26 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tk/core/error.h"
 
 namespace tk::test {
+
+// n seeded draws from N(mean, sigma^2) (mt19937_64): the test data of the quantizers.
+inline std::vector<float> normal_floats(size_t n, uint64_t seed, float mean = 0.0f, float sigma = 1.0f) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(mean, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
 
 // The kind of the tk::Error that `fn` throws; a test failure (and kInternal) when it
 // throws none.

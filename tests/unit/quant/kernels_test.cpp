@@ -15,19 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tk/quant/quant_internal.h"
 
 namespace {
 
 using namespace tk::quant::detail;
-
-std::vector<float> normal(size_t n, uint64_t seed, float mean, float sigma) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(mean, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = g(rng);
-  return v;
-}
+using tk::test::normal_floats;
 
 void expect_same(const TrialSums& a, const TrialSums& b, const std::string& label) {
   // Bitwise through ==, with the sign of zero checked as well.
@@ -39,9 +33,9 @@ void expect_same(const TrialSums& a, const TrialSums& b, const std::string& labe
 
 TEST(QuantKernels, BatchedTrialsEqualReference) {
   for (const int64_t n : {8, 16, 32, 256, 264, 768}) {
-    const auto x = normal(static_cast<size_t>(n), static_cast<uint64_t>(n), 0.0f, 0.02f);
+    const auto x = normal_floats(static_cast<size_t>(n), static_cast<uint64_t>(n), 0.0f, 0.02f);
     const std::vector<float> ones(static_cast<size_t>(n), 1.0f);
-    const auto w = normal(static_cast<size_t>(n), 7, 1.0f, 0.3f);
+    const auto w = normal_floats(static_cast<size_t>(n), 7, 1.0f, 0.3f);
     for (const int count : {1, 7, 8, 9, 21, 38}) {
       std::vector<float> iscales(static_cast<size_t>(count)), mins(static_cast<size_t>(count));
       for (int k = 0; k < count; ++k) {
@@ -104,8 +98,8 @@ TEST(QuantKernels, AffineDecodeEqualsReference) {
         const int64_t n = group * groups;
         const auto packed = random_bytes(static_cast<size_t>(n / 8 * bits), static_cast<uint64_t>(bits * 7 + n));
         const auto in = at_block_end(packed);
-        const auto d = normal(static_cast<size_t>(groups), static_cast<uint64_t>(n), 0.0f, 0.01f);
-        const auto m = normal(static_cast<size_t>(groups), static_cast<uint64_t>(n + 1), 0.0f, 0.05f);
+        const auto d = normal_floats(static_cast<size_t>(groups), static_cast<uint64_t>(n), 0.0f, 0.01f);
+        const auto m = normal_floats(static_cast<size_t>(groups), static_cast<uint64_t>(n + 1), 0.0f, 0.05f);
         for (const int offset : {0, 1 << (bits - 1)}) {
           for (const float* mins : {static_cast<const float*>(nullptr), m.data()}) {
             std::vector<float> ref(static_cast<size_t>(n));
@@ -142,7 +136,7 @@ TEST(QuantKernels, SubScaleExpansionEqualsReference) {
   for (const int subs : {8, 16}) {
     for (const int64_t supers : {1, 5, 16}) {
       const auto q = random_bytes(static_cast<size_t>(supers * subs), static_cast<uint64_t>(subs + supers));
-      const auto d = normal(static_cast<size_t>(supers), 3, 0.0f, 0.001f);
+      const auto d = normal_floats(static_cast<size_t>(supers), 3, 0.0f, 0.001f);
       for (const int bias : {0, 32, 128}) {
         for (const bool negate : {false, true}) {
           std::vector<float> opt(q.size()), ref(q.size());
@@ -171,7 +165,7 @@ void expect_same_stats(const GroupStats& a, const GroupStats& b, const std::stri
 // Eight groups of n: Gaussian, with group 2 all zero, group 5 flat (one value) and
 // group 6 all negative, so that inactive lanes and clamped mins are covered.
 std::vector<float> eight_groups(int64_t n, uint64_t seed) {
-  auto x = normal(static_cast<size_t>(8 * n), seed, 0.0f, 0.02f);
+  auto x = normal_floats(static_cast<size_t>(8 * n), seed, 0.0f, 0.02f);
   for (int64_t i = 0; i < n; ++i) {
     x[2 * n + i] = 0.0f;
     x[5 * n + i] = 0.0125f;
@@ -183,7 +177,7 @@ std::vector<float> eight_groups(int64_t n, uint64_t seed) {
 TEST(QuantKernels, LanesEqualOneGroupKernels) {
   for (const int64_t n : {8, 16, 32, 64, 256}) {
     const auto x = eight_groups(n, static_cast<uint64_t>(n) + 3);
-    const auto w = normal(static_cast<size_t>(8 * n), 11, 1.0f, 0.3f);
+    const auto w = normal_floats(static_cast<size_t>(8 * n), 11, 1.0f, 0.3f);
     const std::vector<float> ones(w.size(), 1.0f);
     std::vector<float> xt(x.size()), wt(w.size());
     to_lanes(x.data(), n, xt.data());

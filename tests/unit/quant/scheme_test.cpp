@@ -71,14 +71,6 @@ std::vector<Case> all_cases() {
   return c;
 }
 
-std::vector<float> gaussian(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = g(rng);
-  return v;
-}
-
 void expect_same_quantized(const Quantized& a, const Quantized& b, const std::string& label) {
   EXPECT_EQ(a.scheme, b.scheme) << label;
   EXPECT_EQ(a.params, b.params) << label;
@@ -97,7 +89,7 @@ void expect_same_quantized(const Quantized& a, const Quantized& b, const std::st
 const Shape kShape{5, 300};
 
 TEST(QuantSchemes, OptimisedEqualsReference) {
-  const auto x = gaussian(1500, 1);
+  const auto x = test::normal_floats(1500, 1);
   for (const Case& c : all_cases()) {
     const auto s = make_scheme(c.scheme);
     QuantOptions ref = c.options;
@@ -113,7 +105,7 @@ TEST(QuantSchemes, OptimisedEqualsReference) {
 }
 
 TEST(QuantSchemes, RoundTripWithinErrorFloor) {
-  const auto x = gaussian(1500, 2);
+  const auto x = test::normal_floats(1500, 2);
   for (const Case& c : all_cases()) {
     const auto s = make_scheme(c.scheme);
     const Quantized q = s->quantize(x.data(), kShape, c.options);
@@ -126,7 +118,7 @@ TEST(QuantSchemes, RoundTripWithinErrorFloor) {
 }
 
 TEST(QuantSchemes, BitsPerWeightMatchStoredBytes) {
-  const auto x = gaussian(1500, 3);
+  const auto x = test::normal_floats(1500, 3);
   for (const Case& c : all_cases()) {
     const auto s = make_scheme(c.scheme);
     const Quantized q = s->quantize(x.data(), kShape, c.options);
@@ -136,7 +128,7 @@ TEST(QuantSchemes, BitsPerWeightMatchStoredBytes) {
 }
 
 TEST(QuantSchemes, SameBytesForAnyThreadCount) {
-  const auto x = gaussian(1500, 4);
+  const auto x = test::normal_floats(1500, 4);
   const int saved = omp_get_max_threads();
   for (const Case& c : all_cases()) {
     const auto s = make_scheme(c.scheme);
@@ -150,7 +142,7 @@ TEST(QuantSchemes, SameBytesForAnyThreadCount) {
 }
 
 TEST(QuantSchemes, PaddingIsStatedAndZeroed) {
-  const auto x = gaussian(1500, 5);
+  const auto x = test::normal_floats(1500, 5);
   const auto s = make_scheme("int4");
   const Quantized q = s->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 64));
   EXPECT_EQ(q.params.at("padded_cols"), "320");
@@ -168,7 +160,7 @@ TEST(QuantSchemes, PaddingIsStatedAndZeroed) {
 }
 
 TEST(QuantSchemes, HugeValuesSaturateTheScaleInsteadOfOverflowing) {
-  auto x = gaussian(1500, 9);
+  auto x = test::normal_floats(1500, 9);
   for (auto& v : x) v *= 1e6f;  // scales of ~1e5 are beyond f16
   for (const char* name : {"int4", "q4k", "q3k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto s = make_scheme(name);
@@ -179,7 +171,7 @@ TEST(QuantSchemes, HugeValuesSaturateTheScaleInsteadOfOverflowing) {
 }
 
 TEST(QuantSchemes, ImportanceShiftsErrorToUnweightedColumns) {
-  const auto x = gaussian(1500, 6);
+  const auto x = test::normal_floats(1500, 6);
   std::vector<float> w(300, 1.0f);
   for (int c = 0; c < 16; ++c) w[c] = 100.0f;
   QuantOptions o;
@@ -197,7 +189,7 @@ TEST(QuantSchemes, UnknownAndMalformedSpecsAreUsageErrors) {
   for (const char* bad : {"int9", "int1", "int", "q7k", "mxfp5", "nf3", ""}) {
     EXPECT_EQ(test::kind_of([&] { make_scheme(bad); }), ErrorKind::kUsage) << bad;
   }
-  const auto x = gaussian(1500, 7);
+  const auto x = test::normal_floats(1500, 7);
   EXPECT_EQ(test::kind_of([&] { make_scheme("int4")->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 12)); }),
             ErrorKind::kUsage);
   EXPECT_EQ(test::kind_of([&] { make_scheme("mxfp4")->quantize(x.data(), kShape, opts(Granularity::kGroup, true, DType::kF16, 64)); }),
@@ -205,7 +197,7 @@ TEST(QuantSchemes, UnknownAndMalformedSpecsAreUsageErrors) {
 }
 
 TEST(QuantSchemes, InconsistentPartsAreInvalidInput) {
-  const auto x = gaussian(1500, 8);
+  const auto x = test::normal_floats(1500, 8);
   std::vector<float> y(x.size());
   for (const char* name : {"int4", "q4k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto s = make_scheme(name);

@@ -13,14 +13,6 @@
 namespace tk::quant {
 namespace {
 
-std::vector<float> gaussian(size_t n, uint64_t seed, float sigma = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
 double sqnr_db(const std::vector<float>& x, const std::vector<float>& y) {
   double s = 0, e = 0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -53,7 +45,7 @@ TEST(Codebook, NearestSortedEqualsReferenceIncludingTies) {
   std::vector<float> levels = {-2.0f, -0.5f, -0.5f, 0.25f, 1.0f, 3.0f};
   std::vector<double> mid = codebook_midpoints(levels.data(), 6);
   std::vector<float> probes = {-5, -2, -1.25f, -0.5f, -0.125f, 0.625f, 2.0f, 7, 0.25f};
-  for (float x : gaussian(2000, 1, 2.0f)) probes.push_back(x);
+  for (float x : test::normal_floats(2000, 1, 0.0f, 2.0f)) probes.push_back(x);
   for (float x : probes) {
     EXPECT_EQ(codebook_nearest_sorted(levels.data(), mid.data(), 6, x), codebook_nearest_reference(levels.data(), 6, x)) << x;
   }
@@ -84,7 +76,7 @@ TEST(Codebook, DecodeFastEqualsReferenceForEveryWidthAndOffset) {
 
 TEST(Kmeans, GaussianErrorNearLloydMax) {
   // Lloyd-Max optimum for a Gaussian: 9.30 dB at 2 bits, 14.62 at 3, 20.22 at 4.
-  std::vector<float> x = gaussian(256 * 1024, 2, 0.02f);
+  std::vector<float> x = test::normal_floats(256 * 1024, 2, 0.0f, 0.02f);
   const double floor_db[] = {0, 0, 9.2, 14.5, 20.1};
   for (int bits = 2; bits <= 4; ++bits) {
     auto scheme = make_codebook_scheme("kmeans:" + std::to_string(bits));
@@ -98,7 +90,7 @@ TEST(Kmeans, GaussianErrorNearLloydMax) {
 }
 
 TEST(Kmeans, ReferencePathsGiveTheSameBytesAndValues) {
-  std::vector<float> x = gaussian(33 * 70, 11);
+  std::vector<float> x = test::normal_floats(33 * 70, 11);
   for (const char* spec : {"kmeans:1", "kmeans:3", "kmeans:4", "kmeans:7"}) {
     auto scheme = make_codebook_scheme(spec);
     QuantOptions fast, ref;
@@ -115,7 +107,7 @@ TEST(Kmeans, ReferencePathsGiveTheSameBytesAndValues) {
 }
 
 TEST(Kmeans, SameBytesForAnyThreadCount) {
-  std::vector<float> x = gaussian(64 * 1000, 3);
+  std::vector<float> x = test::normal_floats(64 * 1000, 3);
   auto scheme = make_codebook_scheme("kmeans:3");
   QuantOptions o;
   o.granularity = Granularity::kChannel;
@@ -130,7 +122,7 @@ TEST(Kmeans, SameBytesForAnyThreadCount) {
 }
 
 TEST(Kmeans, OutliersAreKeptInF16) {
-  std::vector<float> x = gaussian(100 * 64, 4);
+  std::vector<float> x = test::normal_floats(100 * 64, 4);
   x[17] = 40.0f;
   x[5000] = -25.5f;
   auto scheme = make_codebook_scheme("kmeans:2");
@@ -145,7 +137,7 @@ TEST(Kmeans, OutliersAreKeptInF16) {
 }
 
 TEST(Kmeans, GroupsPadRowsAndRoundTrip) {
-  std::vector<float> x = gaussian(5 * 100, 5);
+  std::vector<float> x = test::normal_floats(5 * 100, 5);
   auto scheme = make_codebook_scheme("kmeans:4");
   QuantOptions o;
   o.group_size = 32;
@@ -166,7 +158,7 @@ TEST(Kmeans, FewDistinctValuesAreExact) {
 
 TEST(Kmeans, ImportanceLowersTheWeightedError) {
   // Column 3 is four times wider than the others and carries nearly all the weight.
-  std::vector<float> x = gaussian(512 * 16, 6);
+  std::vector<float> x = test::normal_floats(512 * 16, 6);
   for (size_t i = 3; i < x.size(); i += 16) x[i] *= 4;
   std::vector<float> w(16, 0.01f);
   w[3] = 100.0f;
@@ -183,7 +175,7 @@ TEST(Kmeans, ImportanceLowersTheWeightedError) {
 }
 
 TEST(Kmeans, DequantizeRejectsMissingAndWrongParts) {
-  std::vector<float> x = gaussian(64, 7);
+  std::vector<float> x = test::normal_floats(64, 7);
   auto scheme = make_codebook_scheme("kmeans:3");
   Quantized q = scheme->quantize(x.data(), {8, 8}, {});
   std::vector<float> y(64);
@@ -209,7 +201,7 @@ TEST(CodebookSpec, ParsesAndRejects) {
 
 TEST(Vq, GaussianBeatsScalarAtTheSameRate) {
   // 2 bits per weight: vq:4:8 must beat the scalar Lloyd-Max 9.30 dB.
-  std::vector<float> x = gaussian(128 * 512, 8, 0.02f);
+  std::vector<float> x = test::normal_floats(128 * 512, 8, 0.0f, 0.02f);
   auto scheme = make_codebook_scheme("vq:4:8");
   QuantOptions o;
   Quantized q;
@@ -219,7 +211,7 @@ TEST(Vq, GaussianBeatsScalarAtTheSameRate) {
 }
 
 TEST(Vq, SameBytesForAnyThreadCountAndPadsRows) {
-  std::vector<float> x = gaussian(40 * 30, 9);
+  std::vector<float> x = test::normal_floats(40 * 30, 9);
   auto scheme = make_codebook_scheme("vq:4:6");
   QuantOptions o;
   o.seed = 3;

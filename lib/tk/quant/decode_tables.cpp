@@ -2,7 +2,6 @@
 #include "tk/quant/decode_tables.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -527,12 +526,8 @@ bool decode_vectors(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_
 }
 
 void decode_e8m0(const uint8_t* codes, int64_t n, float* out) {
-  static const std::array<float, 256> kValues = [] {
-    std::array<float, 256> v{};
-    for (int c = 0; c < 256; ++c) v[c] = c == 0xff ? NAN : std::ldexp(1.0f, c - 127);
-    return v;
-  }();
-  for (int64_t i = 0; i < n; ++i) out[i] = kValues[codes[i]];
+  const float* table = tk::detail::minifloat_table(DType::kF8E8M0);  // core's E8M0 decoding
+  for (int64_t i = 0; i < n; ++i) out[i] = table[codes[i]];
 }
 
 }  // namespace tk::quant::detail

@@ -43,8 +43,6 @@ using namespace detail;
 
 constexpr int64_t kSuper = 256;
 constexpr int kMaxSubs = 16;
-// Values decoded per parallel task (whole rows; at least one).
-constexpr int64_t kValuesPerTask = 1 << 16;
 
 struct KFormat {
   const char* name;
@@ -477,16 +475,13 @@ class KScheme final : public Scheme {
     const int offset = f_.asymmetric ? 0 : nmax();
     const int bias = f_.asymmetric ? 0 : qlo_abs();
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
-    // Rows are decoded a few at a time so that the scratch below is allocated once per
-    // task, not once per row (that cost as much as decoding a short row).
-    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
-    parallel_for((l.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t) {
+    // Rows are decoded a few at a time so that the scratch below is allocated once per task.
+    parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
       std::vector<uint8_t> qs(static_cast<size_t>(row_subs)), qm(sub_mins ? qs.size() : 0);
       std::vector<float> scale(static_cast<size_t>(row_subs)), min(sub_mins ? scale.size() : 0);
       std::vector<float> row_d(static_cast<size_t>(n_super)), row_dmin(dmin ? row_d.size() : 0);
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
-      const int64_t end = std::min(l.rows, (t + 1) * rows_per_task);
-      for (int64_t r = t * rows_per_task; r < end; ++r) {
+      for (int64_t r = begin; r < end; ++r) {
         // A padded row is decoded in place when its padding lands on rows of this task
         // still to be decoded (they overwrite it), else into the scratch row.
         const bool in_place = r * l.cols + l.padded_cols <= end * l.cols;

@@ -8,6 +8,7 @@
 // rounding is to nearest even in both. `reference` selects the scalar version.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -186,6 +187,16 @@ inline double error_asymmetric(const GroupStats& s, const TrialSums& t, double d
 template <typename Fn> void parallel_for(int64_t n, Fn&& fn) {
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+// The layout's rows in parallel tasks of whole rows, about 2^16 values each (at least
+// one row): fn(begin, end) once per task, so per-row scratch is allocated once per task
+// rather than once per row (that cost as much as decoding a short row).
+template <typename Fn> void parallel_row_tasks(const Layout& l, Fn&& fn) {
+  constexpr int64_t kValuesPerTask = int64_t{1} << 16;
+  const int64_t per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
+  parallel_for((l.rows + per_task - 1) / per_task,
+               [&](int64_t t) { fn(t * per_task, std::min(l.rows, (t + 1) * per_task)); });
 }
 
 // Encode n f32 values into one code byte each in a narrow float dtype (F8_*, F6_*, F4),

@@ -20,8 +20,6 @@ namespace {
 using namespace detail;
 
 constexpr int64_t kDefaultGroup = 32;
-// Values decoded per parallel task (whole rows; at least one).
-constexpr int64_t kValuesPerTask = 1 << 16;
 
 const char* granularity_name(Granularity g) {
   switch (g) {
@@ -181,18 +179,15 @@ class IntScheme final : public Scheme {
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
-    // Rows are decoded a few at a time so that the scratch below is allocated once per
-    // task, not once per row (that cost as much as decoding a short row).
-    const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(1, l.padded_cols));
-    parallel_for((l.rows + rows_per_task - 1) / rows_per_task, [&](int64_t t) {
+    // Rows are decoded a few at a time so that the scratch below is allocated once per task.
+    parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       std::vector<float> d(static_cast<size_t>(l.groups_per_row)), m(mins ? d.size() : 0);
       if (g == Granularity::kTensor) {
         std::fill(d.begin(), d.end(), load_scale(scales, 0));
         if (mins) std::fill(m.begin(), m.end(), load_scale(*mins, 0));
       }
-      const int64_t end = std::min(l.rows, (t + 1) * rows_per_task);
-      for (int64_t r = t * rows_per_task; r < end; ++r) {
+      for (int64_t r = begin; r < end; ++r) {
         if (g != Granularity::kTensor) {
           const auto first = static_cast<uint64_t>(r * l.groups_per_row);
           const auto count = static_cast<uint64_t>(l.groups_per_row);

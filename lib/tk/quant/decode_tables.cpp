@@ -330,6 +330,101 @@ void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, ui
   for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
 }
 
+// Levels that are all f16 values (a k-means codebook is stored as f16) and codes of 4..7
+// bits decode 32 at a time through byte lookups: vpshufb picks one of 16 bytes per lane,
+// so each byte of the f16 levels is a plane of 16-entry slices. Slice k of a plane holds
+// that byte of levels 16k..16k+15 XORed with slice k-1's; looking code c up in slice k
+// at index c - 16k gives zero where that index is negative (vpshufb zeroes lanes whose
+// index has bit 7 set), so the XOR over all slices leaves exactly slice c >> 4's byte.
+// Two planes, then F16C widens the values to f32. At 6 bits that is 8 lookups and 6
+// XORs per 32 codes against 32 scalar loads and 24 inserts; from 7 bits the 16 tables
+// no longer fit the 16 registers, and at 8 bits (16 slices, bit 7 in use) the scalar
+// loads win.
+constexpr int kBytePlaneMaxBits = 7;
+
+struct BytePlanes {
+  int slices = 0;
+  __m256i lo[1 << (kBytePlaneMaxBits - 4)];
+  __m256i hi[1 << (kBytePlaneMaxBits - 4)];
+};
+
+// False where some level is not exactly an f16 value (F16C would not give its bits back).
+bool make_byte_planes(const float* levels, int bits, BytePlanes* planes) {
+  const int n = 1 << bits;
+  uint16_t h[1 << kBytePlaneMaxBits];
+  for (int j = 0; j < n; ++j) {
+    h[j] = static_cast<uint16_t>(_cvtss_sh(levels[j], _MM_FROUND_TO_NEAREST_INT));
+    if (!same_bits(_cvtsh_ss(h[j]), levels[j])) return false;
+  }
+  planes->slices = n / 16;
+  for (int k = 0; k < planes->slices; ++k) {
+    alignas(16) uint8_t lo[16], hi[16];
+    for (int j = 0; j < 16; ++j) {
+      const uint16_t v = static_cast<uint16_t>(h[16 * k + j] ^ (k > 0 ? h[16 * (k - 1) + j] : 0));
+      lo[j] = static_cast<uint8_t>(v & 0xff);
+      hi[j] = static_cast<uint8_t>(v >> 8);
+    }
+    planes->lo[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(lo)));
+    planes->hi[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(hi)));
+  }
+  return true;
+}
+
+template <int kSlices> inline __m256i plane_lookup(const __m256i* slice, __m256i codes) {
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  __m256i r = _mm256_shuffle_epi8(slice[0], codes);
+  for (int k = 1; k < kSlices; ++k) {
+    codes = _mm256_sub_epi8(codes, sixteen);
+    r = _mm256_xor_si256(r, _mm256_shuffle_epi8(slice[k], codes));
+  }
+  return r;
+}
+
+// The unrolled body for one width; returns how many codes it decoded (a multiple of 32,
+// stopping where the last 64-bit window would read past the stream).
+template <int kBits>
+uint64_t decode_byte_planes(const uint8_t* codes, uint64_t code_bytes, uint64_t first, uint64_t count,
+                            const BytePlanes& planes, float* out) {
+  constexpr int kSlices = 1 << (kBits - 4);
+  const uint64_t mask = byte_lanes_mask(kBits);
+  uint64_t i = 0;
+  for (; i + 32 <= count && ((first + i + 24) * kBits >> 3) + 8 <= code_bytes; i += 32) {
+    uint64_t c[4];
+    for (int q = 0; q < 4; ++q) {
+      const uint64_t bit = (first + i + 8 * q) * kBits;
+      uint64_t window = 0;
+      std::memcpy(&window, codes + (bit >> 3), 8);
+      c[q] = _pdep_u64(window >> (bit & 7), mask);
+    }
+    const __m256i idx = _mm256_setr_epi64x(static_cast<long long>(c[0]), static_cast<long long>(c[1]),
+                                           static_cast<long long>(c[2]), static_cast<long long>(c[3]));
+    const __m256i lo = plane_lookup<kSlices>(planes.lo, idx), hi = plane_lookup<kSlices>(planes.hi, idx);
+    // Per 128-bit lane, unpacklo holds codes 0-7 (16-23) and unpackhi codes 8-15 (24-31).
+    const __m256i a = _mm256_unpacklo_epi8(lo, hi), b = _mm256_unpackhi_epi8(lo, hi);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_castsi256_si128(a)));
+    _mm256_storeu_ps(out + i + 8, _mm256_cvtph_ps(_mm256_castsi256_si128(b)));
+    _mm256_storeu_ps(out + i + 16, _mm256_cvtph_ps(_mm256_extracti128_si256(a, 1)));
+    _mm256_storeu_ps(out + i + 24, _mm256_cvtph_ps(_mm256_extracti128_si256(b, 1)));
+  }
+  return i;
+}
+
+// Codes of 4..7 bits through the byte planes, when there are enough of them to repay
+// the tables (16 per level) and the levels are f16 values. Returns how many codes it
+// decoded (the caller finishes the rest), 0 where it does not apply.
+uint64_t decode_levels_planes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                              const float* levels, float* out) {
+  if (bits < 4 || bits > kBytePlaneMaxBits || count < (uint64_t{16} << bits)) return 0;
+  BytePlanes planes;
+  if (!make_byte_planes(levels, bits, &planes)) return 0;
+  switch (bits) {
+    case 4: return decode_byte_planes<4>(codes, code_bytes, first, count, planes, out);
+    case 5: return decode_byte_planes<5>(codes, code_bytes, first, count, planes, out);
+    case 6: return decode_byte_planes<6>(codes, code_bytes, first, count, planes, out);
+    default: return decode_byte_planes<7>(codes, code_bytes, first, count, planes, out);
+  }
+}
+
 // Vector codes of kDim values: each codeword times the scale, stored as one register
 // of kWidth >= kDim floats that the next code's store partly overwrites (so the book
 // needs kWidth - kDim readable floats past its end); the last codes of the run, whose
@@ -471,6 +566,10 @@ void CodeTable::decode_scaled(const uint8_t* packed, int64_t n, int64_t group, c
 bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                    const float* levels, float* out) {
 #if TK_DECODE_AVX2
+  const uint64_t planed = decode_levels_planes(codes, code_bytes, bits, first, count, levels, out);
+  if (planed > 0) {
+    first += planed, count -= planed, out += planed;
+  }
   if (bits >= kLoadsFromBits) {
     decode_levels_loads(codes, code_bytes, bits, first, count, levels, out);
     return true;

@@ -154,6 +154,38 @@ TEST(DecodeTables, LevelsFromAnyOffsetMatchUnpackedCodes) {
   }
 }
 
+// Long runs (enough codes for the f16 byte-plane path of 4..7 bits) from odd offsets and
+// with odd lengths, over levels that are arbitrary f16 values (signs, subnormals, zeros,
+// infinities), and over levels of which one is no f16 value (the path must step aside).
+TEST(DecodeTables, LongRunsOfF16LevelsMatchUnpackedCodes) {
+  std::mt19937 rng(13);
+  for (int bits = 4; bits <= 8; ++bits) {
+    const uint64_t total = (uint64_t{40} << bits) + 37;
+    std::vector<uint16_t> codes(total);
+    for (auto& c : codes) c = static_cast<uint16_t>(rng() & ((1u << bits) - 1));
+    std::vector<uint8_t> packed(cbdetail::packed_bytes(total, bits), 0);
+    cbdetail::pack_codes(codes.data(), total, bits, packed.data());
+    std::vector<float> levels(size_t{1} << bits);
+    for (auto& v : levels) {
+      uint16_t h = static_cast<uint16_t>(rng());
+      if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) h &= 0xfc00;  // NaN -> infinity
+      v = f16_to_f32(h);
+    }
+    for (bool exact : {true, false}) {
+      if (!exact) levels[levels.size() / 2] = 0.1f;  // not an f16 value
+      for (uint64_t first : {uint64_t{0}, uint64_t{3}, uint64_t{8}, uint64_t{29}}) {
+        for (uint64_t count : {total - first, total - first - 5, (uint64_t{16} << bits) + 31}) {
+          std::vector<float> fast(count), want(count);
+          codebook_decode(packed.data(), packed.size(), bits, first, count, levels.data(), fast.data());
+          for (uint64_t i = 0; i < count; ++i) want[i] = levels[codes[first + i]];
+          EXPECT_TRUE(same_bits(fast, want)) << "bits " << bits << ", first " << first << ", count " << count
+                                             << (exact ? "" : ", one level not f16");
+        }
+      }
+    }
+  }
+}
+
 // Every dimension and code width, from odd offsets and with odd counts, so the runs end
 // in the partial windows and the value-by-value last codewords.
 TEST(DecodeTables, VectorsFromAnyOffsetMatchCodewords) {

@@ -317,10 +317,12 @@ void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, ui
                          const float* levels, float* out) {
   uint64_t i = 0;
   if (bits == 8) {
-    for (; i + 8 <= count; i += 8) {
-      uint64_t c = 0;
-      std::memcpy(&c, codes + first + i, 8);
-      _mm256_storeu_ps(out + i, lookup_bytes(levels, c));
+    // Sixteen codes a step: two independent chains of loads and inserts.
+    for (; i + 16 <= count; i += 16) {
+      uint64_t c[2];
+      std::memcpy(c, codes + first + i, 16);
+      _mm256_storeu_ps(out + i, lookup_bytes(levels, c[0]));
+      _mm256_storeu_ps(out + i + 8, lookup_bytes(levels, c[1]));
     }
   } else {
     const uint64_t mask = byte_lanes_mask(bits);

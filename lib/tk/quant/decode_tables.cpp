@@ -478,6 +478,49 @@ void decode_vectors_dim(const uint8_t* codes, uint64_t code_bytes, int bits, uin
   }
 }
 
+// Two-value codewords of f16 values from a book of at most 16, 32 codes a step: each of
+// the four bytes of a codeword is a 16-entry vpshufb table, the planes are interleaved
+// back into f16 pairs and widened by F16C, then scaled (as the reference: book value
+// times scale, one rounding). Returns how many codes it decoded (the caller finishes
+// the run), 0 where some book value is not exactly an f16 value.
+uint64_t decode_pairs_by_planes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first,
+                                uint64_t count, const float* book, float scale, float* out) {
+  alignas(16) uint8_t plane[4][16] = {};
+  for (int c = 0; c < (1 << bits); ++c) {
+    for (int d = 0; d < 2; ++d) {
+      const uint16_t h = static_cast<uint16_t>(_cvtss_sh(book[2 * c + d], _MM_FROUND_TO_NEAREST_INT));
+      if (!same_bits(_cvtsh_ss(h), book[2 * c + d])) return 0;
+      plane[2 * d][c] = static_cast<uint8_t>(h & 0xff);
+      plane[2 * d + 1][c] = static_cast<uint8_t>(h >> 8);
+    }
+  }
+  __m256i p[4];
+  for (int k = 0; k < 4; ++k) p[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(plane[k])));
+  const __m256 s = _mm256_set1_ps(scale);
+  const uint64_t mask = byte_lanes_mask(bits);
+  uint64_t i = 0;
+  for (; i + 32 <= count && ((first + i + 24) * bits >> 3) + 8 <= code_bytes; i += 32) {
+    uint64_t c[4];
+    for (int q = 0; q < 4; ++q) eight_codes(codes, code_bytes, bits, first + i + 8 * q, mask, &c[q]);
+    const __m256i idx = _mm256_setr_epi64x(static_cast<long long>(c[0]), static_cast<long long>(c[1]),
+                                           static_cast<long long>(c[2]), static_cast<long long>(c[3]));
+    // Per 128-bit lane (codes 0-15, 16-31): first values of codes 0-7 / 8-15, then seconds.
+    const __m256i b0 = _mm256_shuffle_epi8(p[0], idx), b1 = _mm256_shuffle_epi8(p[1], idx);
+    const __m256i b2 = _mm256_shuffle_epi8(p[2], idx), b3 = _mm256_shuffle_epi8(p[3], idx);
+    const __m256i first_lo = _mm256_unpacklo_epi8(b0, b1), first_hi = _mm256_unpackhi_epi8(b0, b1);
+    const __m256i second_lo = _mm256_unpacklo_epi8(b2, b3), second_hi = _mm256_unpackhi_epi8(b2, b3);
+    // Four codes (eight f16) per 128-bit half: codes 0-3, 4-7, 8-11, 12-15 (+16 above).
+    const __m256i quad[4] = {_mm256_unpacklo_epi16(first_lo, second_lo), _mm256_unpackhi_epi16(first_lo, second_lo),
+                             _mm256_unpacklo_epi16(first_hi, second_hi), _mm256_unpackhi_epi16(first_hi, second_hi)};
+    float* dst = out + 2 * i;
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(quad[k])), s));
+      _mm256_storeu_ps(dst + 32 + 8 * k, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(quad[k], 1)), s));
+    }
+  }
+  return i;
+}
+
 template <int... kDims>
 bool decode_vectors_any(std::integer_sequence<int, kDims...>, const uint8_t* codes, uint64_t code_bytes, int bits,
                         uint64_t first, uint64_t count, const float* book, int dim, float scale, float* out) {
@@ -618,6 +661,10 @@ bool decode_vectors(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_
                     const float* book, int dim, float scale, float* out) {
 #if TK_DECODE_AVX2
   if (dim < 1 || dim > 16) return false;
+  if (dim == 2 && bits <= 4) {
+    const uint64_t done = decode_pairs_by_planes(codes, code_bytes, bits, first, count, book, scale, out);
+    first += done, count -= done, out += 2 * done;
+  }
   return decode_vectors_any(std::make_integer_sequence<int, 16>(), codes, code_bytes, bits, first, count, book, dim,
                             scale, out);
 #else

@@ -263,6 +263,46 @@ const uint32_t* cached_pair_table(const uint16_t* book, int state_bits) {
   }
   return cache.pairs.data();
 }
+
+// Decode the n weights (a multiple of 8) of one K = 2 segment starting at column `first`
+// of its row, through the pair table, into dst; `scales` are the row's group scales.
+// Weights t..t+7 (t a multiple of 8) are four pairs: pair j is the (L + 2)-bit window at
+// bit 2t + 4j, all inside the 32-bit word at byte t / 4. Four scalar loads (one bextr
+// each) fill a vector of eight f16 values, converted at once. Scalar loads beat AVX2
+// gathers on AMD Zen 3 (three load ports, slow gathers). Kept out of line: inlined into
+// the row loop, its four bextr controls were spilled and reloaded every step.
+[[gnu::noinline]] void decode_segment_pairs(const uint32_t* pairs, int state_bits, const uint8_t* segment,
+                                            uint64_t seg_bytes, int64_t n, int64_t first, int64_t group,
+                                            const float* scales, float* dst) {
+  // The steps whose 32-bit word lies inside the segment: t / 4 + 4 <= seg_bytes.
+  const auto bytes = static_cast<int64_t>(seg_bytes);
+  const int64_t whole = bytes < 4 ? 0 : std::min(n, (bytes - 4) / 2 * 8 + 8);
+  // 64-bit bextr: its result indexes the table without a zero-extending move.
+  const uint64_t length = static_cast<uint64_t>(state_bits + 2) << 8;
+  int64_t t = 0;
+  while (t < whole) {
+    // The rest of this group (groups are multiples of 8 weights): one scale register and
+    // no group test per step.
+    const int64_t g = (first + t) / group;
+    const int64_t run_end = std::min(whole, (g + 1) * group - first);
+    const __m256 scale = _mm256_set1_ps(scales[g]);
+    for (; t < run_end; t += 8) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, segment + static_cast<uint64_t>(t) / 4, 4);
+      const uint64_t word = bits;
+      __m128i v = _mm_cvtsi32_si128(static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length)]));
+      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 4)]), 1);
+      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 8)]), 2);
+      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 12)]), 3);
+      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
+    }
+  }
+  // The last weights: entry s < 2^L of the table holds codebook[s] in its low half.
+  for (; t < n; ++t) {
+    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(2 * t), state_bits);
+    dst[t] = _cvtsh_ss(static_cast<uint16_t>(pairs[state])) * scales[(first + t) / group];
+  }
+}
 #endif
 
 class TrellisScheme final : public Scheme {
@@ -450,11 +490,9 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
     throw invalid_input("quantized tensor lacks an f16, bf16 or f32 'scales' part", q.scheme);
   }
   const Tensor& scales = part(q, "scales", it->second.dtype(), static_cast<uint64_t>(l.rows * l.groups_per_row));
-  std::vector<float> book(n_states);
-  load_scales(book16, 0, static_cast<uint64_t>(n_states), book.data());
   const bool direct = l.cols == l.padded_cols;
-#if TK_TRELLIS_PAIRS
   const uint32_t* pairs = nullptr;
+#if TK_TRELLIS_PAIRS
   // Four times the codebook's entries (as f16 pairs): used when there are at least as
   // many weights to decode as codebook entries (a smaller call would spend more on a
   // table rebuild than the table saves).
@@ -462,53 +500,37 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
     pairs = cached_pair_table(book16.data_as<uint16_t>(), l_);
   }
 #endif
-  parallel_for(l.rows, [&](int64_t r) {
+  // The f32 codebook, for the scalar loop (the pair table holds the codebook too).
+  std::vector<float> book(pairs == nullptr ? n_states : 0);
+  load_scales(book16, 0, static_cast<uint64_t>(book.size()), book.data());
+  parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
     std::vector<float> row_scales(l.groups_per_row), padded(direct ? 0 : l.padded_cols);
-    load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
-                row_scales.data());
-    float* y = direct ? out + r * l.cols : padded.data();
-    const uint8_t* segment = codes.data_as<uint8_t>() + r * bytes;
-    for (int64_t first = 0; first < l.padded_cols; first += kSegment) {
-      const int64_t n = std::min(kSegment, l.padded_cols - first);
-      const uint64_t seg_bytes = segment_bytes(n);
-      // Groups and segments are multiples of 8 weights: eight weights share one scale.
-      int64_t g = first / group, group_end = (g + 1) * group;
+    for (int64_t r = begin; r < end; ++r) {
+      load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
+                  row_scales.data());
+      float* y = direct ? out + r * l.cols : padded.data();
+      const uint8_t* segment = codes.data_as<uint8_t>() + r * bytes;
+      for (int64_t first = 0; first < l.padded_cols; first += kSegment) {
+        const int64_t n = std::min(kSegment, l.padded_cols - first);
+        const uint64_t seg_bytes = segment_bytes(n);
 #if TK_TRELLIS_PAIRS
-      if (pairs != nullptr) {
-        // Weights t..t+7 (t a multiple of 8) are four pairs: pair j is the (L + 2)-bit
-        // window at bit 2t + 4j, all inside the 32-bit word at byte t / 4. Four scalar
-        // loads (one bextr each) fill a vector of eight f16 values, converted at once.
-        // Scalar loads beat AVX2 gathers on AMD Zen 3 (three load ports, slow gathers).
-        const uint32_t* table = pairs;
-        const uint32_t length = static_cast<uint32_t>(l_ + 2) << 8;
-        float* dst = y + first;
-        int64_t t = 0;
-        for (; t < n && t / 4 + 4 <= static_cast<int64_t>(seg_bytes); t += 8) {
-          if (first + t == group_end) ++g, group_end += group;
-          uint32_t word = 0;
-          std::memcpy(&word, segment + t / 4, 4);
-          __m128i v = _mm_cvtsi32_si128(static_cast<int>(table[__builtin_ia32_bextr_u32(word, length)]));
-          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 4)]), 1);
-          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 8)]), 2);
-          v = _mm_insert_epi32(v, static_cast<int>(table[__builtin_ia32_bextr_u32(word, length | 12)]), 3);
-          _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), _mm256_set1_ps(row_scales[g])));
+        if (pairs != nullptr) {
+          decode_segment_pairs(pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
+          segment += seg_bytes;
+          continue;
         }
-        for (; t < n; ++t) {
+#endif
+        // Groups and segments are multiples of 8 weights: eight weights share one scale.
+        int64_t g = first / group, group_end = (g + 1) * group;
+        for (int64_t t = 0; t < n; ++t) {
           if (first + t == group_end) ++g, group_end += group;
-          dst[t] = book[read_bits(segment, seg_bytes, static_cast<uint64_t>(2 * t), l_)] * row_scales[g];
+          const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(k_ * t), l_);
+          y[first + t] = book[state] * row_scales[g];
         }
         segment += seg_bytes;
-        continue;
       }
-#endif
-      for (int64_t t = 0; t < n; ++t) {
-        if (first + t == group_end) ++g, group_end += group;
-        const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(k_ * t), l_);
-        y[first + t] = book[state] * row_scales[g];
-      }
-      segment += seg_bytes;
+      if (!direct) std::memcpy(out + r * l.cols, padded.data(), static_cast<size_t>(l.cols) * sizeof(float));
     }
-    if (!direct) std::memcpy(out + r * l.cols, padded.data(), static_cast<size_t>(l.cols) * sizeof(float));
   });
 }
 

@@ -93,6 +93,7 @@ TEST(Trellis, OptimisedMatchesReference) {
       {"trellis:2:8", {32, 264}, 24, Granularity::kGroup},  // ... decoded through the pair table
       {"trellis:2", {3, 264}, 0, Granularity::kChannel},
       {"trellis:2:8", {2, 5000}, 0, Granularity::kDefault},  // two trellis segments per row
+      {"trellis:2:8", {4, 5000}, 24, Granularity::kGroup},   // ... a group across their boundary
       {"trellis:3:8", {4, 200}, 40, Granularity::kGroup},
       {"trellis:1:6", {4, 200}, 0, Granularity::kDefault},
   };
@@ -123,21 +124,30 @@ TEST(Trellis, OptimisedMatchesReference) {
 TEST(Trellis, PairTableDecodesEveryHalfFloatLikeTheReference) {
   // The K = 2 decoder converts f16 codebook pairs itself: every bit pattern (subnormals,
   // infinities, NaNs) must come out as the reference's conversion does, whatever the
-  // scale dtype; the 16 x 520 rows end in a partial group and a short last word.
-  for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
-    const auto x = gaussian(16 * 520, 5);
-    const auto s = make_scheme("trellis:2");
-    QuantOptions o;
-    o.fast = true;
-    o.scale_dtype = scale_dtype;
-    Quantized q = s->quantize(x.data(), Shape{16, 520}, o);
-    std::vector<float> y_ref(x.size()), y(x.size());
-    for (uint32_t part = 0; part < 16; ++part) {
-      uint16_t* book = q.parts.at("codebook").mutable_data_as<uint16_t>();
-      for (uint32_t i = 0; i < 4096; ++i) book[i] = static_cast<uint16_t>(i * 16 + (i + part) % 16);
-      s->dequantize(q, y.data());
-      s->dequantize_reference(q, y_ref.data());
-      EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << part;
+  // scale dtype. The 16 x 520 rows end in a partial group of 256 (padding), or in a whole
+  // group of 40 whose last eight weights, at L = 10, are decoded one at a time (their
+  // 32-bit word would run past the row's bytes; at L = 12 the vector loop reaches them).
+  for (const auto& [spec, n_states] : {std::pair{"trellis:2", 4096u}, std::pair{"trellis:2:10", 1024u}}) {
+    for (const int64_t group : {0, 40}) {
+      for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
+        const auto x = gaussian(16 * 520, 5);
+        const auto s = make_scheme(spec);
+        QuantOptions o;
+        o.fast = true;
+        o.group_size = group;
+        o.scale_dtype = scale_dtype;
+        Quantized q = s->quantize(x.data(), Shape{16, 520}, o);
+        std::vector<float> y_ref(x.size()), y(x.size());
+        const uint32_t parts = 65536 / n_states;
+        for (uint32_t part = 0; part < parts; ++part) {
+          uint16_t* book = q.parts.at("codebook").mutable_data_as<uint16_t>();
+          for (uint32_t i = 0; i < n_states; ++i) book[i] = static_cast<uint16_t>(i * parts + (i + part) % parts);
+          s->dequantize(q, y.data());
+          s->dequantize_reference(q, y_ref.data());
+          EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0)
+              << spec << " group " << group << " part " << part;
+        }
+      }
     }
   }
 }

@@ -204,6 +204,34 @@ template <typename T> double sum_squares_impl(const T* x, const uint8_t* mask, i
   return total;
 }
 
+// Values per leaf of the pairwise tree, summed in 16 lanes of at most 16 terms each (a
+// short last row of lanes is padded with zeros), the lanes then joined pairwise.
+constexpr int64_t kPairwiseLanes = 16;
+constexpr int64_t kPairwiseRun = kPairwiseLanes * 16;
+
+template <typename T> double pairwise_run(const T* x, int64_t n) {
+  double lane[kPairwiseLanes] = {};
+  int64_t i = 0;
+  for (; i + kPairwiseLanes <= n; i += kPairwiseLanes)
+    for (int64_t l = 0; l < kPairwiseLanes; ++l)
+      lane[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+  if (i < n) {
+    double pad[kPairwiseLanes] = {};
+    for (int64_t l = 0; i + l < n; ++l) pad[l] = static_cast<double>(x[i + l]);
+    for (int64_t l = 0; l < kPairwiseLanes; ++l) lane[l] += pad[l] * pad[l];
+  }
+  for (int64_t width = kPairwiseLanes / 2; width >= 1; width /= 2)
+    for (int64_t l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+template <typename T> double sum_squares_pairwise_impl(const T* x, int64_t n) {
+  if (n <= kPairwiseRun) return pairwise_run(x, n);
+  const int64_t runs = (n + kPairwiseRun - 1) / kPairwiseRun;
+  const int64_t half = (runs + 1) / 2 * kPairwiseRun;
+  return sum_squares_pairwise_impl(x, half) + sum_squares_pairwise_impl(x + half, n - half);
+}
+
 template <typename T>
 std::vector<T> leading_eigenvectors_impl(int64_t n, T* sym, int64_t count, std::vector<double>* eigenvalues) {
   if (count < 0 || count > n) throw internal_error("leading_eigenvectors: count out of range");
@@ -273,6 +301,16 @@ double sum_squares(const double* x, int64_t n) { return sum_squares_impl(x, null
 double sum_squares(const float* x, int64_t n) { return sum_squares_impl(x, nullptr, n); }
 double sum_squares(const double* x, const uint8_t* mask, int64_t n) { return sum_squares_impl(x, mask, n); }
 double sum_squares(const float* x, const uint8_t* mask, int64_t n) { return sum_squares_impl(x, mask, n); }
+double sum_squares_pairwise(const double* x, int64_t n) { return sum_squares_pairwise_impl(x, n); }
+double sum_squares_pairwise(const float* x, int64_t n) { return sum_squares_pairwise_impl(x, n); }
+
+int sum_squares_pairwise_depth(int64_t n) {
+  // A leaf: the squaring, at most 16 additions in a lane, four joining the lanes.
+  int depth = 21;
+  for (int64_t runs = (n + kPairwiseRun - 1) / kPairwiseRun; runs > 1; runs = (runs + 1) / 2) ++depth;
+  return depth;
+}
+
 std::vector<double> leading_eigenvectors(int64_t n, double* sym, int64_t count, std::vector<double>* eigenvalues) {
   return leading_eigenvectors_impl(n, sym, count, eigenvalues);
 }

@@ -88,6 +88,16 @@ double sum_squares(const float* x, int64_t n);
 double sum_squares(const double* x, const uint8_t* mask, int64_t n);
 double sum_squares(const float* x, const uint8_t* mask, int64_t n);
 
+// Sum of squares of n values accumulated in double along a pairwise tree (runs of 256
+// values in 16 lanes, then halves of the runs), with a rigorous rounding bound: each
+// square passes through at most sum_squares_pairwise_depth(n) roundings, so the result
+// is within gamma(depth) of the exact sum, gamma(k) = k u / (1 - k u), u = 2^-53
+// (Higham, Accuracy and Stability of Numerical Algorithms, 2002, section 4.2).
+// Deterministic; NaN or Inf in the data gives a non-finite result.
+double sum_squares_pairwise(const double* x, int64_t n);
+double sum_squares_pairwise(const float* x, int64_t n);
+int sum_squares_pairwise_depth(int64_t n);
+
 // The `count` eigenvectors of the largest eigenvalues of a symmetric n x n matrix,
 // descending, as an n x count row-major matrix with the sign fixed so that the entry
 // of largest magnitude of each column is positive (deterministic signs). `sym` is

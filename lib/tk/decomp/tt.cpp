@@ -10,10 +10,15 @@
 // than syevd; leading_eigenvectors_by_cholesky). Either way Q has orthonormal columns,
 // so the whole approximation is an orthogonal projection of X and
 //   ||X - X_tt||^2 = sum over steps of ||C - Q Q^T C||^2,
-// each computed from the data (truncate_by_rotation, truncate_by_residual; no
-// subtraction of nearly equal norms, no reliance on eigenvalues known only to about
-// eps ||C||^2): rel_error is exact to rounding. Each step discards at most
-// delta^2 = tol^2 / (d-1) * ||X||^2, so rel_error <= tol unless max_rank cuts deeper.
+// each computed from the data, never from eigenvalues known only to about eps ||C||^2.
+// In double precision a wide C first tries ||C||^2 - ||Q^T C||^2, both summed from the
+// data during the projection the step needs anyway, with a rigorous bound on the
+// rounding of that difference (truncate_by_difference); when the bound does not fit the
+// step's budget, or the tail is too small for the difference to resolve, the mass is
+// measured from the rotated or residual matrix (truncate_by_rotation,
+// truncate_by_residual), exact to rounding. Each step discards at most
+// delta^2 = tol^2 / (d-1) * ||X||^2, so the error is at most tol unless max_rank cuts
+// deeper.
 //
 // Rounding orthogonalises right to left (QR of each core's transpose; an SVD where a
 // core is wider than tall), after which the TT's norm is that of the first core and a
@@ -24,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -166,6 +172,149 @@ std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, cons
   }
 }
 
+// Higham's gamma_k = k u / (1 - k u), u = 2^-53: a k-term dot product computed in double,
+// in any order, with or without FMA, is within gamma_k |a|^T |b| of the exact one, and a
+// sum of nonnegative terms each passing through at most k roundings is within gamma_k
+// of its exact value (Higham, Accuracy and Stability of Numerical Algorithms, 2002,
+// sections 3.1 and 4.2).
+constexpr double kUnitRoundoff = std::numeric_limits<double>::epsilon() / 2;
+double rounding_gamma(int64_t k) { return double(k) * kUnitRoundoff / (1 - double(k) * kUnitRoundoff); }
+
+// Sum of n partial sums along a pairwise tree: each passes through at most
+// pairwise_depth(n) additions.
+double pairwise_total(const double* v, int64_t n) {
+  if (n <= 1) return n == 1 ? v[0] : 0.0;
+  const int64_t half = (n + 1) / 2;
+  return pairwise_total(v, half) + pairwise_total(v + half, n - half);
+}
+int pairwise_depth(int64_t n) {
+  int depth = 0;
+  for (; n > 1; n = (n + 1) / 2) ++depth;
+  return depth;
+}
+
+// How far a computed basis Q (rows x rank, from an eigensolver) is from orthonormal:
+// eta >= ||Q^T Q - I||_2 and abs_norm >= || |Q| ||_2, from the computed rank x rank
+// products P = Q^T Q and A = |Q|^T |Q|. |P - Q^T Q| <= gamma_rows A entrywise, so eta is
+// ||P - I||_F + gamma_rows trace(A); the spectral radius of the nonnegative A is at most
+// its largest row sum, whose square root bounds || |Q| ||_2 (up to A's own rounding,
+// relative gamma_rows, which difference_allowance's safety factor covers).
+struct BasisBounds {
+  double eta = 0;
+  double abs_norm = 0;
+};
+
+BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
+  std::vector<double> p(static_cast<size_t>(rank * rank)), a(static_cast<size_t>(rank * rank));
+  std::vector<double> abs_q(static_cast<size_t>(rows * rank));
+  for (int64_t i = 0; i < rows * rank; ++i) abs_q[i] = std::abs(q[i]);
+  linalg::syrk(Op::kTrans, rank, rows, 1.0, q, rank, 0.0, p.data(), rank);
+  linalg::syrk(Op::kTrans, rank, rows, 1.0, abs_q.data(), rank, 0.0, a.data(), rank);
+  double off2 = 0, largest_row = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    double row = 0;
+    for (int64_t j = 0; j < rank; ++j) {
+      const double off = p[i * rank + j] - (i == j ? 1.0 : 0.0);
+      off2 += off * off;
+      row += a[i * rank + j];
+    }
+    largest_row = std::max(largest_row, row);
+  }
+  BasisBounds b;
+  b.eta = std::sqrt(off2) + rounding_gamma(rows) * modes::trace(rank, a.data());
+  b.abs_norm = std::sqrt(largest_row);
+  return b;
+}
+
+// The rounding allowance of the discarded mass measured as a difference of norms.
+// With B = fl(Q^T C) the carried matrix as stored, E = B - Q^T C its rounding and
+// P = Q^T Q, the step's true discarded mass is
+//   ||C - Q B||^2 = ||C||^2 - 2 <Q^T C, B> + tr(B^T P B)
+//                 = ||C||^2 - ||B||^2 + 2 <E, B> + tr(B^T (P - I) B),
+// where |E| <= gamma_rows |Q|^T |C| entrywise (each entry is a rows-term dot product), so
+//   |2 <E, B>| <= 2 gamma_rows || |Q| ||_2 ||C|| ||B||,   |tr(B^T (P - I) B)| <= eta ||B||^2.
+// ||C||^2 and ||B||^2 are pairwise sums within gamma_depth of the exact ones, and their
+// difference adds one rounding of at most u ||C||^2. The sum of these terms, times 1.01
+// for the second-order terms and the rounding of this very expression, bounds how far
+// the computed difference may be from the true discarded mass. On the 16^5 tensor it is
+// about 3e-14 ||X||^2 at step 0 and 1.6e-13 ||X||^2 at step 1 (112 rows), within the
+// step budget of 2.5e-13 ||X||^2 at tol 1e-6 (the tails there: 7.5e-14 and 1.5e-14).
+double difference_allowance(int64_t rows, const BasisBounds& basis, double c_norm2, int c_depth, double b_norm2,
+                            int b_depth) {
+  const double gc = rounding_gamma(c_depth), gb = rounding_gamma(b_depth);
+  const double c_high = c_norm2 / (1 - gc), b_high = b_norm2 / (1 - gb);  // >= the exact norms
+  const double sums = gc * c_high + gb * b_high + kUnitRoundoff * c_norm2;
+  const double product = 2 * rounding_gamma(rows) * basis.abs_norm * std::sqrt(c_high * b_high);
+  return 1.01 * (sums + product + basis.eta * b_high);
+}
+
+// Below this many units of rounding of ||C||^2 the difference no longer tells the
+// discarded mass to a few per cent (the basis' departure from orthonormality alone moves
+// it by a few u ||C||^2), so the mass is measured from the data: the reported error stays
+// exact to rounding, not merely bounded.
+constexpr double kResolvedTail = 32 * kUnitRoundoff;
+
+// Q^T C (rank x cols) for a wide C, straight into `next`, and the discarded mass
+// ||C - Q Q^T C||^2 as ||C||^2 - ||Q^T C||^2 within a rigorous rounding allowance
+// (difference_allowance): rank FMA per entry of C instead of rows for a rotation by
+// every eigenvector or 2 rank for a residual. Column blocks in cache (C read once, its
+// squares summed while the block is resident), in parallel with one BLAS thread each;
+// the partial sums are joined pairwise in a fixed order. A square Q (rank == rows)
+// discards nothing but rounding: the true mass ||(I - Q Q^T) C - Q E||^2 is at most
+// (eta + gamma_rows || |Q| ||_2)^2 (1 + eta) ||C||^2, second order in u, and 0 is
+// reported. Returns false, leaving the mass to be measured from the data, when the
+// computed mass plus its allowance exceeds delta2 or the mass is not resolved.
+bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
+                           const BasisBounds& basis, double delta2, double* next, double& tail) {
+  const int64_t width = std::min(cols, std::max<int64_t>(256, (int64_t(1) << 15) / rows));
+  const int64_t blocks = (cols + width - 1) / width;
+  std::vector<double> c_sums(static_cast<size_t>(blocks * rows)), b_sums(static_cast<size_t>(blocks * rank));
+  const int threads = modes::loop_threads(blocks / 2);
+  {
+    modes::LoopBlasThreads blas(threads);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t j0 = b * width, w = std::min(width, cols - j0);
+      linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, 1.0, q, rank, c + j0, cols, 0.0, next + j0, cols);
+      for (int64_t i = 0; i < rows; ++i) c_sums[b * rows + i] = modes::sum_squares_pairwise(c + i * cols + j0, w);
+      for (int64_t i = 0; i < rank; ++i) b_sums[b * rank + i] = modes::sum_squares_pairwise(next + i * cols + j0, w);
+    }
+  }
+  const double c_norm2 = pairwise_total(c_sums.data(), blocks * rows);
+  if (!std::isfinite(c_norm2)) return false;
+  if (rank == rows) {
+    const double first_order = basis.eta + rounding_gamma(rows) * basis.abs_norm;
+    tail = 0;
+    return 1.01 * first_order * first_order * (1 + basis.eta) * c_norm2 <= delta2;
+  }
+  const double b_norm2 = pairwise_total(b_sums.data(), blocks * rank);
+  const int leaf = modes::sum_squares_pairwise_depth(width);
+  const double allowance = difference_allowance(rows, basis, c_norm2, leaf + pairwise_depth(blocks * rows), b_norm2,
+                                                leaf + pairwise_depth(blocks * rank));
+  tail = c_norm2 - b_norm2;
+  return tail >= kResolvedTail * c_norm2 && tail + allowance <= delta2;
+}
+
+// The difference path for the leading `rank` columns of `basis` (rows x stride, a wide
+// C's eigenvectors), tried when the eigenvalues' tail `estimate` leaves room for the
+// allowance predicted from `c_norm2` (the Gram's trace; the real one is computed from
+// the data). On success `next` holds Q^T C, `tail` the discarded mass and the returned
+// q the core; an empty q means the caller must measure the mass from the data.
+std::vector<double> truncate_by_difference(const double* c, int64_t rows, int64_t cols,
+                                           const std::vector<double>& basis, int64_t stride, int64_t rank,
+                                           double estimate, double c_norm2, double delta2, Scratch<double>& next,
+                                           double& tail) {
+  std::vector<double> q(static_cast<size_t>(rows * rank));
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(&basis[i * stride], rank, &q[i * rank]);
+  const BasisBounds bounds = basis_bounds(q.data(), rows, rank);
+  const int depth = modes::sum_squares_pairwise_depth(cols) + pairwise_depth(rows);
+  if (rank < rows && estimate + difference_allowance(rows, bounds, c_norm2, depth, c_norm2, depth) > delta2)
+    return {};
+  next = Scratch<double>(rank * cols);
+  if (!project_by_difference(c, rows, cols, q.data(), rank, bounds, delta2, next.data(), tail)) return {};
+  return q;
+}
+
 // Rotation of a wide C by all eigenvectors E (rows x rows) of C C^T: E^T C holds the
 // projection Q^T C in its first rows and the discarded part in the others, so the
 // squared norms of its rows, summed from the data, choose the rank and give the exact
@@ -264,16 +413,27 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
   std::vector<T> q;
   std::vector<double> eigenvalues;
   std::vector<T> basis;
-  double remainder = 0;
-  // The Cholesky path serves the residual projection only (the rotation needs every
-  // eigenvector); should the exact mass ask for more columns than it found, the full
-  // eigensolver takes over.
+  double remainder = 0, estimate = 0;
+  const bool wide = rows <= cols;
+  const double c_norm2 = modes::trace(side, gram.data());  // before the eigensolver destroys gram
+  // A wide C in double precision first tries the difference path (rank FMA per entry);
+  // when it cannot vouch for the step's budget, the mass is measured from the data (in
+  // single precision the rounding of Q^T C, u = 6e-8, leaves the difference too coarse
+  // to report the error by). The Cholesky path serves
+  // the difference and residual projections only (the rotation needs every eigenvector);
+  // should the exact mass ask for more columns than it found, the full eigensolver
+  // takes over.
   if (side >= kCholeskySide && leading_eigenvectors_by_cholesky(side, gram, delta2, basis, eigenvalues, remainder)) {
     const int64_t found = static_cast<int64_t>(eigenvalues.size());
-    rank = modes::truncation_rank(eigenvalues, delta2 - remainder, std::min(cap, found));
-    if (remainder < delta2 && rank < found && !(rows <= cols && rows <= 3 * rank)) {
-      q = truncate_by_residual(c, rows, cols, basis, found, delta2, std::min(cap, found), next, tail, rank);
-      if (tail <= delta2 || rank >= cap) {
+    rank = modes::truncation_rank(eigenvalues, delta2 - remainder, std::min(cap, found), &estimate);
+    if (remainder < delta2 && rank < found) {
+      if constexpr (std::is_same_v<T, double>)
+        if (wide)
+          q = truncate_by_difference(c, rows, cols, basis, found, rank, estimate + remainder, c_norm2, delta2, next,
+                                     tail);
+      if (q.empty() && !(wide && rows <= 3 * rank))
+        q = truncate_by_residual(c, rows, cols, basis, found, delta2, std::min(cap, found), next, tail, rank);
+      if (!q.empty() && (tail <= delta2 || rank >= cap)) {
         carried = std::move(next);
         discarded += tail;
         return q;
@@ -281,9 +441,19 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
     }
   }
   basis = modes::leading_eigenvectors(side, gram.data(), side, &eigenvalues);
-  rank = modes::truncation_rank(eigenvalues, delta2, cap);
+  rank = modes::truncation_rank(eigenvalues, delta2, cap, &estimate);
+  if constexpr (std::is_same_v<T, double>) {
+    if (wide) {
+      q = truncate_by_difference(c, rows, cols, basis, side, rank, estimate, c_norm2, delta2, next, tail);
+      if (!q.empty()) {
+        carried = std::move(next);
+        discarded += tail;
+        return q;
+      }
+    }
+  }
   // Rotation costs rows^2 per column of C, the residual about 4 rank rows.
-  if (rows <= cols && rows <= 3 * rank)
+  if (wide && rows <= 3 * rank)
     q = truncate_by_rotation(c, rows, cols, basis, delta2, cap, next, tail, rank);
   else
     q = truncate_by_residual(c, rows, cols, basis, side, delta2, cap, next, tail, rank);

@@ -1,7 +1,8 @@
 // Mode operations against index-loop references: the Gram matrix of every mode's
 // unfolding and the n-mode product in both orientations, for float and double, with one
 // and two threads (single calls, slice by slice, and narrow slices gathered in panels);
-// the masked sum of squares; the truncation rank rule.
+// the masked sum of squares and the pairwise one's rounding bound; the truncation rank
+// rule.
 #include "tk/decomp/modes.h"
 
 #include <gtest/gtest.h>
@@ -89,6 +90,33 @@ TEST(Modes, SumSquaresIsExactForSmallIntegers) {
   EXPECT_EQ(sum_squares(x.data(), static_cast<int64_t>(x.size())), 900000.0);
   x[77] = std::nanf("");
   EXPECT_TRUE(std::isnan(sum_squares(x.data(), static_cast<int64_t>(x.size()))));
+}
+
+TEST(Modes, PairwiseSumSquaresStaysWithinItsBound) {
+  // Against a long double reference (64-bit significand: its own error is far below the
+  // bound), for lengths around the leaf and lane sizes and a long ragged one.
+  const double u = std::numeric_limits<double>::epsilon() / 2;
+  for (int64_t n : {1, 15, 16, 17, 255, 256, 257, 4096, 100003}) {
+    const std::vector<double> x = gaussian(n, 11);
+    long double reference = 0;
+    for (double v : x) reference += static_cast<long double>(v) * v;
+    const int depth = sum_squares_pairwise_depth(n);
+    const double bound = depth * u / (1 - depth * u) * static_cast<double>(reference);
+    EXPECT_LE(std::abs(static_cast<double>(sum_squares_pairwise(x.data(), n) - reference)), bound) << n;
+    const std::vector<float> xf(x.begin(), x.end());
+    long double reference_f = 0;
+    for (float v : xf) reference_f += static_cast<long double>(v) * v;
+    EXPECT_LE(std::abs(static_cast<double>(sum_squares_pairwise(xf.data(), n) - reference_f)), bound) << n;
+  }
+  // The leaf: a squaring, 16 additions per lane, 4 joining the lanes; then one per halving.
+  EXPECT_EQ(sum_squares_pairwise_depth(1), 21);
+  EXPECT_EQ(sum_squares_pairwise_depth(256), 21);
+  EXPECT_EQ(sum_squares_pairwise_depth(257), 22);
+  EXPECT_EQ(sum_squares_pairwise_depth(1 << 20), 33);
+  std::vector<float> ones(1000, 3.0f);
+  EXPECT_EQ(sum_squares_pairwise(ones.data(), 1000), 9000.0);
+  ones[999] = std::nanf("");
+  EXPECT_TRUE(std::isnan(sum_squares_pairwise(ones.data(), 1000)));
 }
 
 TEST(Modes, MaskedSumSquaresCountsOnlyObservedEntries) {

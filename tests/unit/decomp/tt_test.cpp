@@ -101,6 +101,36 @@ TEST(Tt, ToleranceBoundHoldsOnLargeSides) {
   }
 }
 
+TEST(Tt, ExactlyLowRankTensorReportsItsZeroError) {
+  // A tensor of TT ranks [1,3,4,2,1] exactly: every step discards only rounding. The
+  // difference of norms cannot resolve a tail that small (it would report about 1e-8),
+  // so the mass must be measured from the data, and the reported error is the true one.
+  TtResult model;
+  model.shape = {8, 9, 10, 11};
+  model.ranks = {1, 3, 4, 2, 1};
+  for (size_t k = 0; k < 4; ++k)
+    model.cores.push_back(gaussian(model.ranks[k] * model.shape[k] * model.ranks[k + 1], 20 + k));
+  const std::vector<double> x = test::tt_reconstruct(model);
+  for (double tol : {1e-2, 1e-6}) {
+    TtOptions options;
+    options.tol = tol;
+    const TtResult tt = tt_svd(DenseView<double>{x.data(), model.shape}, options);
+    EXPECT_EQ(tt.ranks, model.ranks) << "tol " << tol;
+    const double true_error = relative_difference(x, test::tt_reconstruct(tt));
+    EXPECT_LE(true_error, 1e-13) << "tol " << tol;
+    EXPECT_LE(tt.rel_error, 1e-13) << "tol " << tol;
+  }
+}
+
+TEST(Tt, TailsNearTheBudgetKeepTheBound) {
+  // Tolerances just above and below the error of ranks [1,7,8,8,7,1] on the 16^5 tensor
+  // (4.2247e-7): some steps' tails then sit within the difference path's rounding
+  // allowance of their budget, where the mass must be measured, not estimated.
+  const std::vector<int64_t> shape = {16, 16, 16, 16, 16};
+  const std::vector<double> x = test::hilbert_like(shape);
+  for (double tol : {4.2e-7, 4.3e-7, 5.48e-7, 5.5e-7, 1.1e-6}) check_bound(x, shape, tol);
+}
+
 TEST(Tt, FloatKeepsTheBound) {
   const std::vector<int64_t> shape = {8, 8, 8, 8};
   const std::vector<double> xd = test::hilbert_like(shape);

@@ -7,7 +7,10 @@
 // matrix): C C^T when r_k n_k <= rest, else C^T C, whose leading eigenvectors V give
 // Q = orth(C V) (QR). Gram matrices of 48 or more rows whose spectrum falls fast get
 // their leading eigenvectors from a pivoted Cholesky factor instead (a few times cheaper
-// than syevd; leading_eigenvectors_by_cholesky). Either way Q has orthonormal columns,
+// than syevd; leading_eigenvectors_by_cholesky). A later wide step with 64 or more rows
+// in double precision first tries a randomized sketch of C instead of its Gram matrix
+// (truncate_by_sketch), kept only when it vouches for the step's budget. Either way Q
+// has orthonormal columns,
 // so the whole approximation is an orthogonal projection of X and
 //   ||X - X_tt||^2 = sum over steps of ||C - Q Q^T C||^2,
 // each computed from the data, never from eigenvalues known only to about eps ||C||^2.
@@ -198,10 +201,12 @@ int pairwise_depth(int64_t n) {
 // products P = Q^T Q and A = |Q|^T |Q|. |P - Q^T Q| <= gamma_rows A entrywise, so eta is
 // ||P - I||_F + gamma_rows trace(A); the spectral radius of the nonnegative A is at most
 // its largest row sum, whose square root bounds || |Q| ||_2 (up to A's own rounding,
-// relative gamma_rows, which difference_allowance's safety factor covers).
+// relative gamma_rows, which difference_allowance's safety factor covers). `gram` keeps
+// the computed P for orthonormality_correction.
 struct BasisBounds {
   double eta = 0;
   double abs_norm = 0;
+  std::vector<double> gram;
 };
 
 BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
@@ -223,7 +228,29 @@ BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
   BasisBounds b;
   b.eta = std::sqrt(off2) + rounding_gamma(rows) * modes::trace(rank, a.data());
   b.abs_norm = std::sqrt(largest_row);
+  b.gram = std::move(p);
   return b;
+}
+
+// tr(N^T (P - I) N) = sum over j, k of (P - I)_jk (N N^T)_jk for the computed P of
+// `basis` and an estimate `nn` of N N^T (rank x rank): the part of the discarded mass
+// that comes from Q's departure from orthonormality (a few u ||C||^2, up to about 2% of
+// a 16^5 step's tail). Added to the difference, it keeps the reported error close to
+// the true one; any error in it is covered by adding its magnitude to the allowance,
+// which already holds eta ||N||^2 >= |tr(N^T (P - I) N)|.
+double orthonormality_correction(const BasisBounds& basis, const std::vector<double>& nn, int64_t rank) {
+  double sum = 0;
+  for (int64_t j = 0; j < rank; ++j)
+    for (int64_t k = 0; k < rank; ++k) sum += (basis.gram[j * rank + k] - (j == k ? 1.0 : 0.0)) * nn[j * rank + k];
+  return sum;
+}
+
+// W^T G W (n x n) for G (m x m) and W (m x n), both row-major.
+std::vector<double> congruence(const double* g, const double* w, int64_t m, int64_t n) {
+  std::vector<double> gw(static_cast<size_t>(m * n)), out(static_cast<size_t>(n * n));
+  linalg::gemm(Op::kNoTrans, Op::kNoTrans, m, n, m, 1.0, g, m, w, n, 0.0, gw.data(), n);
+  linalg::gemm(Op::kTrans, Op::kNoTrans, n, n, m, 1.0, w, n, gw.data(), n, 0.0, out.data(), n);
+  return out;
 }
 
 // The rounding allowance of the discarded mass measured as a difference of norms.
@@ -231,21 +258,22 @@ BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
 // P = Q^T Q, the step's true discarded mass is
 //   ||C - Q B||^2 = ||C||^2 - 2 <Q^T C, B> + tr(B^T P B)
 //                 = ||C||^2 - ||B||^2 + 2 <E, B> + tr(B^T (P - I) B),
-// where |E| <= gamma_rows |Q|^T |C| entrywise (each entry is a rows-term dot product), so
-//   |2 <E, B>| <= 2 gamma_rows || |Q| ||_2 ||C|| ||B||,   |tr(B^T (P - I) B)| <= eta ||B||^2.
+// so with ||E||_F <= e ||C|| (`product_error` e: for one product, |E| <= gamma_rows
+// |Q|^T |C| entrywise, each entry a rows-term dot product, so e = gamma_rows || |Q| ||_2)
+//   |2 <E, B>| <= 2 e ||C|| ||B||   and   |tr(B^T (P - I) B)| <= eta ||B||^2.
 // ||C||^2 and ||B||^2 are pairwise sums within gamma_depth of the exact ones, and their
 // difference adds one rounding of at most u ||C||^2. The sum of these terms, times 1.01
 // for the second-order terms and the rounding of this very expression, bounds how far
 // the computed difference may be from the true discarded mass. On the 16^5 tensor it is
-// about 3e-14 ||X||^2 at step 0 and 1.6e-13 ||X||^2 at step 1 (112 rows), within the
-// step budget of 2.5e-13 ||X||^2 at tol 1e-6 (the tails there: 7.5e-14 and 1.5e-14).
-double difference_allowance(int64_t rows, const BasisBounds& basis, double c_norm2, int c_depth, double b_norm2,
+// about 3e-14 ||X||^2 at step 0 (16 rows), within the step budget of 2.5e-13 ||X||^2
+// at tol 1e-6 (the tail there: 7.5e-14).
+double difference_allowance(double product_error, double eta, double c_norm2, int c_depth, double b_norm2,
                             int b_depth) {
   const double gc = rounding_gamma(c_depth), gb = rounding_gamma(b_depth);
   const double c_high = c_norm2 / (1 - gc), b_high = b_norm2 / (1 - gb);  // >= the exact norms
   const double sums = gc * c_high + gb * b_high + kUnitRoundoff * c_norm2;
-  const double product = 2 * rounding_gamma(rows) * basis.abs_norm * std::sqrt(c_high * b_high);
-  return 1.01 * (sums + product + basis.eta * b_high);
+  const double product = 2 * product_error * std::sqrt(c_high * b_high);
+  return 1.01 * (sums + product + eta * b_high);
 }
 
 // Below this many units of rounding of ||C||^2 the difference no longer tells the
@@ -254,18 +282,26 @@ double difference_allowance(int64_t rows, const BasisBounds& basis, double c_nor
 // exact to rounding, not merely bounded.
 constexpr double kResolvedTail = 32 * kUnitRoundoff;
 
-// Q^T C (rank x cols) for a wide C, straight into `next`, and the discarded mass
-// ||C - Q Q^T C||^2 as ||C||^2 - ||Q^T C||^2 within a rigorous rounding allowance
-// (difference_allowance): rank FMA per entry of C instead of rows for a rotation by
-// every eigenvector or 2 rank for a residual. Column blocks in cache (C read once, its
-// squares summed while the block is resident), in parallel with one BLAS thread each;
-// the partial sums are joined pairwise in a fixed order. A square Q (rank == rows)
-// discards nothing but rounding: the true mass ||(I - Q Q^T) C - Q E||^2 is at most
-// (eta + gamma_rows || |Q| ||_2)^2 (1 + eta) ||C||^2, second order in u, and 0 is
-// reported. Returns false, leaving the mass to be measured from the data, when the
-// computed mass plus its allowance exceeds delta2 or the mass is not resolved.
-bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
-                           const BasisBounds& basis, double delta2, double* next, double& tail) {
+// Whether a discarded mass computed as a difference, `tail` of ||C||^2 = `c_norm2`,
+// vouches for the step: within the budget with its allowance, and resolved.
+bool difference_accepted(double tail, double allowance, double c_norm2, double delta2) {
+  return std::isfinite(c_norm2) && std::isfinite(allowance) && tail >= kResolvedTail * c_norm2 &&
+         tail + allowance <= delta2;
+}
+
+// ||C||^2 and ||Q^T C||^2, summed pairwise, with the rounding depth of each sum.
+struct ProjectionSums {
+  double c_norm2 = 0;
+  int c_depth = 0;
+  double b_norm2 = 0;
+  int b_depth = 0;
+};
+
+// next = Q^T C (rank x cols) for a wide C (rows x cols) by column blocks in cache (C read
+// once, its squares and those of the block of next summed while resident), in parallel
+// with one BLAS thread each; the partial sums are joined pairwise in a fixed order.
+ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
+                               double* next) {
   const int64_t width = std::min(cols, std::max<int64_t>(256, (int64_t(1) << 15) / rows));
   const int64_t blocks = (cols + width - 1) / width;
   std::vector<double> c_sums(static_cast<size_t>(blocks * rows)), b_sums(static_cast<size_t>(blocks * rank));
@@ -280,19 +316,40 @@ bool project_by_difference(const double* c, int64_t rows, int64_t cols, const do
       for (int64_t i = 0; i < rank; ++i) b_sums[b * rank + i] = modes::sum_squares_pairwise(next + i * cols + j0, w);
     }
   }
-  const double c_norm2 = pairwise_total(c_sums.data(), blocks * rows);
-  if (!std::isfinite(c_norm2)) return false;
+  const int leaf = modes::sum_squares_pairwise_depth(width);
+  ProjectionSums sums;
+  sums.c_norm2 = pairwise_total(c_sums.data(), blocks * rows);
+  sums.c_depth = leaf + pairwise_depth(blocks * rows);
+  sums.b_norm2 = pairwise_total(b_sums.data(), blocks * rank);
+  sums.b_depth = leaf + pairwise_depth(blocks * rank);
+  return sums;
+}
+
+// Q^T C (rank x cols) for a wide C, straight into `next` (project_and_sum), and the
+// discarded mass ||C - Q Q^T C||^2 as ||C||^2 - ||Q^T C||^2 within a rigorous rounding
+// allowance (difference_allowance): rank FMA per entry of C instead of rows for a
+// rotation by every eigenvector or 2 rank for a residual. A square Q (rank == rows)
+// discards nothing but rounding: the true mass ||(I - Q Q^T) C - Q E||^2 is at most
+// (eta + gamma_rows || |Q| ||_2)^2 (1 + eta) ||C||^2, second order in u, and 0 is
+// reported. `c_gram` (C C^T, rows x rows, as computed) gives Q^T C C^T Q for the
+// orthonormality correction. Returns false, leaving the mass to be measured from the
+// data, when the computed mass plus its allowance exceeds delta2 or the mass is not
+// resolved.
+bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
+                           const BasisBounds& basis, const double* c_gram, double delta2, double* next, double& tail) {
+  const ProjectionSums sums = project_and_sum(c, rows, cols, q, rank, next);
+  if (!std::isfinite(sums.c_norm2)) return false;
   if (rank == rows) {
     const double first_order = basis.eta + rounding_gamma(rows) * basis.abs_norm;
     tail = 0;
-    return 1.01 * first_order * first_order * (1 + basis.eta) * c_norm2 <= delta2;
+    return 1.01 * first_order * first_order * (1 + basis.eta) * sums.c_norm2 <= delta2;
   }
-  const double b_norm2 = pairwise_total(b_sums.data(), blocks * rank);
-  const int leaf = modes::sum_squares_pairwise_depth(width);
-  const double allowance = difference_allowance(rows, basis, c_norm2, leaf + pairwise_depth(blocks * rows), b_norm2,
-                                                leaf + pairwise_depth(blocks * rank));
-  tail = c_norm2 - b_norm2;
-  return tail >= kResolvedTail * c_norm2 && tail + allowance <= delta2;
+  const double correction = orthonormality_correction(basis, congruence(c_gram, q, rows, rank), rank);
+  const double allowance = difference_allowance(rounding_gamma(rows) * basis.abs_norm, basis.eta, sums.c_norm2,
+                                                sums.c_depth, sums.b_norm2, sums.b_depth) +
+                           std::abs(correction);
+  tail = sums.c_norm2 - sums.b_norm2 + correction;
+  return difference_accepted(tail, allowance, sums.c_norm2, delta2);
 }
 
 // The difference path for the leading `rank` columns of `basis` (rows x stride, a wide
@@ -302,16 +359,97 @@ bool project_by_difference(const double* c, int64_t rows, int64_t cols, const do
 // q the core; an empty q means the caller must measure the mass from the data.
 std::vector<double> truncate_by_difference(const double* c, int64_t rows, int64_t cols,
                                            const std::vector<double>& basis, int64_t stride, int64_t rank,
-                                           double estimate, double c_norm2, double delta2, Scratch<double>& next,
-                                           double& tail) {
+                                           const std::vector<double>& c_gram, double estimate, double c_norm2,
+                                           double delta2, Scratch<double>& next, double& tail) {
   std::vector<double> q(static_cast<size_t>(rows * rank));
   for (int64_t i = 0; i < rows; ++i) std::copy_n(&basis[i * stride], rank, &q[i * rank]);
   const BasisBounds bounds = basis_bounds(q.data(), rows, rank);
   const int depth = modes::sum_squares_pairwise_depth(cols) + pairwise_depth(rows);
-  if (rank < rows && estimate + difference_allowance(rows, bounds, c_norm2, depth, c_norm2, depth) > delta2)
+  if (rank < rows && estimate + difference_allowance(rounding_gamma(rows) * bounds.abs_norm, bounds.eta, c_norm2,
+                                                     depth, c_norm2, depth) > delta2)
     return {};
   next = Scratch<double>(rank * cols);
-  if (!project_by_difference(c, rows, cols, q.data(), rank, bounds, delta2, next.data(), tail)) return {};
+  if (!project_by_difference(c, rows, cols, q.data(), rank, bounds, c_gram.data(), delta2, next.data(), tail))
+    return {};
+  return q;
+}
+
+// A randomized range finder for a later step's wide C (Halko, Martinsson and Tropp 2011)
+// instead of its Gram matrix: Y = C Omega for a fixed +-1 matrix Omega (cols x k, k
+// `columns`), Q_Y = orth(Y), B = Q_Y^T C and the eigenpairs W, lambda of B B^T. The rank
+// r comes from lambda and the mass outside the sketch, ||C||^2 - ||B||^2; the core is
+// Q = fl(Q_Y W_r) and the carried matrix N = fl(W_r^T B). About 2 k rows multiply-adds
+// per column of C where the Gram matrix costs rows^2 / 2 and the projection r rows
+// (112 x 4096 at step 1 of the 16^5 tensor, k = 16: 3.6 against 7.2 thousand).
+// The sketch only proposes Q; the mass is ||C||^2 - ||N||^2 with the allowance of
+// difference_allowance, where N's rounding E = N - Q^T C = W_r^T E_B + E_N - F^T C
+// (E_B that of B, |E_B| <= gamma_rows |Q_Y|^T |C|; E_N that of W_r^T B,
+// |E_N| <= gamma_k |W_r|^T |B|; F that of Q, |F| <= gamma_k |Q_Y| |W_r|) gives
+//   ||E|| / ||C|| <= gamma_rows a_Y ||W_r||_2 + gamma_k a_W ||B|| / ||C|| + gamma_k a_Y a_W
+// with a = || |.| ||_2 and ||B|| <= (||Q_Y||_2 + gamma_rows a_Y) ||C||. The step is
+// taken only when the rank leaves kSketchOversampling columns of the sketch unused (else
+// a better subspace may lie outside it) and the mass is accepted as on the difference
+// path. Returns an empty core when the caller must take the Gram matrix's path.
+constexpr int64_t kSketchMinColumns = 16;
+constexpr int64_t kSketchOversampling = 4;
+
+// Columns of the sketch for a step whose previous rank was `previous_rank`, 0 when the
+// Gram matrix is cheaper (the sketch's two products cost 4 columns / rows of it).
+int64_t sketch_columns(int64_t rows, int64_t cols, int64_t previous_rank) {
+  const int64_t columns = std::max(kSketchMinColumns, 2 * previous_rank);
+  return rows <= cols && 4 * columns <= rows ? columns : 0;
+}
+
+// A rows x columns matrix of +-1 from a fixed hash of the index (splitmix64): the same
+// sketch on every machine and run.
+std::vector<double> sign_matrix(int64_t rows, int64_t columns) {
+  std::vector<double> omega(static_cast<size_t>(rows * columns));
+  for (int64_t i = 0; i < rows * columns; ++i) {
+    uint64_t z = static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    omega[static_cast<size_t>(i)] = ((z ^ (z >> 31)) >> 63) ? -1.0 : 1.0;
+  }
+  return omega;
+}
+
+std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t cols, int64_t columns, double delta2,
+                                       int64_t cap, Scratch<double>& next, double& tail, int64_t& rank) {
+  const std::vector<double> omega = sign_matrix(cols, columns);
+  std::vector<double> y(static_cast<size_t>(rows * columns));
+  linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, columns, cols, 1.0, c, cols, omega.data(), columns, 0.0, y.data(),
+               columns);
+  linalg::qr(rows, columns, y.data(), nullptr);
+  Scratch<double> b(columns * cols);
+  const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, b.data());
+  const double outside = sums.c_norm2 - sums.b_norm2;
+  if (!std::isfinite(sums.c_norm2) || !(outside < delta2)) return {};
+  std::vector<double> b_gram(static_cast<size_t>(columns * columns));
+  linalg::syrk(Op::kNoTrans, columns, cols, 1.0, b.data(), cols, 0.0, b_gram.data(), columns);
+  std::vector<double> eigenvalues, work(b_gram);
+  const std::vector<double> w_all = modes::leading_eigenvectors(columns, work.data(), columns, &eigenvalues);
+  rank = modes::truncation_rank(eigenvalues, delta2 - outside, std::min(cap, columns));
+  if (rank > columns - kSketchOversampling) return {};
+  std::vector<double> w(static_cast<size_t>(columns * rank));
+  for (int64_t i = 0; i < columns; ++i) std::copy_n(&w_all[i * columns], rank, &w[i * rank]);
+  std::vector<double> q(static_cast<size_t>(rows * rank));
+  linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, rank, columns, 1.0, y.data(), columns, w.data(), rank, 0.0,
+               q.data(), rank);
+  next = Scratch<double>(rank * cols);
+  linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, columns, 1.0, w.data(), rank, b.data(), cols, 0.0, next.data(),
+               cols);
+  const double n_norm2 = modes::sum_squares_pairwise(next.data(), rank * cols);
+  const BasisBounds qy = basis_bounds(y.data(), rows, columns), wr = basis_bounds(w.data(), columns, rank),
+                    core = basis_bounds(q.data(), rows, rank);
+  const double b_over_c = std::sqrt(1 + qy.eta) + rounding_gamma(rows) * qy.abs_norm;
+  const double product_error = rounding_gamma(rows) * qy.abs_norm * std::sqrt(1 + wr.eta) +
+                               rounding_gamma(columns) * wr.abs_norm * (b_over_c + qy.abs_norm);
+  const double correction = orthonormality_correction(core, congruence(b_gram.data(), w.data(), columns, rank), rank);
+  const double allowance = difference_allowance(product_error, core.eta, sums.c_norm2, sums.c_depth, n_norm2,
+                                                modes::sum_squares_pairwise_depth(rank * cols)) +
+                           std::abs(correction);
+  tail = sums.c_norm2 - n_norm2 + correction;
+  if (!difference_accepted(tail, allowance, sums.c_norm2, delta2)) return {};
   return q;
 }
 
@@ -415,7 +553,8 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
   std::vector<T> basis;
   double remainder = 0, estimate = 0;
   const bool wide = rows <= cols;
-  const double c_norm2 = modes::trace(side, gram.data());  // before the eigensolver destroys gram
+  const double c_norm2 = modes::trace(side, gram.data());
+  const std::vector<T> c_gram = wide && std::is_same_v<T, double> ? gram : std::vector<T>();  // syev destroys gram
   // A wide C in double precision first tries the difference path (rank FMA per entry);
   // when it cannot vouch for the step's budget, the mass is measured from the data (in
   // single precision the rounding of Q^T C, u = 6e-8, leaves the difference too coarse
@@ -429,8 +568,8 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
     if (remainder < delta2 && rank < found) {
       if constexpr (std::is_same_v<T, double>)
         if (wide)
-          q = truncate_by_difference(c, rows, cols, basis, found, rank, estimate + remainder, c_norm2, delta2, next,
-                                     tail);
+          q = truncate_by_difference(c, rows, cols, basis, found, rank, c_gram, estimate + remainder, c_norm2, delta2,
+                                     next, tail);
       if (q.empty() && !(wide && rows <= 3 * rank))
         q = truncate_by_residual(c, rows, cols, basis, found, delta2, std::min(cap, found), next, tail, rank);
       if (!q.empty() && (tail <= delta2 || rank >= cap)) {
@@ -444,7 +583,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
   rank = modes::truncation_rank(eigenvalues, delta2, cap, &estimate);
   if constexpr (std::is_same_v<T, double>) {
     if (wide) {
-      q = truncate_by_difference(c, rows, cols, basis, side, rank, estimate, c_norm2, delta2, next, tail);
+      q = truncate_by_difference(c, rows, cols, basis, side, rank, c_gram, estimate, c_norm2, delta2, next, tail);
       if (!q.empty()) {
         carried = std::move(next);
         discarded += tail;
@@ -485,15 +624,32 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   for (size_t k = 0; k + 1 < d; ++k) {
     const int64_t rows = result.ranks[k] * x.shape[k];
     rest /= x.shape[k];
-    std::vector<T> gram = smaller_side_gram(c, rows, rest);
-    if (k == 0) {
-      if (norm2 < 0) norm2 = modes::trace(std::min(rows, rest), gram.data());
-      modes::check_finite_norm(norm2, "tt");
-    }
-    const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
+    const int64_t cap = rank_cap(options, std::min(rows, rest));
     int64_t rank = 0;
-    std::vector<T> q = truncate_step(c, rows, rest, gram, delta2, rank_cap(options, std::min(rows, rest)), carried,
-                                     discarded, rank);
+    std::vector<T> q;
+    // Later steps (||X||^2 known) first try a sketch of C instead of its Gram matrix.
+    if constexpr (std::is_same_v<T, double>) {
+      const int64_t columns = k > 0 ? sketch_columns(rows, rest, result.ranks[k]) : 0;
+      if (columns > 0) {
+        const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
+        Scratch<double> next;
+        double tail = 0;
+        q = truncate_by_sketch(c, rows, rest, columns, delta2, cap, next, tail, rank);
+        if (!q.empty()) {
+          carried = std::move(next);
+          discarded += tail;
+        }
+      }
+    }
+    if (q.empty()) {
+      std::vector<T> gram = smaller_side_gram(c, rows, rest);
+      if (k == 0) {
+        if (norm2 < 0) norm2 = modes::trace(std::min(rows, rest), gram.data());
+        modes::check_finite_norm(norm2, "tt");
+      }
+      const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
+      q = truncate_step(c, rows, rest, gram, delta2, cap, carried, discarded, rank);
+    }
     result.ranks[k + 1] = rank;
     result.cores[k].assign(q.begin(), q.end());
     c = carried.data();

@@ -204,25 +204,26 @@ template <typename T> double sum_squares_impl(const T* x, const uint8_t* mask, i
   return total;
 }
 
-// Values per leaf of the pairwise tree, summed in 16 lanes of at most 16 terms each (a
-// short last row of lanes is padded with zeros), the lanes then joined pairwise.
+// Values per leaf of the pairwise tree: 16 lanes of at most 16 terms each, joined
+// pairwise, plus the sum of the last n % 16 values (at most 15 terms) added at the end.
+// The joins are spelled out, and the leaf kept out of line (inlined into the recursion
+// GCC spills the lanes to the stack), so that the lanes stay in registers.
 constexpr int64_t kPairwiseLanes = 16;
 constexpr int64_t kPairwiseRun = kPairwiseLanes * 16;
 
-template <typename T> double pairwise_run(const T* x, int64_t n) {
-  double lane[kPairwiseLanes] = {};
+template <typename T> [[gnu::noinline]] double pairwise_run(const T* x, int64_t n) {
+  double lane[kPairwiseLanes];
+  for (int64_t l = 0; l < kPairwiseLanes; ++l) lane[l] = 0;
   int64_t i = 0;
   for (; i + kPairwiseLanes <= n; i += kPairwiseLanes)
     for (int64_t l = 0; l < kPairwiseLanes; ++l)
       lane[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
-  if (i < n) {
-    double pad[kPairwiseLanes] = {};
-    for (int64_t l = 0; i + l < n; ++l) pad[l] = static_cast<double>(x[i + l]);
-    for (int64_t l = 0; l < kPairwiseLanes; ++l) lane[l] += pad[l] * pad[l];
-  }
-  for (int64_t width = kPairwiseLanes / 2; width >= 1; width /= 2)
-    for (int64_t l = 0; l < width; ++l) lane[l] += lane[l + width];
-  return lane[0];
+  double rest = 0;
+  for (; i < n; ++i) rest += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  double half[kPairwiseLanes / 2];
+  for (int64_t l = 0; l < kPairwiseLanes / 2; ++l) half[l] = lane[l] + lane[l + kPairwiseLanes / 2];
+  const double q0 = half[0] + half[4], q1 = half[1] + half[5], q2 = half[2] + half[6], q3 = half[3] + half[7];
+  return ((q0 + q2) + (q1 + q3)) + rest;
 }
 
 template <typename T> double sum_squares_pairwise_impl(const T* x, int64_t n) {
@@ -305,8 +306,9 @@ double sum_squares_pairwise(const double* x, int64_t n) { return sum_squares_pai
 double sum_squares_pairwise(const float* x, int64_t n) { return sum_squares_pairwise_impl(x, n); }
 
 int sum_squares_pairwise_depth(int64_t n) {
-  // A leaf: the squaring, at most 16 additions in a lane, four joining the lanes.
-  int depth = 21;
+  // A leaf: the squaring, at most 16 additions in a lane, four joining the lanes and one
+  // adding the rest (whose own at most 15 terms pass through fewer).
+  int depth = 22;
   for (int64_t runs = (n + kPairwiseRun - 1) / kPairwiseRun; runs > 1; runs = (runs + 1) / 2) ++depth;
   return depth;
 }

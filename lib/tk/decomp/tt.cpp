@@ -289,19 +289,27 @@ bool difference_accepted(double tail, double allowance, double c_norm2, double d
          tail + allowance <= delta2;
 }
 
-// ||C||^2 and ||Q^T C||^2, summed pairwise, with the rounding depth of each sum.
+// A squared norm summed pairwise from the data and the rounding depth of that sum
+// (depth < 0: not summed). The carried matrix's, from the step that formed it, is the
+// next step's ||C||^2: the same values, summed once.
+struct SquaredSum {
+  double value = 0;
+  int depth = -1;
+};
+
+// ||C||^2 and ||Q^T C||^2.
 struct ProjectionSums {
-  double c_norm2 = 0;
-  int c_depth = 0;
-  double b_norm2 = 0;
-  int b_depth = 0;
+  SquaredSum c;
+  SquaredSum b;
 };
 
 // next = Q^T C (rank x cols) for a wide C (rows x cols) by column blocks in cache (C read
-// once, its squares and those of the block of next summed while resident), in parallel
-// with one BLAS thread each; the partial sums are joined pairwise in a fixed order.
+// once, its squares, unless `c_known` holds them, and those of the block of next summed
+// while resident), in parallel with one BLAS thread each; the partial sums are joined
+// pairwise in a fixed order.
 ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
-                               double* next) {
+                               const SquaredSum& c_known, double* next) {
+  const bool sum_c = c_known.depth < 0;
   const int64_t width = std::min(cols, std::max<int64_t>(256, (int64_t(1) << 15) / rows));
   const int64_t blocks = (cols + width - 1) / width;
   std::vector<double> c_sums(static_cast<size_t>(blocks * rows)), b_sums(static_cast<size_t>(blocks * rank));
@@ -312,16 +320,16 @@ ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, cons
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t j0 = b * width, w = std::min(width, cols - j0);
       linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, 1.0, q, rank, c + j0, cols, 0.0, next + j0, cols);
-      for (int64_t i = 0; i < rows; ++i) c_sums[b * rows + i] = modes::sum_squares_pairwise(c + i * cols + j0, w);
+      if (sum_c)
+        for (int64_t i = 0; i < rows; ++i) c_sums[b * rows + i] = modes::sum_squares_pairwise(c + i * cols + j0, w);
       for (int64_t i = 0; i < rank; ++i) b_sums[b * rank + i] = modes::sum_squares_pairwise(next + i * cols + j0, w);
     }
   }
   const int leaf = modes::sum_squares_pairwise_depth(width);
   ProjectionSums sums;
-  sums.c_norm2 = pairwise_total(c_sums.data(), blocks * rows);
-  sums.c_depth = leaf + pairwise_depth(blocks * rows);
-  sums.b_norm2 = pairwise_total(b_sums.data(), blocks * rank);
-  sums.b_depth = leaf + pairwise_depth(blocks * rank);
+  sums.c = sum_c ? SquaredSum{pairwise_total(c_sums.data(), blocks * rows), leaf + pairwise_depth(blocks * rows)}
+                 : c_known;
+  sums.b = SquaredSum{pairwise_total(b_sums.data(), blocks * rank), leaf + pairwise_depth(blocks * rank)};
   return sums;
 }
 
@@ -332,24 +340,31 @@ ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, cons
 // discards nothing but rounding: the true mass ||(I - Q Q^T) C - Q E||^2 is at most
 // (eta + gamma_rows || |Q| ||_2)^2 (1 + eta) ||C||^2, second order in u, and 0 is
 // reported. `c_gram` (C C^T, rows x rows, as computed) gives Q^T C C^T Q for the
-// orthonormality correction. Returns false, leaving the mass to be measured from the
-// data, when the computed mass plus its allowance exceeds delta2 or the mass is not
-// resolved.
+// orthonormality correction. `norm` comes in as ||C||^2 when known, and leaves as
+// ||next||^2 (or ||C||^2 when the step is refused). Returns false, leaving the mass to
+// be measured from the data, when the computed mass plus its allowance exceeds delta2
+// or the mass is not resolved.
 bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
-                           const BasisBounds& basis, const double* c_gram, double delta2, double* next, double& tail) {
-  const ProjectionSums sums = project_and_sum(c, rows, cols, q, rank, next);
-  if (!std::isfinite(sums.c_norm2)) return false;
+                           const BasisBounds& basis, const double* c_gram, double delta2, double* next, double& tail,
+                           SquaredSum& norm) {
+  const ProjectionSums sums = project_and_sum(c, rows, cols, q, rank, norm, next);
+  norm = sums.c;
+  if (!std::isfinite(sums.c.value)) return false;
   if (rank == rows) {
     const double first_order = basis.eta + rounding_gamma(rows) * basis.abs_norm;
     tail = 0;
-    return 1.01 * first_order * first_order * (1 + basis.eta) * sums.c_norm2 <= delta2;
+    if (1.01 * first_order * first_order * (1 + basis.eta) * sums.c.value > delta2) return false;
+    norm = sums.b;
+    return true;
   }
   const double correction = orthonormality_correction(basis, congruence(c_gram, q, rows, rank), rank);
-  const double allowance = difference_allowance(rounding_gamma(rows) * basis.abs_norm, basis.eta, sums.c_norm2,
-                                                sums.c_depth, sums.b_norm2, sums.b_depth) +
+  const double allowance = difference_allowance(rounding_gamma(rows) * basis.abs_norm, basis.eta, sums.c.value,
+                                                sums.c.depth, sums.b.value, sums.b.depth) +
                            std::abs(correction);
-  tail = sums.c_norm2 - sums.b_norm2 + correction;
-  return difference_accepted(tail, allowance, sums.c_norm2, delta2);
+  tail = sums.c.value - sums.b.value + correction;
+  if (!difference_accepted(tail, allowance, sums.c.value, delta2)) return false;
+  norm = sums.b;
+  return true;
 }
 
 // The difference path for the leading `rank` columns of `basis` (rows x stride, a wide
@@ -360,7 +375,7 @@ bool project_by_difference(const double* c, int64_t rows, int64_t cols, const do
 std::vector<double> truncate_by_difference(const double* c, int64_t rows, int64_t cols,
                                            const std::vector<double>& basis, int64_t stride, int64_t rank,
                                            const std::vector<double>& c_gram, double estimate, double c_norm2,
-                                           double delta2, Scratch<double>& next, double& tail) {
+                                           double delta2, Scratch<double>& next, double& tail, SquaredSum& norm) {
   std::vector<double> q(static_cast<size_t>(rows * rank));
   for (int64_t i = 0; i < rows; ++i) std::copy_n(&basis[i * stride], rank, &q[i * rank]);
   const BasisBounds bounds = basis_bounds(q.data(), rows, rank);
@@ -369,7 +384,7 @@ std::vector<double> truncate_by_difference(const double* c, int64_t rows, int64_
                                                      depth, c_norm2, depth) > delta2)
     return {};
   next = Scratch<double>(rank * cols);
-  if (!project_by_difference(c, rows, cols, q.data(), rank, bounds, c_gram.data(), delta2, next.data(), tail))
+  if (!project_by_difference(c, rows, cols, q.data(), rank, bounds, c_gram.data(), delta2, next.data(), tail, norm))
     return {};
   return q;
 }
@@ -414,16 +429,18 @@ std::vector<double> sign_matrix(int64_t rows, int64_t columns) {
 }
 
 std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t cols, int64_t columns, double delta2,
-                                       int64_t cap, Scratch<double>& next, double& tail, int64_t& rank) {
+                                       int64_t cap, Scratch<double>& next, double& tail, int64_t& rank,
+                                       SquaredSum& norm) {
   const std::vector<double> omega = sign_matrix(cols, columns);
   std::vector<double> y(static_cast<size_t>(rows * columns));
   linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, columns, cols, 1.0, c, cols, omega.data(), columns, 0.0, y.data(),
                columns);
   linalg::qr(rows, columns, y.data(), nullptr);
   Scratch<double> b(columns * cols);
-  const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, b.data());
-  const double outside = sums.c_norm2 - sums.b_norm2;
-  if (!std::isfinite(sums.c_norm2) || !(outside < delta2)) return {};
+  const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, norm, b.data());
+  norm = sums.c;
+  const double outside = sums.c.value - sums.b.value;
+  if (!std::isfinite(sums.c.value) || !(outside < delta2)) return {};
   std::vector<double> b_gram(static_cast<size_t>(columns * columns));
   linalg::syrk(Op::kNoTrans, columns, cols, 1.0, b.data(), cols, 0.0, b_gram.data(), columns);
   std::vector<double> eigenvalues, work(b_gram);
@@ -438,18 +455,21 @@ std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t co
   next = Scratch<double>(rank * cols);
   linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, columns, 1.0, w.data(), rank, b.data(), cols, 0.0, next.data(),
                cols);
-  const double n_norm2 = modes::sum_squares_pairwise(next.data(), rank * cols);
+  const SquaredSum n_norm{modes::sum_squares_pairwise(next.data(), rank * cols),
+                         modes::sum_squares_pairwise_depth(rank * cols)};
+  const double n_norm2 = n_norm.value;
   const BasisBounds qy = basis_bounds(y.data(), rows, columns), wr = basis_bounds(w.data(), columns, rank),
                     core = basis_bounds(q.data(), rows, rank);
   const double b_over_c = std::sqrt(1 + qy.eta) + rounding_gamma(rows) * qy.abs_norm;
   const double product_error = rounding_gamma(rows) * qy.abs_norm * std::sqrt(1 + wr.eta) +
                                rounding_gamma(columns) * wr.abs_norm * (b_over_c + qy.abs_norm);
   const double correction = orthonormality_correction(core, congruence(b_gram.data(), w.data(), columns, rank), rank);
-  const double allowance = difference_allowance(product_error, core.eta, sums.c_norm2, sums.c_depth, n_norm2,
-                                                modes::sum_squares_pairwise_depth(rank * cols)) +
+  const double allowance = difference_allowance(product_error, core.eta, sums.c.value, sums.c.depth, n_norm2,
+                                                n_norm.depth) +
                            std::abs(correction);
-  tail = sums.c_norm2 - n_norm2 + correction;
-  if (!difference_accepted(tail, allowance, sums.c_norm2, delta2)) return {};
+  tail = sums.c.value - n_norm2 + correction;
+  if (!difference_accepted(tail, allowance, sums.c.value, delta2)) return {};
+  norm = n_norm;
   return q;
 }
 
@@ -543,7 +563,7 @@ bool leading_eigenvectors_by_cholesky(int64_t n, const std::vector<T>& gram, dou
 // tail, known only to about eps ||C||^2).
 template <typename T>
 std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector<T>& gram, double delta2, int64_t cap,
-                             Scratch<T>& carried, double& discarded, int64_t& rank) {
+                             Scratch<T>& carried, double& discarded, int64_t& rank, SquaredSum& norm) {
   const int64_t side = std::min(rows, cols);
   cap = std::min(cap, side);
   Scratch<T> next;  // c may point into carried: replaced only at the end
@@ -569,9 +589,11 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
       if constexpr (std::is_same_v<T, double>)
         if (wide)
           q = truncate_by_difference(c, rows, cols, basis, found, rank, c_gram, estimate + remainder, c_norm2, delta2,
-                                     next, tail);
-      if (q.empty() && !(wide && rows <= 3 * rank))
+                                     next, tail, norm);
+      if (q.empty() && !(wide && rows <= 3 * rank)) {
         q = truncate_by_residual(c, rows, cols, basis, found, delta2, std::min(cap, found), next, tail, rank);
+        norm = SquaredSum{};
+      }
       if (!q.empty() && (tail <= delta2 || rank >= cap)) {
         carried = std::move(next);
         discarded += tail;
@@ -583,7 +605,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
   rank = modes::truncation_rank(eigenvalues, delta2, cap, &estimate);
   if constexpr (std::is_same_v<T, double>) {
     if (wide) {
-      q = truncate_by_difference(c, rows, cols, basis, side, rank, c_gram, estimate, c_norm2, delta2, next, tail);
+      q = truncate_by_difference(c, rows, cols, basis, side, rank, c_gram, estimate, c_norm2, delta2, next, tail, norm);
       if (!q.empty()) {
         carried = std::move(next);
         discarded += tail;
@@ -596,6 +618,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
     q = truncate_by_rotation(c, rows, cols, basis, delta2, cap, next, tail, rank);
   else
     q = truncate_by_residual(c, rows, cols, basis, side, delta2, cap, next, tail, rank);
+  norm = SquaredSum{};
   carried = std::move(next);
   discarded += tail;
   return q;
@@ -619,6 +642,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   result.cores.resize(d);
   const T* c = x.data;
   Scratch<T> carried;
+  SquaredSum carried_norm;  // ||C||^2 when a difference path summed it
   int64_t rest = modes::element_count(x.shape);
   double discarded = 0;
   for (size_t k = 0; k + 1 < d; ++k) {
@@ -634,7 +658,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
         const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
         Scratch<double> next;
         double tail = 0;
-        q = truncate_by_sketch(c, rows, rest, columns, delta2, cap, next, tail, rank);
+        q = truncate_by_sketch(c, rows, rest, columns, delta2, cap, next, tail, rank, carried_norm);
         if (!q.empty()) {
           carried = std::move(next);
           discarded += tail;
@@ -648,7 +672,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
         modes::check_finite_norm(norm2, "tt");
       }
       const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
-      q = truncate_step(c, rows, rest, gram, delta2, cap, carried, discarded, rank);
+      q = truncate_step(c, rows, rest, gram, delta2, cap, carried, discarded, rank, carried_norm);
     }
     result.ranks[k + 1] = rank;
     result.cores[k].assign(q.begin(), q.end());

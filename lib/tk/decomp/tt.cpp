@@ -199,7 +199,7 @@ int pairwise_depth(int64_t n) {
 // How far a computed basis Q (rows x rank, from an eigensolver) is from orthonormal:
 // eta >= ||Q^T Q - I||_2 and abs_norm >= || |Q| ||_2, from the computed rank x rank
 // products P = Q^T Q and A = |Q|^T |Q|. |P - Q^T Q| <= gamma_rows A entrywise, so eta is
-// ||P - I||_F + gamma_rows trace(A); the spectral radius of the nonnegative A is at most
+// ||P - I||_F + gamma_rows ||A||_F; the spectral radius of the nonnegative A is at most
 // its largest row sum, whose square root bounds || |Q| ||_2 (up to A's own rounding,
 // relative gamma_rows, which difference_allowance's safety factor covers). `gram` keeps
 // the computed P for orthonormality_correction.
@@ -215,18 +215,19 @@ BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
   for (int64_t i = 0; i < rows * rank; ++i) abs_q[i] = std::abs(q[i]);
   linalg::syrk(Op::kTrans, rank, rows, 1.0, q, rank, 0.0, p.data(), rank);
   linalg::syrk(Op::kTrans, rank, rows, 1.0, abs_q.data(), rank, 0.0, a.data(), rank);
-  double off2 = 0, largest_row = 0;
+  double off2 = 0, a2 = 0, largest_row = 0;
   for (int64_t i = 0; i < rank; ++i) {
     double row = 0;
     for (int64_t j = 0; j < rank; ++j) {
       const double off = p[i * rank + j] - (i == j ? 1.0 : 0.0);
       off2 += off * off;
+      a2 += a[i * rank + j] * a[i * rank + j];
       row += a[i * rank + j];
     }
     largest_row = std::max(largest_row, row);
   }
   BasisBounds b;
-  b.eta = std::sqrt(off2) + rounding_gamma(rows) * modes::trace(rank, a.data());
+  b.eta = std::sqrt(off2) + rounding_gamma(rows) * std::sqrt(a2);
   b.abs_norm = std::sqrt(largest_row);
   b.gram = std::move(p);
   return b;

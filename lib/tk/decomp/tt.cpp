@@ -16,9 +16,9 @@
 // each computed from the data, never from eigenvalues known only to about eps ||C||^2.
 // In double precision a wide C first tries ||C||^2 - ||Q^T C||^2, both summed from the
 // data during the projection the step needs anyway, with a rigorous bound on the
-// rounding of that difference (truncate_by_difference); when the bound does not fit the
-// step's budget, or the tail is too small for the difference to resolve, the mass is
-// measured from the rotated or residual matrix (truncate_by_rotation,
+// rounding of that difference (truncate_by_difference, tt_mass.h); when the bound does
+// not fit the step's budget, or the tail is too small for the difference to resolve,
+// the mass is measured from the rotated or residual matrix (truncate_by_rotation,
 // truncate_by_residual), exact to rounding. Each step discards at most
 // delta^2 = tol^2 / (d-1) * ||X||^2, so the error is at most tol unless max_rank cuts
 // deeper.
@@ -32,7 +32,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -40,12 +39,24 @@
 #include "tk/core/error.h"
 #include "tk/decomp/decomp.h"
 #include "tk/decomp/modes.h"
+#include "tk/decomp/tt_mass.h"
 
 namespace tk::decomp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using linalg::Op;
+using tt_detail::basis_bounds;
+using tt_detail::BasisBounds;
+using tt_detail::congruence;
+using tt_detail::difference_accepted;
+using tt_detail::difference_allowance;
+using tt_detail::orthonormality_correction;
+using tt_detail::project_and_sum;
+using tt_detail::project_by_difference;
+using tt_detail::ProjectionSums;
+using tt_detail::rounding_gamma;
+using tt_detail::SquaredSum;
 
 void validate_tt_options(const TtOptions& options, const char* what) {
   if (!(options.tol >= 0 && options.tol < 1))
@@ -175,199 +186,6 @@ std::vector<T> truncate_by_residual(const T* c, int64_t rows, int64_t cols, cons
   }
 }
 
-// Higham's gamma_k = k u / (1 - k u), u = 2^-53: a k-term dot product computed in double,
-// in any order, with or without FMA, is within gamma_k |a|^T |b| of the exact one, and a
-// sum of nonnegative terms each passing through at most k roundings is within gamma_k
-// of its exact value (Higham, Accuracy and Stability of Numerical Algorithms, 2002,
-// sections 3.1 and 4.2).
-constexpr double kUnitRoundoff = std::numeric_limits<double>::epsilon() / 2;
-double rounding_gamma(int64_t k) { return double(k) * kUnitRoundoff / (1 - double(k) * kUnitRoundoff); }
-
-// Sum of n partial sums along a pairwise tree: each passes through at most
-// pairwise_depth(n) additions.
-double pairwise_total(const double* v, int64_t n) {
-  if (n <= 1) return n == 1 ? v[0] : 0.0;
-  const int64_t half = (n + 1) / 2;
-  return pairwise_total(v, half) + pairwise_total(v + half, n - half);
-}
-int pairwise_depth(int64_t n) {
-  int depth = 0;
-  for (; n > 1; n = (n + 1) / 2) ++depth;
-  return depth;
-}
-
-// How far a computed basis Q (rows x rank, from an eigensolver) is from orthonormal:
-// eta >= ||Q^T Q - I||_2 and abs_norm >= || |Q| ||_2, from the computed rank x rank
-// products P = Q^T Q and A = |Q|^T |Q|. |P - Q^T Q| <= gamma_rows A entrywise, so eta is
-// ||P - I||_F + gamma_rows ||A||_F; the spectral radius of the nonnegative A is at most
-// its largest row sum, whose square root bounds || |Q| ||_2 (up to A's own rounding,
-// relative gamma_rows, which difference_allowance's safety factor covers). `gram` keeps
-// the computed P for orthonormality_correction.
-struct BasisBounds {
-  double eta = 0;
-  double abs_norm = 0;
-  std::vector<double> gram;
-};
-
-BasisBounds basis_bounds(const double* q, int64_t rows, int64_t rank) {
-  std::vector<double> p(static_cast<size_t>(rank * rank)), a(static_cast<size_t>(rank * rank));
-  std::vector<double> abs_q(static_cast<size_t>(rows * rank));
-  for (int64_t i = 0; i < rows * rank; ++i) abs_q[i] = std::abs(q[i]);
-  linalg::syrk(Op::kTrans, rank, rows, 1.0, q, rank, 0.0, p.data(), rank);
-  linalg::syrk(Op::kTrans, rank, rows, 1.0, abs_q.data(), rank, 0.0, a.data(), rank);
-  double off2 = 0, a2 = 0, largest_row = 0;
-  for (int64_t i = 0; i < rank; ++i) {
-    double row = 0;
-    for (int64_t j = 0; j < rank; ++j) {
-      const double off = p[i * rank + j] - (i == j ? 1.0 : 0.0);
-      off2 += off * off;
-      a2 += a[i * rank + j] * a[i * rank + j];
-      row += a[i * rank + j];
-    }
-    largest_row = std::max(largest_row, row);
-  }
-  BasisBounds b;
-  b.eta = std::sqrt(off2) + rounding_gamma(rows) * std::sqrt(a2);
-  b.abs_norm = std::sqrt(largest_row);
-  b.gram = std::move(p);
-  return b;
-}
-
-// tr(N^T (P - I) N) = sum over j, k of (P - I)_jk (N N^T)_jk for the computed P of
-// `basis` and an estimate `nn` of N N^T (rank x rank): the part of the discarded mass
-// that comes from Q's departure from orthonormality (a few u ||C||^2, up to about 2% of
-// a 16^5 step's tail). Added to the difference, it keeps the reported error close to
-// the true one; any error in it is covered by adding its magnitude to the allowance,
-// which already holds eta ||N||^2 >= |tr(N^T (P - I) N)|.
-double orthonormality_correction(const BasisBounds& basis, const std::vector<double>& nn, int64_t rank) {
-  double sum = 0;
-  for (int64_t j = 0; j < rank; ++j)
-    for (int64_t k = 0; k < rank; ++k) sum += (basis.gram[j * rank + k] - (j == k ? 1.0 : 0.0)) * nn[j * rank + k];
-  return sum;
-}
-
-// W^T G W (n x n) for G (m x m) and W (m x n), both row-major.
-std::vector<double> congruence(const double* g, const double* w, int64_t m, int64_t n) {
-  std::vector<double> gw(static_cast<size_t>(m * n)), out(static_cast<size_t>(n * n));
-  linalg::gemm(Op::kNoTrans, Op::kNoTrans, m, n, m, 1.0, g, m, w, n, 0.0, gw.data(), n);
-  linalg::gemm(Op::kTrans, Op::kNoTrans, n, n, m, 1.0, w, n, gw.data(), n, 0.0, out.data(), n);
-  return out;
-}
-
-// The rounding allowance of the discarded mass measured as a difference of norms.
-// With B = fl(Q^T C) the carried matrix as stored, E = B - Q^T C its rounding and
-// P = Q^T Q, the step's true discarded mass is
-//   ||C - Q B||^2 = ||C||^2 - 2 <Q^T C, B> + tr(B^T P B)
-//                 = ||C||^2 - ||B||^2 + 2 <E, B> + tr(B^T (P - I) B),
-// so with ||E||_F <= e ||C|| (`product_error` e: for one product, |E| <= gamma_rows
-// |Q|^T |C| entrywise, each entry a rows-term dot product, so e = gamma_rows || |Q| ||_2)
-//   |2 <E, B>| <= 2 e ||C|| ||B||   and   |tr(B^T (P - I) B)| <= eta ||B||^2.
-// ||C||^2 and ||B||^2 are pairwise sums within gamma_depth of the exact ones, and their
-// difference adds one rounding of at most u ||C||^2. The sum of these terms, times 1.01
-// for the second-order terms and the rounding of this very expression, bounds how far
-// the computed difference may be from the true discarded mass. On the 16^5 tensor it is
-// about 3e-14 ||X||^2 at step 0 (16 rows), within the step budget of 2.5e-13 ||X||^2
-// at tol 1e-6 (the tail there: 7.5e-14).
-double difference_allowance(double product_error, double eta, double c_norm2, int c_depth, double b_norm2,
-                            int b_depth) {
-  const double gc = rounding_gamma(c_depth), gb = rounding_gamma(b_depth);
-  const double c_high = c_norm2 / (1 - gc), b_high = b_norm2 / (1 - gb);  // >= the exact norms
-  const double sums = gc * c_high + gb * b_high + kUnitRoundoff * c_norm2;
-  const double product = 2 * product_error * std::sqrt(c_high * b_high);
-  return 1.01 * (sums + product + eta * b_high);
-}
-
-// Below this many units of rounding of ||C||^2 the difference no longer tells the
-// discarded mass to a few per cent (the basis' departure from orthonormality alone moves
-// it by a few u ||C||^2), so the mass is measured from the data: the reported error stays
-// exact to rounding, not merely bounded.
-constexpr double kResolvedTail = 32 * kUnitRoundoff;
-
-// Whether a discarded mass computed as a difference, `tail` of ||C||^2 = `c_norm2`,
-// vouches for the step: within the budget with its allowance, and resolved.
-bool difference_accepted(double tail, double allowance, double c_norm2, double delta2) {
-  return std::isfinite(c_norm2) && std::isfinite(allowance) && tail >= kResolvedTail * c_norm2 &&
-         tail + allowance <= delta2;
-}
-
-// A squared norm summed pairwise from the data and the rounding depth of that sum
-// (depth < 0: not summed). The carried matrix's, from the step that formed it, is the
-// next step's ||C||^2: the same values, summed once.
-struct SquaredSum {
-  double value = 0;
-  int depth = -1;
-};
-
-// ||C||^2 and ||Q^T C||^2.
-struct ProjectionSums {
-  SquaredSum c;
-  SquaredSum b;
-};
-
-// next = Q^T C (rank x cols) for a wide C (rows x cols) by column blocks in cache (C read
-// once, its squares, unless `c_known` holds them, and those of the block of next summed
-// while resident), in parallel with one BLAS thread each; the partial sums are joined
-// pairwise in a fixed order.
-ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
-                               const SquaredSum& c_known, double* next) {
-  const bool sum_c = c_known.depth < 0;
-  const int64_t width = std::min(cols, std::max<int64_t>(256, (int64_t(1) << 15) / rows));
-  const int64_t blocks = (cols + width - 1) / width;
-  std::vector<double> c_sums(static_cast<size_t>(blocks * rows)), b_sums(static_cast<size_t>(blocks * rank));
-  const int threads = modes::loop_threads(blocks / 2);
-  {
-    modes::LoopBlasThreads blas(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t j0 = b * width, w = std::min(width, cols - j0);
-      linalg::gemm(Op::kTrans, Op::kNoTrans, rank, w, rows, 1.0, q, rank, c + j0, cols, 0.0, next + j0, cols);
-      if (sum_c)
-        for (int64_t i = 0; i < rows; ++i) c_sums[b * rows + i] = modes::sum_squares_pairwise(c + i * cols + j0, w);
-      for (int64_t i = 0; i < rank; ++i) b_sums[b * rank + i] = modes::sum_squares_pairwise(next + i * cols + j0, w);
-    }
-  }
-  const int leaf = modes::sum_squares_pairwise_depth(width);
-  ProjectionSums sums;
-  sums.c = sum_c ? SquaredSum{pairwise_total(c_sums.data(), blocks * rows), leaf + pairwise_depth(blocks * rows)}
-                 : c_known;
-  sums.b = SquaredSum{pairwise_total(b_sums.data(), blocks * rank), leaf + pairwise_depth(blocks * rank)};
-  return sums;
-}
-
-// Q^T C (rank x cols) for a wide C, straight into `next` (project_and_sum), and the
-// discarded mass ||C - Q Q^T C||^2 as ||C||^2 - ||Q^T C||^2 within a rigorous rounding
-// allowance (difference_allowance): rank FMA per entry of C instead of rows for a
-// rotation by every eigenvector or 2 rank for a residual. A square Q (rank == rows)
-// discards nothing but rounding: the true mass ||(I - Q Q^T) C - Q E||^2 is at most
-// (eta + gamma_rows || |Q| ||_2)^2 (1 + eta) ||C||^2, second order in u, and 0 is
-// reported. `c_gram` (C C^T, rows x rows, as computed) gives Q^T C C^T Q for the
-// orthonormality correction. `norm` comes in as ||C||^2 when known, and leaves as
-// ||next||^2 (or ||C||^2 when the step is refused). Returns false, leaving the mass to
-// be measured from the data, when the computed mass plus its allowance exceeds delta2
-// or the mass is not resolved.
-bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
-                           const BasisBounds& basis, const double* c_gram, double delta2, double* next, double& tail,
-                           SquaredSum& norm) {
-  const ProjectionSums sums = project_and_sum(c, rows, cols, q, rank, norm, next);
-  norm = sums.c;
-  if (!std::isfinite(sums.c.value)) return false;
-  if (rank == rows) {
-    const double first_order = basis.eta + rounding_gamma(rows) * basis.abs_norm;
-    tail = 0;
-    if (1.01 * first_order * first_order * (1 + basis.eta) * sums.c.value > delta2) return false;
-    norm = sums.b;
-    return true;
-  }
-  const double correction = orthonormality_correction(basis, congruence(c_gram, q, rows, rank), rank);
-  const double allowance = difference_allowance(rounding_gamma(rows) * basis.abs_norm, basis.eta, sums.c.value,
-                                                sums.c.depth, sums.b.value, sums.b.depth) +
-                           std::abs(correction);
-  tail = sums.c.value - sums.b.value + correction;
-  if (!difference_accepted(tail, allowance, sums.c.value, delta2)) return false;
-  norm = sums.b;
-  return true;
-}
-
 // The difference path for the leading `rank` columns of `basis` (rows x stride, a wide
 // C's eigenvectors), tried when the eigenvalues' tail `estimate` leaves room for the
 // allowance predicted from `c_norm2` (the Gram's trace; the real one is computed from
@@ -380,7 +198,7 @@ std::vector<double> truncate_by_difference(const double* c, int64_t rows, int64_
   std::vector<double> q(static_cast<size_t>(rows * rank));
   for (int64_t i = 0; i < rows; ++i) std::copy_n(&basis[i * stride], rank, &q[i * rank]);
   const BasisBounds bounds = basis_bounds(q.data(), rows, rank);
-  const int depth = modes::sum_squares_pairwise_depth(cols) + pairwise_depth(rows);
+  const int depth = modes::sum_squares_pairwise_depth(rows * cols);  // about that of the sums to come
   if (rank < rows && estimate + difference_allowance(rounding_gamma(rows) * bounds.abs_norm, bounds.eta, c_norm2,
                                                      depth, c_norm2, depth) > delta2)
     return {};

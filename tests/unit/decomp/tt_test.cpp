@@ -1,9 +1,10 @@
 // Tensor-Train: the smooth 16^5 tensor gets the ranks of its numerical TT ranks at
 // 1e-6; the tolerance bound holds and the reported error is the true one for several
 // tolerances, shapes (both sides of every unfolding, and unfoldings large enough for the
-// pivoted-Cholesky eigenbasis) and precisions; max_rank caps;
-// rounding brings an over-ranked TT back to its ranks within its bound; bad options and
-// bad data are refused.
+// pivoted-Cholesky eigenbasis or the sketch) and precisions, including tails near a
+// step's budget and exactly low-rank tensors, where the difference of norms must give way
+// to a measured mass; max_rank caps; rounding brings an over-ranked TT back to its ranks
+// within its bound; bad options and bad data are refused.
 #include <gtest/gtest.h>
 #include <omp.h>
 

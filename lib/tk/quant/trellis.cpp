@@ -28,6 +28,9 @@
 #include <immintrin.h>
 #define TK_TRELLIS_AVX2 1
 #endif
+#if defined(__AVX2__) && defined(__BMI__)
+#define TK_TRELLIS_LOOKUP 1  // the decoder's eight-weight steps over the f32 codebook
+#endif
 #if defined(__AVX2__) && defined(__F16C__) && defined(__BMI__)
 #define TK_TRELLIS_PAIRS 1  // the K = 2 decoder's f16 pair table
 #endif
@@ -222,6 +225,62 @@ class Viterbi {
   std::vector<uint8_t> decisions_;
 };
 
+
+#if TK_TRELLIS_LOOKUP
+// Decode the n weights (a multiple of 8) of one K-bit segment starting at column `first`
+// of its row, one codebook lookup per weight, into dst; `scales` are the row's group
+// scales. Weights t..t+7 (t a multiple of 8) start at bit K t, a whole byte, and their
+// eight L-bit windows end within 7 K + L <= 42 bits: one 64-bit load, eight bextr and
+// eight scalar loads from the f32 codebook per step. The same products as the scalar
+// loop, so the same bits.
+template <int kBits>
+void decode_segment_lookup(const float* book, int state_bits, const uint8_t* segment, uint64_t seg_bytes,
+                           int64_t n, int64_t first, int64_t group, const float* scales, float* dst) {
+  // The steps whose 8-byte word lies inside the segment: K t / 8 + 8 <= seg_bytes.
+  const auto bytes = static_cast<int64_t>(seg_bytes);
+  const int64_t whole = bytes < 8 ? 0 : std::min(n, (bytes - 8) / kBits * 8 + 8);
+  const uint64_t length = static_cast<uint64_t>(state_bits) << 8;
+  int64_t t = 0;
+  while (t < whole) {
+    const int64_t g = (first + t) / group;
+    const int64_t run_end = std::min(whole, (g + 1) * group - first);
+    const __m256 scale = _mm256_set1_ps(scales[g]);
+    for (; t < run_end; t += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, segment + static_cast<uint64_t>(t) / 8 * kBits, 8);
+      // Four bextr controls serve both halves (the upper from the word shifted by 4 K):
+      // eight distinct controls did not fit the registers and were reloaded every step.
+      const uint64_t upper = word >> (4 * kBits);
+      const __m128 low = _mm_setr_ps(book[__builtin_ia32_bextr_u64(word, length)],
+                                     book[__builtin_ia32_bextr_u64(word, length | kBits)],
+                                     book[__builtin_ia32_bextr_u64(word, length | (2 * kBits))],
+                                     book[__builtin_ia32_bextr_u64(word, length | (3 * kBits))]);
+      const __m128 high = _mm_setr_ps(book[__builtin_ia32_bextr_u64(upper, length)],
+                                      book[__builtin_ia32_bextr_u64(upper, length | kBits)],
+                                      book[__builtin_ia32_bextr_u64(upper, length | (2 * kBits))],
+                                      book[__builtin_ia32_bextr_u64(upper, length | (3 * kBits))]);
+      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_set_m128(high, low), scale));
+    }
+  }
+  for (; t < n; ++t) {
+    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
+    dst[t] = book[state] * scales[(first + t) / group];
+  }
+}
+
+using LookupDecoder = void (*)(const float*, int, const uint8_t*, uint64_t, int64_t, int64_t, int64_t, const float*,
+                               float*);
+
+LookupDecoder lookup_decoder(int bits) {
+  switch (bits) {
+    case 1: return decode_segment_lookup<1>;
+    case 2: return decode_segment_lookup<2>;
+    case 3: return decode_segment_lookup<3>;
+    case 4: return decode_segment_lookup<4>;
+    default: return nullptr;
+  }
+}
+#endif
 
 #if TK_TRELLIS_PAIRS
 // For K = 2: entry w (an (L + 2)-bit window) holds the f16 values of two consecutive
@@ -500,9 +559,14 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
     pairs = cached_pair_table(book16.data_as<uint16_t>(), l_);
   }
 #endif
-  // The f32 codebook, for the scalar loop (the pair table holds the codebook too).
+  // The f32 codebook, for the lookups one weight at a time (the pair table holds the
+  // codebook too).
   std::vector<float> book(pairs == nullptr ? n_states : 0);
   load_scales(book16, 0, static_cast<uint64_t>(book.size()), book.data());
+#if TK_TRELLIS_LOOKUP
+  // Every K without the pair table (other K, smaller K = 2 calls): eight weights a step.
+  const LookupDecoder lookup = lookup_decoder(k_);
+#endif
   parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
     std::vector<float> row_scales(l.groups_per_row), padded(direct ? 0 : l.padded_cols);
     for (int64_t r = begin; r < end; ++r) {
@@ -516,6 +580,13 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
 #if TK_TRELLIS_PAIRS
         if (pairs != nullptr) {
           decode_segment_pairs(pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
+          segment += seg_bytes;
+          continue;
+        }
+#endif
+#if TK_TRELLIS_LOOKUP
+        if (!reference && lookup != nullptr) {
+          lookup(book.data(), l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
           segment += seg_bytes;
           continue;
         }

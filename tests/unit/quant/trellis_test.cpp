@@ -121,6 +121,33 @@ TEST(Trellis, OptimisedMatchesReference) {
   }
 }
 
+TEST(Trellis, LookupDecoderMatchesTheReference) {
+  // Other K, and K = 2 tensors with fewer weights than codebook entries, decode eight
+  // weights a step from one 64-bit word: windows of up to 7 K + L = 42 bits, the last
+  // steps of each segment one weight at a time, groups across a segment boundary.
+  struct Case {
+    std::string spec;
+    Shape shape;
+    int64_t group;
+  };
+  const std::vector<Case> cases = {
+      {"trellis:1:14", {2, 264}, 0}, {"trellis:1:10", {2, 4500}, 24}, {"trellis:2", {2, 264}, 0},
+      {"trellis:3:14", {2, 264}, 0}, {"trellis:3:9", {3, 4200}, 40},  {"trellis:4:14", {2, 264}, 0},
+      {"trellis:4:8", {3, 4500}, 24},
+  };
+  for (const Case& c : cases) {
+    const auto x = gaussian(shape_numel(c.shape), 11);
+    const auto s = make_scheme(c.spec);
+    QuantOptions o;
+    o.fast = true;
+    o.group_size = c.group;
+    const Quantized q = s->quantize(x.data(), c.shape, o);
+    const auto y = decode(*s, q), y_ref = decode(*s, q, true);
+    EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), y.size() * sizeof(float)), 0) << c.spec;
+    EXPECT_GT(sqnr(x, y), 4.0) << c.spec;
+  }
+}
+
 TEST(Trellis, PairTableDecodesEveryHalfFloatLikeTheReference) {
   // The K = 2 decoder converts f16 codebook pairs itself: every bit pattern (subnormals,
   // infinities, NaNs) must come out as the reference's conversion does, whatever the

@@ -234,26 +234,40 @@ int64_t sketch_columns(int64_t rows, int64_t cols, int64_t previous_rank) {
   return rows <= cols && 4 * columns <= rows ? columns : 0;
 }
 
-// A rows x columns matrix of +-1 from a fixed hash of the index (splitmix64): the same
-// sketch on every machine and run.
-std::vector<double> sign_matrix(int64_t rows, int64_t columns) {
-  std::vector<double> omega(static_cast<size_t>(rows * columns));
-  for (int64_t i = 0; i < rows * columns; ++i) {
-    uint64_t z = static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    omega[static_cast<size_t>(i)] = ((z ^ (z >> 31)) >> 63) ? -1.0 : 1.0;
+// Rows [first, first + count) of the fixed +-1 matrix Omega (`columns` wide) into
+// `omega`: the signs of row j are the bits of splitmix64 hashes of j, so every block, run
+// and machine sees the same Omega.
+void sign_rows(int64_t first, int64_t count, int64_t columns, double* omega) {
+  const int64_t words = (columns + 63) / 64;
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t w = 0; w < words; ++w) {
+      uint64_t z = static_cast<uint64_t>((first + j) * words + w + 1) * 0x9e3779b97f4a7c15ULL;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      for (int64_t b = 0; b < 64 && w * 64 + b < columns; ++b)
+        omega[j * columns + w * 64 + b] = (z >> b) & 1 ? -1.0 : 1.0;
+    }
+}
+
+// Y = C Omega (rows x columns), a block of rows of Omega at a time: Omega is never
+// stored whole (on the 16^5 tensor it would be 512 KiB of fresh pages, each a fault).
+constexpr int64_t kSketchBlock = 256;
+std::vector<double> sketch_range(const double* c, int64_t rows, int64_t cols, int64_t columns) {
+  std::vector<double> y(static_cast<size_t>(rows * columns), 0.0), omega(static_cast<size_t>(kSketchBlock * columns));
+  for (int64_t j0 = 0; j0 < cols; j0 += kSketchBlock) {
+    const int64_t w = std::min(kSketchBlock, cols - j0);
+    sign_rows(j0, w, columns, omega.data());
+    linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, columns, w, 1.0, c + j0, cols, omega.data(), columns, 1.0, y.data(),
+                 columns);
   }
-  return omega;
+  return y;
 }
 
 std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t cols, int64_t columns, double delta2,
                                        int64_t cap, Scratch<double>& next, double& tail, int64_t& rank,
                                        SquaredSum& norm) {
-  const std::vector<double> omega = sign_matrix(cols, columns);
-  std::vector<double> y(static_cast<size_t>(rows * columns));
-  linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, columns, cols, 1.0, c, cols, omega.data(), columns, 0.0, y.data(),
-               columns);
+  std::vector<double> y = sketch_range(c, rows, cols, columns);
   linalg::qr(rows, columns, y.data(), nullptr);
   Scratch<double> b(columns * cols);
   const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, norm, b.data());

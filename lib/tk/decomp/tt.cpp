@@ -269,13 +269,16 @@ std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t co
                                        SquaredSum& norm) {
   std::vector<double> y = sketch_range(c, rows, cols, columns);
   linalg::qr(rows, columns, y.data(), nullptr);
-  Scratch<double> b(columns * cols);
-  const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, norm, b.data());
+  // B goes into `next`, whose first rank rows then receive N = W_r^T B block by block
+  // (each block of N depends on the same block of B only): no second fresh matrix.
+  next = Scratch<double>(columns * cols);
+  double* b = next.data();
+  const ProjectionSums sums = project_and_sum(c, rows, cols, y.data(), columns, norm, b);
   norm = sums.c;
   const double outside = sums.c.value - sums.b.value;
   if (!std::isfinite(sums.c.value) || !(outside < delta2)) return {};
   std::vector<double> b_gram(static_cast<size_t>(columns * columns));
-  linalg::syrk(Op::kNoTrans, columns, cols, 1.0, b.data(), cols, 0.0, b_gram.data(), columns);
+  linalg::syrk(Op::kNoTrans, columns, cols, 1.0, b, cols, 0.0, b_gram.data(), columns);
   std::vector<double> eigenvalues, work(b_gram);
   const std::vector<double> w_all = modes::leading_eigenvectors(columns, work.data(), columns, &eigenvalues);
   rank = modes::truncation_rank(eigenvalues, delta2 - outside, std::min(cap, columns));
@@ -285,9 +288,14 @@ std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t co
   std::vector<double> q(static_cast<size_t>(rows * rank));
   linalg::gemm(Op::kNoTrans, Op::kNoTrans, rows, rank, columns, 1.0, y.data(), columns, w.data(), rank, 0.0,
                q.data(), rank);
-  next = Scratch<double>(rank * cols);
-  linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, columns, 1.0, w.data(), rank, b.data(), cols, 0.0, next.data(),
-               cols);
+  std::vector<double> block(static_cast<size_t>(rank * kSketchBlock));
+  for (int64_t j0 = 0; j0 < cols; j0 += kSketchBlock) {
+    const int64_t width = std::min(kSketchBlock, cols - j0);
+    linalg::gemm(Op::kTrans, Op::kNoTrans, rank, width, columns, 1.0, w.data(), rank, b + j0, cols, 0.0, block.data(),
+                 width);
+    for (int64_t i = 0; i < rank; ++i) std::copy_n(&block[i * width], width, b + i * cols + j0);
+  }
+  next.shrink(rank * cols);
   const SquaredSum n_norm{modes::sum_squares_pairwise(next.data(), rank * cols),
                          modes::sum_squares_pairwise_depth(rank * cols)};
   const double n_norm2 = n_norm.value;

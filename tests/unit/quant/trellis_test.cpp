@@ -148,13 +148,14 @@ TEST(Trellis, LookupDecoderMatchesTheReference) {
   }
 }
 
-TEST(Trellis, PairTableDecodesEveryHalfFloatLikeTheReference) {
-  // The K = 2 decoder converts f16 codebook pairs itself: every bit pattern (subnormals,
-  // infinities, NaNs) must come out as the reference's conversion does, whatever the
-  // scale dtype. The 16 x 520 rows end in a partial group of 256 (padding), or in a whole
-  // group of 40 whose last eight weights, at L = 10, are decoded one at a time (their
-  // 32-bit word would run past the row's bytes; at L = 12 the vector loop reaches them).
-  for (const auto& [spec, n_states] : {std::pair{"trellis:2", 4096u}, std::pair{"trellis:2:10", 1024u}}) {
+TEST(Trellis, FastDecodersConvertEveryHalfFloatLikeTheReference) {
+  // The AVX2 decoders convert f16 codebook values themselves (the K = 2 pair table, the
+  // K = 3 lookups): every bit pattern (subnormals, infinities, NaNs) must come out as the
+  // reference's conversion does, whatever the scale dtype. The 16 x 520 rows end in a
+  // partial group of 256 (padding), or in a whole group of 40 whose last weights are
+  // decoded one at a time (their word would run past the row's bytes) at L = 10.
+  for (const auto& [spec, n_states] :
+       {std::pair{"trellis:2", 4096u}, std::pair{"trellis:2:10", 1024u}, std::pair{"trellis:3:10", 1024u}}) {
     for (const int64_t group : {0, 40}) {
       for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
         const auto x = gaussian(16 * 520, 5);

@@ -230,7 +230,7 @@ class Viterbi {
 // eight L-bit windows end within 7 K + L <= 42 bits: one 64-bit load, eight bextr and
 // eight 16-bit loads fill a vector converted at once (F16C converts exactly, so these
 // are the scalar loop's products). The f16 codebook is half the f32 one's cache lines
-// and its inserts fill one register; it decoded about 5% faster.
+// and its inserts fill one register: 5-15% faster than f32 lookups for K = 1, 3, 4.
 template <int kBits>
 void decode_segment_lookup(const uint16_t* book, int state_bits, const uint8_t* segment, uint64_t seg_bytes,
                            int64_t n, int64_t first, int64_t group, const float* scales, float* dst) {

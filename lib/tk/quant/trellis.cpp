@@ -224,6 +224,19 @@ class Viterbi {
 
 
 #if TK_TRELLIS_DECODE
+// Runs step(t, scale) for t = 0, 8, ..., whole - 8 (whole a multiple of 8) with the
+// scale of weight t's group broadcast. Groups are multiples of 8 weights, so the steps
+// go by runs within one group: one scale register per run and no group test per step.
+template <typename Step>
+inline void steps_by_group(int64_t whole, int64_t first, int64_t group, const float* scales, Step&& step) {
+  for (int64_t t = 0; t < whole;) {
+    const int64_t g = (first + t) / group;
+    const int64_t run_end = std::min(whole, (g + 1) * group - first);
+    const __m256 scale = _mm256_set1_ps(scales[g]);
+    for (; t < run_end; t += 8) step(t, scale);
+  }
+}
+
 // Decode the n weights (a multiple of 8) of one K-bit segment starting at column `first`
 // of its row, one f16 codebook lookup per weight, into dst; `scales` are the row's group
 // scales. Weights t..t+7 (t a multiple of 8) start at bit K t, a whole byte, and their
@@ -238,29 +251,23 @@ void decode_segment_lookup(const uint16_t* book, int state_bits, const uint8_t* 
   const auto bytes = static_cast<int64_t>(seg_bytes);
   const int64_t whole = bytes < 8 ? 0 : std::min(n, (bytes - 8) / kBits * 8 + 8);
   const uint64_t length = static_cast<uint64_t>(state_bits) << 8;
-  int64_t t = 0;
-  while (t < whole) {
-    const int64_t g = (first + t) / group;
-    const int64_t run_end = std::min(whole, (g + 1) * group - first);
-    const __m256 scale = _mm256_set1_ps(scales[g]);
-    for (; t < run_end; t += 8) {
-      uint64_t word = 0;
-      std::memcpy(&word, segment + static_cast<uint64_t>(t) / 8 * kBits, 8);
-      // Four bextr controls serve both halves (the upper from the word shifted by 4 K):
-      // eight distinct controls did not fit the registers and were reloaded every step.
-      const uint64_t upper = word >> (4 * kBits);
-      __m128i v = _mm_cvtsi32_si128(book[__builtin_ia32_bextr_u64(word, length)]);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | kBits)], 1);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | (2 * kBits))], 2);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | (3 * kBits))], 3);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length)], 4);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | kBits)], 5);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (2 * kBits))], 6);
-      v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (3 * kBits))], 7);
-      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
-    }
-  }
-  for (; t < n; ++t) {
+  steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
+    uint64_t word = 0;
+    std::memcpy(&word, segment + static_cast<uint64_t>(t) / 8 * kBits, 8);
+    // Four bextr controls serve both halves (the upper from the word shifted by 4 K):
+    // eight distinct controls did not fit the registers and were reloaded every step.
+    const uint64_t upper = word >> (4 * kBits);
+    __m128i v = _mm_cvtsi32_si128(book[__builtin_ia32_bextr_u64(word, length)]);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | kBits)], 1);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | (2 * kBits))], 2);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(word, length | (3 * kBits))], 3);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length)], 4);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | kBits)], 5);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (2 * kBits))], 6);
+    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (3 * kBits))], 7);
+    _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
+  });
+  for (int64_t t = whole; t < n; ++t) {
     const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
     dst[t] = _cvtsh_ss(book[state]) * scales[(first + t) / group];
   }
@@ -334,26 +341,18 @@ const uint32_t* cached_pair_table(const uint16_t* book, int state_bits) {
   const int64_t whole = bytes < 4 ? 0 : std::min(n, (bytes - 4) / 2 * 8 + 8);
   // 64-bit bextr: its result indexes the table without a zero-extending move.
   const uint64_t length = static_cast<uint64_t>(state_bits + 2) << 8;
-  int64_t t = 0;
-  while (t < whole) {
-    // The rest of this group (groups are multiples of 8 weights): one scale register and
-    // no group test per step.
-    const int64_t g = (first + t) / group;
-    const int64_t run_end = std::min(whole, (g + 1) * group - first);
-    const __m256 scale = _mm256_set1_ps(scales[g]);
-    for (; t < run_end; t += 8) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, segment + static_cast<uint64_t>(t) / 4, 4);
-      const uint64_t word = bits;
-      __m128i v = _mm_cvtsi32_si128(static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length)]));
-      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 4)]), 1);
-      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 8)]), 2);
-      v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 12)]), 3);
-      _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
-    }
-  }
+  steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, segment + static_cast<uint64_t>(t) / 4, 4);
+    const uint64_t word = bits;
+    __m128i v = _mm_cvtsi32_si128(static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length)]));
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 4)]), 1);
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 8)]), 2);
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 12)]), 3);
+    _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
+  });
   // The last weights: entry s < 2^L of the table holds codebook[s] in its low half.
-  for (; t < n; ++t) {
+  for (int64_t t = whole; t < n; ++t) {
     const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(2 * t), state_bits);
     dst[t] = _cvtsh_ss(static_cast<uint16_t>(pairs[state])) * scales[(first + t) / group];
   }

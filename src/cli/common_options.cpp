@@ -57,7 +57,8 @@ void start_openblas_single_threaded(int, char**, char** envp) {
 __attribute__((section(".preinit_array"), used)) void (*const preinit_openblas_threads)(int, char**, char**) =
     start_openblas_single_threaded;
 
-__attribute__((constructor)) void restore_environment_entry() {
+// Priority 101: before the program's other constructors and static initialisers.
+__attribute__((constructor(101))) void restore_environment_entry() {
   if (edited_entry == nullptr) return;
   std::memcpy(edited_entry, saved_entry_bytes, edited_bytes);
   edited_entry = nullptr;

@@ -49,9 +49,8 @@ using linalg::Op;
 using tt_detail::basis_bounds;
 using tt_detail::BasisBounds;
 using tt_detail::congruence;
-using tt_detail::difference_accepted;
 using tt_detail::difference_allowance;
-using tt_detail::orthonormality_correction;
+using tt_detail::difference_tail;
 using tt_detail::project_and_sum;
 using tt_detail::project_by_difference;
 using tt_detail::ProjectionSums;
@@ -298,18 +297,14 @@ std::vector<double> truncate_by_sketch(const double* c, int64_t rows, int64_t co
   next.shrink(rank * cols);
   const SquaredSum n_norm{modes::sum_squares_pairwise(next.data(), rank * cols),
                          modes::sum_squares_pairwise_depth(rank * cols)};
-  const double n_norm2 = n_norm.value;
   const BasisBounds qy = basis_bounds(y.data(), rows, columns), wr = basis_bounds(w.data(), columns, rank),
                     core = basis_bounds(q.data(), rows, rank);
   const double b_over_c = std::sqrt(1 + qy.eta) + rounding_gamma(rows) * qy.abs_norm;
   const double product_error = rounding_gamma(rows) * qy.abs_norm * std::sqrt(1 + wr.eta) +
                                rounding_gamma(columns) * wr.abs_norm * (b_over_c + qy.abs_norm);
-  const double correction = orthonormality_correction(core, congruence(b_gram.data(), w.data(), columns, rank), rank);
-  const double allowance = difference_allowance(product_error, core.eta, sums.c.value, sums.c.depth, n_norm2,
-                                                n_norm.depth) +
-                           std::abs(correction);
-  tail = sums.c.value - n_norm2 + correction;
-  if (!difference_accepted(tail, allowance, sums.c.value, delta2)) return {};
+  if (!difference_tail(product_error, core, congruence(b_gram.data(), w.data(), columns, rank), rank, sums.c, n_norm,
+                       delta2, tail))
+    return {};
   norm = n_norm;
   return q;
 }
@@ -486,6 +481,8 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   SquaredSum carried_norm;  // ||C||^2 when a difference path summed it
   int64_t rest = modes::element_count(x.shape);
   double discarded = 0;
+  // delta^2, each step's share of the squared error (||X||^2 known from the first step).
+  auto step_budget = [&] { return options.tol * options.tol / double(d - 1) * norm2; };
   for (size_t k = 0; k + 1 < d; ++k) {
     const int64_t rows = result.ranks[k] * x.shape[k];
     rest /= x.shape[k];
@@ -496,10 +493,9 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
     if constexpr (std::is_same_v<T, double>) {
       const int64_t columns = k > 0 ? sketch_columns(rows, rest, result.ranks[k]) : 0;
       if (columns > 0) {
-        const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
         Scratch<double> next;
         double tail = 0;
-        q = truncate_by_sketch(c, rows, rest, columns, delta2, cap, next, tail, rank, carried_norm);
+        q = truncate_by_sketch(c, rows, rest, columns, step_budget(), cap, next, tail, rank, carried_norm);
         if (!q.empty()) {
           carried = std::move(next);
           discarded += tail;
@@ -512,8 +508,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
         if (norm2 < 0) norm2 = modes::trace(std::min(rows, rest), gram.data());
         modes::check_finite_norm(norm2, "tt");
       }
-      const double delta2 = options.tol * options.tol / double(d - 1) * norm2;
-      q = truncate_step(c, rows, rest, gram, delta2, cap, carried, discarded, rank, carried_norm);
+      q = truncate_step(c, rows, rest, gram, step_budget(), cap, carried, discarded, rank, carried_norm);
     }
     result.ranks[k + 1] = rank;
     result.cores[k].assign(q.begin(), q.end());

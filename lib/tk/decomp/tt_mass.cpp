@@ -85,6 +85,15 @@ bool difference_accepted(double tail, double allowance, double c_norm2, double d
          tail + allowance <= delta2;
 }
 
+bool difference_tail(double product_error, const BasisBounds& basis, const std::vector<double>& nn, int64_t rank,
+                     const SquaredSum& c, const SquaredSum& n, double delta2, double& tail) {
+  const double correction = orthonormality_correction(basis, nn, rank);
+  const double allowance =
+      difference_allowance(product_error, basis.eta, c.value, c.depth, n.value, n.depth) + std::abs(correction);
+  tail = c.value - n.value + correction;
+  return difference_accepted(tail, allowance, c.value, delta2);
+}
+
 ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
                                const SquaredSum& c_known, double* next) {
   const bool sum_c = c_known.depth < 0;
@@ -124,12 +133,9 @@ bool project_by_difference(const double* c, int64_t rows, int64_t cols, const do
     norm = sums.b;
     return true;
   }
-  const double correction = orthonormality_correction(basis, congruence(c_gram, q, rows, rank), rank);
-  const double allowance = difference_allowance(rounding_gamma(rows) * basis.abs_norm, basis.eta, sums.c.value,
-                                                sums.c.depth, sums.b.value, sums.b.depth) +
-                           std::abs(correction);
-  tail = sums.c.value - sums.b.value + correction;
-  if (!difference_accepted(tail, allowance, sums.c.value, delta2)) return false;
+  if (!difference_tail(rounding_gamma(rows) * basis.abs_norm, basis, congruence(c_gram, q, rows, rank), rank, sums.c,
+                       sums.b, delta2, tail))
+    return false;
   norm = sums.b;
   return true;
 }

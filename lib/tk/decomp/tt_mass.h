@@ -79,6 +79,14 @@ double difference_allowance(double product_error, double eta, double c_norm2, in
 // measures it from the data so that the reported error stays exact, not merely bounded.
 bool difference_accepted(double tail, double allowance, double c_norm2, double delta2);
 
+// The step's discarded mass from the two sums, ||C||^2 - ||N||^2 plus the
+// orthonormality correction of `basis` (the core, rank columns) given `nn` ~ N N^T,
+// into `tail`; true when difference_accepted vouches for it with the allowance for
+// `product_error` (||E||_F <= product_error ||C||, E the rounding of N), the sums'
+// depths and the correction's magnitude.
+bool difference_tail(double product_error, const BasisBounds& basis, const std::vector<double>& nn, int64_t rank,
+                     const SquaredSum& c, const SquaredSum& n, double delta2, double& tail);
+
 // next = Q^T C (rank x cols) for a wide C (rows x cols) by column blocks in cache (C read
 // once, its squares, unless `c_known` holds them, and those of the block of next summed
 // while resident), in parallel with one BLAS thread each; the partial sums are joined

@@ -264,6 +264,30 @@ inline bool eight_codes(const uint8_t* codes, uint64_t code_bytes, int bits, uin
   return true;
 }
 
+// Codes index .. index + 31 of such a stream, one per byte lane of *idx (four
+// eight_codes windows); false when the last window would read past the stream's end.
+inline bool thirty_two_codes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t index, uint64_t mask,
+                             __m256i* idx) {
+  uint64_t c[4];
+  for (int q = 0; q < 4; ++q)
+    if (!eight_codes(codes, code_bytes, bits, index + 8 * q, mask, &c[q])) return false;
+  *idx = _mm256_setr_epi64x(static_cast<long long>(c[0]), static_cast<long long>(c[1]), static_cast<long long>(c[2]),
+                            static_cast<long long>(c[3]));
+  return true;
+}
+
+// v as an f16 in *h; false when v is not exactly an f16 value (F16C would not give its
+// bits back), so a byte-plane table of it would decode other values.
+inline bool exact_f16(float v, uint16_t* h) {
+  *h = static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+  return same_bits(_cvtsh_ss(*h), v);
+}
+
+// A 16-entry vpshufb table in both 128-bit lanes.
+inline __m256i lane_table(const uint8_t* bytes16) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes16)));
+}
+
 // Unpack codes first .. first + count - 1 of an LSB-first `bits`-wide stream (bits 1..16,
 // count <= kChunk) into idx: 8 codes a 64-bit window for up to 7 bits (56 bits plus the
 // start's offset), 4 for 9..16 (at most 63 bits), plain bytes for 8. Past the last whole
@@ -354,20 +378,18 @@ struct BytePlanes {
 bool make_byte_planes(const float* levels, int bits, BytePlanes* planes) {
   const int n = 1 << bits;
   uint16_t h[1 << kBytePlaneMaxBits];
-  for (int j = 0; j < n; ++j) {
-    h[j] = static_cast<uint16_t>(_cvtss_sh(levels[j], _MM_FROUND_TO_NEAREST_INT));
-    if (!same_bits(_cvtsh_ss(h[j]), levels[j])) return false;
-  }
+  for (int j = 0; j < n; ++j)
+    if (!exact_f16(levels[j], &h[j])) return false;
   planes->slices = n / 16;
   for (int k = 0; k < planes->slices; ++k) {
-    alignas(16) uint8_t lo[16], hi[16];
+    uint8_t lo[16], hi[16];
     for (int j = 0; j < 16; ++j) {
       const uint16_t v = static_cast<uint16_t>(h[16 * k + j] ^ (k > 0 ? h[16 * (k - 1) + j] : 0));
       lo[j] = static_cast<uint8_t>(v & 0xff);
       hi[j] = static_cast<uint8_t>(v >> 8);
     }
-    planes->lo[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(lo)));
-    planes->hi[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(hi)));
+    planes->lo[k] = lane_table(lo);
+    planes->hi[k] = lane_table(hi);
   }
   return true;
 }
@@ -390,16 +412,7 @@ uint64_t decode_byte_planes(const uint8_t* codes, uint64_t code_bytes, uint64_t 
   constexpr int kSlices = 1 << (kBits - 4);
   const uint64_t mask = byte_lanes_mask(kBits);
   uint64_t i = 0;
-  for (; i + 32 <= count && ((first + i + 24) * kBits >> 3) + 8 <= code_bytes; i += 32) {
-    uint64_t c[4];
-    for (int q = 0; q < 4; ++q) {
-      const uint64_t bit = (first + i + 8 * q) * kBits;
-      uint64_t window = 0;
-      std::memcpy(&window, codes + (bit >> 3), 8);
-      c[q] = _pdep_u64(window >> (bit & 7), mask);
-    }
-    const __m256i idx = _mm256_setr_epi64x(static_cast<long long>(c[0]), static_cast<long long>(c[1]),
-                                           static_cast<long long>(c[2]), static_cast<long long>(c[3]));
+  for (__m256i idx; i + 32 <= count && thirty_two_codes(codes, code_bytes, kBits, first + i, mask, &idx); i += 32) {
     const __m256i lo = plane_lookup<kSlices>(planes.lo, idx), hi = plane_lookup<kSlices>(planes.hi, idx);
     // Per 128-bit lane, unpacklo holds codes 0-7 (16-23) and unpackhi codes 8-15 (24-31).
     const __m256i a = _mm256_unpacklo_epi8(lo, hi), b = _mm256_unpackhi_epi8(lo, hi);
@@ -485,25 +498,21 @@ void decode_vectors_dim(const uint8_t* codes, uint64_t code_bytes, int bits, uin
 // the run), 0 where some book value is not exactly an f16 value.
 uint64_t decode_pairs_by_planes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first,
                                 uint64_t count, const float* book, float scale, float* out) {
-  alignas(16) uint8_t plane[4][16] = {};
+  uint8_t plane[4][16] = {};
   for (int c = 0; c < (1 << bits); ++c) {
     for (int d = 0; d < 2; ++d) {
-      const uint16_t h = static_cast<uint16_t>(_cvtss_sh(book[2 * c + d], _MM_FROUND_TO_NEAREST_INT));
-      if (!same_bits(_cvtsh_ss(h), book[2 * c + d])) return 0;
+      uint16_t h = 0;
+      if (!exact_f16(book[2 * c + d], &h)) return 0;
       plane[2 * d][c] = static_cast<uint8_t>(h & 0xff);
       plane[2 * d + 1][c] = static_cast<uint8_t>(h >> 8);
     }
   }
   __m256i p[4];
-  for (int k = 0; k < 4; ++k) p[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(plane[k])));
+  for (int k = 0; k < 4; ++k) p[k] = lane_table(plane[k]);
   const __m256 s = _mm256_set1_ps(scale);
   const uint64_t mask = byte_lanes_mask(bits);
   uint64_t i = 0;
-  for (; i + 32 <= count && ((first + i + 24) * bits >> 3) + 8 <= code_bytes; i += 32) {
-    uint64_t c[4];
-    for (int q = 0; q < 4; ++q) eight_codes(codes, code_bytes, bits, first + i + 8 * q, mask, &c[q]);
-    const __m256i idx = _mm256_setr_epi64x(static_cast<long long>(c[0]), static_cast<long long>(c[1]),
-                                           static_cast<long long>(c[2]), static_cast<long long>(c[3]));
+  for (__m256i idx; i + 32 <= count && thirty_two_codes(codes, code_bytes, bits, first + i, mask, &idx); i += 32) {
     // Per 128-bit lane (codes 0-15, 16-31): first values of codes 0-7 / 8-15, then seconds.
     const __m256i b0 = _mm256_shuffle_epi8(p[0], idx), b1 = _mm256_shuffle_epi8(p[1], idx);
     const __m256i b2 = _mm256_shuffle_epi8(p[2], idx), b3 = _mm256_shuffle_epi8(p[3], idx);

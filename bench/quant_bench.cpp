@@ -1,5 +1,6 @@
 // tk_bench_quant [--rows R] [--cols C] [--seed S] [--schemes LIST] [--dist gauss|t4|both]
 //                [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json]
+//                [--decode-rounds N]
 //
 // Quantization schemes of tk/quant on seeded R x C f32 matrices (default 4096 x 4096):
 // Gaussian N(0, 0.02^2) and Student-t with nu = 4 rescaled to the same RMS (0.02). For
@@ -14,14 +15,23 @@
 // one measures (cache and memory contention still show). Prints a table, or one JSON
 // line per (scheme, matrix) with --json (the first line describes the machine). Exit
 // status 2 for bad usage, 1 on failure.
+//
+// --decode-rounds N times only the cache-resident decoding, interleaved: each scheme's
+// 16-row block is quantized once, then N rounds each time every (scheme, matrix) block
+// in turn (64 decodes a window), so all of them share whatever load the machine has in
+// each round. Prints the median, quartiles and best of the N windows per block: on a
+// time-shared machine the median is what a consumer gets, the best what an idle core
+// gives.
 #include <omp.h>
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <random>
 #include <sstream>
@@ -49,12 +59,14 @@ struct Args {
   bool fast = false;
   tk::quant::ScaleRule rule = tk::quant::ScaleRule::kDefault;
   bool json = false;
+  int decode_rounds = 0;  // > 0: the interleaved cache-decoding mode
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "tk_bench_quant: error: %s\nusage: tk_bench_quant [--rows R] [--cols C] [--seed S] [--schemes LIST] "
-               "[--dist gauss|t4|both] [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json]\n",
+               "[--dist gauss|t4|both] [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json] "
+               "[--decode-rounds N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -89,6 +101,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--schemes") a.schemes = split(value());
     else if (arg == "--reps") a.reps = static_cast<int>(parse_int(value(), 1, 100, arg));
     else if (arg == "--threads") a.threads = static_cast<int>(parse_int(value(), 1, 1024, arg));
+    else if (arg == "--decode-rounds") a.decode_rounds = static_cast<int>(parse_int(value(), 1, 100000, arg));
     else if (arg == "--fast") a.fast = true;
     else if (arg == "--json") a.json = true;
     else if (arg == "--dist") {
@@ -197,6 +210,71 @@ void run_one(const Args& a, const std::string& spec, const std::string& dist, co
   std::fflush(stdout);
 }
 
+
+// Quartile q (0..4) of sorted v, by the nearest rank.
+double quartile(const std::vector<double>& sorted, int q) {
+  return sorted[static_cast<size_t>(q) * (sorted.size() - 1) / 4];
+}
+
+void decode_rounds(const Args& a) {
+  constexpr int64_t kBlockRows = 16;
+  constexpr int kBlockRepeats = 64;
+  struct Block {
+    std::string spec, dist;
+    std::unique_ptr<tk::quant::Scheme> scheme;
+    tk::quant::Quantized q;
+    std::vector<float> y;
+    double bpw = 0;
+    std::vector<double> gbs, cpu_gbs;
+  };
+  const int64_t rows = std::min(kBlockRows, a.rows);
+  std::vector<Block> blocks;
+  for (const auto& dist : a.dists) {
+    const std::vector<float> x = make_matrix(dist, rows * a.cols, a.seed + (dist == "t4" ? 1 : 0));
+    for (const auto& spec : a.schemes) {
+      Block b{spec, dist, tk::quant::make_scheme(spec), {}, std::vector<float>(x.size()), 0, {}, {}};
+      tk::quant::QuantOptions o;
+      o.fast = a.fast;
+      o.scale_rule = a.rule;
+      b.q = b.scheme->quantize(x.data(), tk::Shape{rows, a.cols}, o);
+      b.bpw = static_cast<double>(b.q.stored_bytes()) * 8.0 / static_cast<double>(x.size());
+      b.scheme->dequantize(b.q, b.y.data());  // warm-up: tables, caches, pages
+      blocks.push_back(std::move(b));
+    }
+  }
+  for (int round = 0; round < a.decode_rounds; ++round) {
+    for (Block& b : blocks) {
+      const double bytes = static_cast<double>(b.y.size() * sizeof(float)) * kBlockRepeats;
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_seconds();
+      for (int k = 0; k < kBlockRepeats; ++k) b.scheme->dequantize(b.q, b.y.data());
+      const double cpu = cpu_seconds() - c0;
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      b.gbs.push_back(bytes / wall / 1e9);
+      b.cpu_gbs.push_back(bytes / cpu / 1e9);
+    }
+  }
+  if (!a.json) {
+    std::printf("%-12s %-6s %8s %10s %10s %10s %10s %12s\n", "scheme", "matrix", "bpw", "median", "p25", "p75", "best",
+                "median/cpu-s");
+  }
+  for (Block& b : blocks) {
+    std::sort(b.gbs.begin(), b.gbs.end());
+    std::sort(b.cpu_gbs.begin(), b.cpu_gbs.end());
+    if (a.json) {
+      const nlohmann::json j{{"scheme", b.spec}, {"dist", b.dist}, {"rows", rows}, {"cols", a.cols},
+                             {"threads", a.threads}, {"bpw", b.bpw}, {"rounds", a.decode_rounds},
+                             {"cache_gb_s_median", quartile(b.gbs, 2)}, {"cache_gb_s_p25", quartile(b.gbs, 1)},
+                             {"cache_gb_s_p75", quartile(b.gbs, 3)}, {"cache_gb_s_best", b.gbs.back()},
+                             {"cache_cpu_gb_s_median", quartile(b.cpu_gbs, 2)}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%-12s %-6s %8.4f %10.2f %10.2f %10.2f %10.2f %12.2f\n", b.spec.c_str(), b.dist.c_str(), b.bpw,
+                  quartile(b.gbs, 2), quartile(b.gbs, 1), quartile(b.gbs, 3), b.gbs.back(), quartile(b.cpu_gbs, 2));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -205,7 +283,12 @@ int main(int argc, char** argv) {
   try {
     if (a.json) {
       std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
-    } else {
+    }
+    if (a.decode_rounds > 0) {
+      decode_rounds(a);
+      return 0;
+    }
+    if (!a.json) {
       std::printf("%-12s %-6s %8s %9s %12s %12s %12s %12s %12s %12s\n", "scheme", "matrix", "bpw", "SQNR dB",
                   "quant MB/s", "dequant GB/s", "q MB/cpu-s", "dq GB/cpu-s", "dq cache GB/s", "cache GB/cpu-s");
     }

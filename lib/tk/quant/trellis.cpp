@@ -40,7 +40,11 @@ using namespace detail;
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
 constexpr int64_t kPrefetchSteps = 8;
-constexpr int kDefaultStateBits = 12;
+// L = 10: within about 0.25 dB of L = 12 at a fifth of the search time, and every K's
+// pair table (below) stays within the 32 KiB L1 data cache for K <= 3 (64 KiB at K = 4).
+constexpr int kDefaultStateBits = 10;
+constexpr int kMaxStateBits = 14;
+constexpr int kMaxPairWindow = 14;  // pair tables of at most 2^14 entries (64 KiB)
 constexpr int kTrainIterations = 6;
 constexpr int64_t kTrainValuesPerState = 256;
 constexpr int64_t kTrainShare = 8;
@@ -286,75 +290,97 @@ LookupDecoder lookup_decoder(int bits) {
   }
 }
 
-// For K = 2: entry w (an (L + 2)-bit window) holds the f16 values of two consecutive
-// weights, book[w mod 2^L] in its low half and book[w >> 2] in its high half.
-std::vector<uint32_t> pair_table(const uint16_t* book, int state_bits) {
-  const int64_t n = int64_t{1} << (state_bits + 2), mask = (int64_t{1} << state_bits) - 1;
-  std::vector<uint32_t> pairs(static_cast<size_t>(n));
-  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-  for (int64_t w = 0; w < n; w += 8) {
-    const __m256i first = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(book + (w & mask))));
-    uint32_t two = 0;
-    std::memcpy(&two, book + (w >> 2), 4);
-    const __m256i second = _mm256_permutevar8x32_epi32(_mm256_cvtepu16_epi32(_mm_cvtsi32_si128(static_cast<int>(two))), spread);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pairs.data() + w), _mm256_or_si256(first, _mm256_slli_epi32(second, 16)));
-  }
+// Entry w (an (L + K)-bit window) holds the f16 values of two consecutive weights:
+// book[w mod 2^L] in its low half and book[w >> K] in its high half.
+std::vector<uint32_t> pair_table(const uint16_t* book, int bits, int state_bits) {
+  const uint32_t n = uint32_t{1} << (state_bits + bits), mask = (uint32_t{1} << state_bits) - 1;
+  std::vector<uint32_t> pairs(n);
+  for (uint32_t w = 0; w < n; ++w) pairs[w] = book[w & mask] | static_cast<uint32_t>(book[w >> bits]) << 16;
   return pairs;
 }
 
-// The table is a pure function of the codebook's bytes, yet callers decode one tensor
-// in slices (row ranges streamed into a cache-resident buffer, the bench's 16-row
+// The table is a pure function of K and the codebook's bytes, yet callers decode one
+// tensor in slices (row ranges streamed into a cache-resident buffer, the bench's 16-row
 // block), and rebuilding it per call cost 10-20% of a 16-row call at L = 12 (64 KiB of
 // table for 256 KiB of output) plus a zero-filled allocation. Each calling thread keeps
 // its last table with a copy of the codebook it came from; comparing the 2^L f16
-// entries (a quarter of the table's bytes, one linear pass) decides reuse, so a changed
-// codebook, even at the same address, always gets a fresh table.
-const uint32_t* cached_pair_table(const uint16_t* book, int state_bits) {
+// entries (at most a quarter of the table's bytes, one linear pass) decides reuse, so a
+// changed codebook, even at the same address, always gets a fresh table.
+const uint32_t* cached_pair_table(const uint16_t* book, int bits, int state_bits) {
   struct Cache {
-    int state_bits = -1;
+    int bits = -1, state_bits = -1;
     std::vector<uint16_t> book;
     std::vector<uint32_t> pairs;
   };
   thread_local Cache cache;
   const size_t n_states = size_t{1} << state_bits;
-  if (cache.state_bits != state_bits || std::memcmp(cache.book.data(), book, n_states * sizeof(uint16_t)) != 0) {
+  if (cache.bits != bits || cache.state_bits != state_bits ||
+      std::memcmp(cache.book.data(), book, n_states * sizeof(uint16_t)) != 0) {
     cache.state_bits = -1;  // stays invalid if building throws
     cache.book.assign(book, book + n_states);
-    cache.pairs = pair_table(book, state_bits);
+    cache.pairs = pair_table(book, bits, state_bits);
+    cache.bits = bits;
     cache.state_bits = state_bits;
   }
   return cache.pairs.data();
 }
 
-// Decode the n weights (a multiple of 8) of one K = 2 segment starting at column `first`
+// Decode the n weights (a multiple of 8) of one K-bit segment starting at column `first`
 // of its row, through the pair table, into dst; `scales` are the row's group scales.
-// Weights t..t+7 (t a multiple of 8) are four pairs: pair j is the (L + 2)-bit window at
-// bit 2t + 4j, all inside the 32-bit word at byte t / 4. Four scalar loads (one bextr
-// each) fill a vector of eight f16 values, converted at once. Scalar loads beat AVX2
-// gathers on AMD Zen 3 (three load ports, slow gathers). Kept out of line: inlined into
-// the row loop, its four bextr controls were spilled and reloaded every step.
+// Weights t..t+7 (t a multiple of 8, so bit K t starts a byte) are four pairs: pair j
+// is the (L + K)-bit window at bit K t + 2 K j, all inside one word of 32 bits (7 K + L
+// <= 32) or else 64. Four scalar loads (one bextr each) fill a vector of eight f16
+// values, converted at once. Scalar loads beat AVX2 gathers on AMD Zen 3 (three load
+// ports, slow gathers). Kept out of line: inlined into the row loop, its four bextr
+// controls were spilled and reloaded every step.
+template <int kBits>
 [[gnu::noinline]] void decode_segment_pairs(const uint32_t* pairs, int state_bits, const uint8_t* segment,
                                             uint64_t seg_bytes, int64_t n, int64_t first, int64_t group,
                                             const float* scales, float* dst) {
-  // The steps whose 32-bit word lies inside the segment: t / 4 + 4 <= seg_bytes.
+  // The steps whose word lies inside the segment: K t / 8 + word_bytes <= seg_bytes.
   const auto bytes = static_cast<int64_t>(seg_bytes);
-  const int64_t whole = bytes < 4 ? 0 : std::min(n, (bytes - 4) / 2 * 8 + 8);
+  const int64_t word_bytes = 7 * kBits + state_bits <= 32 ? 4 : 8;
+  const int64_t whole = bytes < word_bytes ? 0 : std::min(n, (bytes - word_bytes) / kBits * 8 + 8);
   // 64-bit bextr: its result indexes the table without a zero-extending move.
-  const uint64_t length = static_cast<uint64_t>(state_bits + 2) << 8;
-  steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, segment + static_cast<uint64_t>(t) / 4, 4);
-    const uint64_t word = bits;
+  const uint64_t length = static_cast<uint64_t>(state_bits + kBits) << 8;
+  auto step = [&](int64_t t, __m256 scale, uint64_t word) {
     __m128i v = _mm_cvtsi32_si128(static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length)]));
-    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 4)]), 1);
-    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 8)]), 2);
-    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | 12)]), 3);
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (2 * kBits))]), 1);
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (4 * kBits))]), 2);
+    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (6 * kBits))]), 3);
     _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
-  });
+  };
+  const uint8_t* base = segment;
+  if (word_bytes == 4) {
+    steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
+      uint32_t word = 0;
+      std::memcpy(&word, base + static_cast<uint64_t>(t) / 8 * kBits, 4);
+      step(t, scale, word);
+    });
+  } else {
+    steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
+      uint64_t word = 0;
+      std::memcpy(&word, base + static_cast<uint64_t>(t) / 8 * kBits, 8);
+      step(t, scale, word);
+    });
+  }
   // The last weights: entry s < 2^L of the table holds codebook[s] in its low half.
   for (int64_t t = whole; t < n; ++t) {
-    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(2 * t), state_bits);
+    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
     dst[t] = _cvtsh_ss(static_cast<uint16_t>(pairs[state])) * scales[(first + t) / group];
+  }
+}
+
+using PairDecoder = void (*)(const uint32_t*, int, const uint8_t*, uint64_t, int64_t, int64_t, int64_t, const float*,
+                             float*);
+
+PairDecoder pair_decoder(int bits) {
+  switch (bits) {
+    case 1: return decode_segment_pairs<1>;
+    case 2: return decode_segment_pairs<2>;
+    case 3: return decode_segment_pairs<3>;
+    case 4: return decode_segment_pairs<4>;
+    default: return nullptr;
   }
 }
 #endif
@@ -529,7 +555,13 @@ Quantized TrellisScheme::quantize(const float* x, const Shape& shape, const Quan
 
 void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const {
   param_int(q, "bits", k_, k_);
-  param_int(q, "state_bits", l_, l_);
+  // The file's state size rules: a tensor written when the spec's default L was another
+  // (12 before it became 10) decodes by its own L.
+  const int state_bits = static_cast<int>(param_int(q, "state_bits", k_ + 3, kMaxStateBits));
+  if (state_bits != l_) {
+    TrellisScheme(k_, state_bits).decode(q, out, reference);
+    return;
+  }
   param_int(q, "segment", kSegment, kSegment);
   const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
   if (group % 8 != 0) throw invalid_input("group_size must be a multiple of 8", q.scheme);
@@ -550,13 +582,17 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
 #if TK_TRELLIS_DECODE
   const uint16_t* book_f16 = book16.data_as<uint16_t>();
   const uint32_t* pairs = nullptr;
+  PairDecoder pair = nullptr;
   LookupDecoder lookup = nullptr;
   if (!reference) {
-    // K = 2 takes the pair table (four times the codebook's entries) when there are at
-    // least as many weights to decode as codebook entries (a smaller call would spend
-    // more on a table rebuild than the table saves); otherwise one lookup per weight.
-    if (k_ == 2 && l.rows * l.padded_cols >= n_states) {
-      pairs = cached_pair_table(book_f16, l_);
+    // The pair table (2^K times the codebook's entries) while it stays within 64 KiB
+    // (L + K <= 14) and there are at least a quarter as many weights to decode as table
+    // entries (a smaller call would spend more on a rebuild than the table saves);
+    // otherwise one lookup per weight.
+    const int64_t table_entries = int64_t{1} << (l_ + k_);
+    if (l_ + k_ <= kMaxPairWindow && l.rows * l.padded_cols >= table_entries / 4) {
+      pairs = cached_pair_table(book_f16, k_, l_);
+      pair = pair_decoder(k_);
     } else {
       lookup = lookup_decoder(k_);
     }
@@ -578,7 +614,7 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
 #if TK_TRELLIS_DECODE
         if (!scalar) {
           if (pairs != nullptr) {
-            decode_segment_pairs(pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
+            pair(pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
           } else {
             lookup(book_f16, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
           }
@@ -607,7 +643,7 @@ std::unique_ptr<Scheme> make_trellis_scheme(std::string_view spec) {
   if (args[0] != "trellis") return nullptr;
   if (args.size() < 2 || args.size() > 3) throw usage_error("expected trellis:BITS[:STATE_BITS]", std::string(spec));
   const int bits = cbdetail::parse_spec_int(args[1], 1, 4, spec);
-  const int state_bits = args.size() == 3 ? cbdetail::parse_spec_int(args[2], bits + 3, 14, spec) : kDefaultStateBits;
+  const int state_bits = args.size() == 3 ? cbdetail::parse_spec_int(args[2], bits + 3, kMaxStateBits, spec) : kDefaultStateBits;
   return std::make_unique<TrellisScheme>(bits, state_bits);
 }
 

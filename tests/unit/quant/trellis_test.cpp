@@ -52,9 +52,10 @@ double sqnr(const std::vector<float>& x, const std::vector<float>& y) {
 TEST(Trellis, GaussianErrorAndStoredBits) {
   const Shape shape{64, 1024};
   const auto x = gaussian(64 * 1024, 1, 0.02f);
-  // Expected on i.i.d. Gaussian at 2 bits: about 10.6 dB at L = 8 and 11.3 dB at L = 12
-  // (scalar Lloyd-Max: 9.30 dB).
-  for (const auto& [spec, floor_db] : {std::pair{"trellis:2:8", 10.4}, std::pair{"trellis:2", 11.0}}) {
+  // Expected on i.i.d. Gaussian at 2 bits: about 10.6 dB at L = 8, 11.1 at the default
+  // L = 10 and 11.3 dB at L = 12 (scalar Lloyd-Max: 9.30 dB).
+  for (const auto& [spec, floor_db] :
+       {std::pair{"trellis:2:8", 10.4}, std::pair{"trellis:2", 10.9}, std::pair{"trellis:2:12", 11.0}}) {
     const auto s = make_scheme(spec);
     EXPECT_EQ(s->name(), spec);
     const Quantized q = s->quantize(x.data(), shape, QuantOptions{});
@@ -121,19 +122,22 @@ TEST(Trellis, OptimisedMatchesReference) {
   }
 }
 
-TEST(Trellis, LookupDecoderMatchesTheReference) {
-  // Other K, and K = 2 tensors with fewer weights than codebook entries, decode eight
-  // weights a step from one 64-bit word: windows of up to 7 K + L = 42 bits, the last
-  // steps of each segment one weight at a time, groups across a segment boundary.
+TEST(Trellis, TableDecodersMatchTheReference) {
+  // Both fast decoders, eight weights a step, the last steps of each segment one weight
+  // at a time, groups across a segment boundary. Single lookups (L + K > 14, or fewer
+  // weights than a quarter of the pair table's entries): windows of up to 7 K + L = 42
+  // bits from one 64-bit word. Pair tables: a 32-bit word while 7 K + L <= 32 (up to
+  // trellis:3:11), a 64-bit one above (trellis:4).
   struct Case {
     std::string spec;
     Shape shape;
     int64_t group;
   };
   const std::vector<Case> cases = {
-      {"trellis:1:14", {2, 264}, 0}, {"trellis:1:10", {2, 4500}, 24}, {"trellis:2", {2, 264}, 0},
-      {"trellis:3:14", {2, 264}, 0}, {"trellis:3:9", {3, 4200}, 40},  {"trellis:4:14", {2, 264}, 0},
-      {"trellis:4:8", {3, 4500}, 24},
+      {"trellis:1:14", {2, 264}, 0},   {"trellis:2", {1, 200}, 0},      {"trellis:3:14", {2, 264}, 0},
+      {"trellis:4:14", {2, 264}, 0},   {"trellis:3:12", {1, 4500}, 24}, {"trellis:4:11", {1, 4200}, 40},
+      {"trellis:1:10", {2, 4500}, 24}, {"trellis:3:9", {3, 4200}, 40},  {"trellis:3:11", {2, 4500}, 24},
+      {"trellis:4:8", {3, 4500}, 24},  {"trellis:4", {3, 4200}, 40},
   };
   for (const Case& c : cases) {
     const auto x = gaussian(shape_numel(c.shape), 11);
@@ -149,13 +153,16 @@ TEST(Trellis, LookupDecoderMatchesTheReference) {
 }
 
 TEST(Trellis, FastDecodersConvertEveryHalfFloatLikeTheReference) {
-  // The AVX2 decoders convert f16 codebook values themselves (the K = 2 pair table, the
-  // K = 3 lookups): every bit pattern (subnormals, infinities, NaNs) must come out as the
-  // reference's conversion does, whatever the scale dtype. The 16 x 520 rows end in a
-  // partial group of 256 (padding), or in a whole group of 40 whose last weights are
-  // decoded one at a time (their word would run past the row's bytes) at L = 10.
+  // The AVX2 decoders convert f16 codebook values themselves (the pair tables of every K
+  // up to L + K = 14, with 32- and 64-bit words; the single lookups above that): every
+  // bit pattern (subnormals, infinities, NaNs) must come out as the reference's
+  // conversion does, whatever the scale dtype. The 16 x 520 rows end in a partial group
+  // of 256 (padding), or in a whole group of 40 whose last weights are decoded one at a
+  // time (their word would run past the row's bytes).
   for (const auto& [spec, n_states] :
-       {std::pair{"trellis:2", 4096u}, std::pair{"trellis:2:10", 1024u}, std::pair{"trellis:3:10", 1024u}}) {
+       {std::pair{"trellis:2:12", 4096u}, std::pair{"trellis:2", 1024u}, std::pair{"trellis:3", 1024u},
+        std::pair{"trellis:3:11", 2048u}, std::pair{"trellis:4", 1024u}, std::pair{"trellis:1", 1024u},
+        std::pair{"trellis:3:12", 4096u}, std::pair{"trellis:4:12", 4096u}}) {
     for (const int64_t group : {0, 40}) {
       for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
         const auto x = gaussian(16 * 520, 5);
@@ -181,15 +188,16 @@ TEST(Trellis, FastDecodersConvertEveryHalfFloatLikeTheReference) {
 }
 
 TEST(Trellis, CachedPairTableFollowsTheCodebook) {
-  // The decoder reuses its pair table while the codebook's bytes stay the same: calls
-  // that alternate between tensors (different codebooks, both state sizes) and repeat
-  // one tensor must each decode like the reference, bit for bit.
+  // The decoder reuses its pair table while K and the codebook's bytes stay the same:
+  // calls that alternate between tensors (different codebooks, both state sizes, and
+  // trellis:2 and :3 with the same --fast codebook but tables of other windows) and
+  // repeat one tensor must each decode like the reference, bit for bit.
   const auto x = gaussian(32 * 512, 9), x2 = gaussian(32 * 512, 10, 3.0f);
   QuantOptions o;
   o.fast = true;
   std::vector<Quantized> qs;
   std::vector<std::unique_ptr<Scheme>> schemes;
-  for (const char* spec : {"trellis:2", "trellis:2:10"}) {
+  for (const char* spec : {"trellis:2:12", "trellis:2", "trellis:3"}) {
     for (const auto* data : {&x, &x2}) {
       schemes.push_back(make_scheme(spec));
       qs.push_back(schemes.back()->quantize(data->data(), Shape{32, 512}, o));
@@ -202,6 +210,20 @@ TEST(Trellis, CachedPairTableFollowsTheCodebook) {
       }
     }
   }
+}
+
+TEST(Trellis, TensorsOfAnEarlierDefaultDecodeByTheirOwnStateBits) {
+  // Until the default L became 10, "trellis:2" wrote L = 12. Such a tensor names the
+  // scheme "trellis:2" and records state_bits 12: it decodes by its own L, like the
+  // same tensor named trellis:2:12.
+  const auto x = gaussian(8 * 512, 12);
+  const auto s12 = make_scheme("trellis:2:12");
+  Quantized q = s12->quantize(x.data(), Shape{8, 512}, QuantOptions{});
+  const auto y12 = decode(*s12, q);
+  q.scheme = "trellis:2";
+  const auto now = make_scheme("trellis:2");
+  EXPECT_EQ(decode(*now, q), y12);
+  EXPECT_EQ(decode(*now, q, true), y12);
 }
 
 TEST(Trellis, BytesDoNotDependOnThreads) {

@@ -19,9 +19,13 @@
 // --decode-rounds N times only the cache-resident decoding, interleaved: each scheme's
 // 16-row block is quantized once, then N rounds each time every (scheme, matrix) block
 // in turn (64 decodes a window), so all of them share whatever load the machine has in
-// each round. Prints the median, quartiles and best of the N windows per block: on a
-// time-shared machine the median is what a consumer gets, the best what an idle core
-// gives.
+// each round. Before each window a short probe (independent integer adds) measures how
+// much of the core the thread has: on a machine whose cores are shared with another
+// tenant's hardware thread (SMT), the probe's rate drops when that sibling runs, and so
+// does every decoder's. Prints per block the median, quartiles and best of the N
+// windows, and the medians over the windows whose probe ran within 15% of the run's
+// fastest ("core to itself": the per-thread speed of an unshared core) and over the
+// others ("core shared"), with their counts.
 #include <omp.h>
 #include <time.h>
 
@@ -216,6 +220,28 @@ double quartile(const std::vector<double>& sorted, int q) {
   return sorted[static_cast<size_t>(q) * (sorted.size() - 1) / 4];
 }
 
+// Billions of integer adds a second by six independent chains: about 4 a cycle on a core
+// the thread has to itself, fewer while an SMT sibling competes for the ALUs.
+double add_probe() {
+  uint64_t a = 0, b = 0, c = 0, d = 0, e = 0, f = 0;
+  constexpr int kIterations = 50000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kIterations; ++i) {
+    a += 1, b += 1, c += 1, d += 1, e += 1, f += 1;
+    asm volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), "+r"(f));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  asm volatile("" : : "r"(a + b + c + d + e + f));
+  return 6.0 * kIterations / s / 1e9;
+}
+
+// The median of v (not empty), or 0 for an empty v.
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() - 1) / 2];
+}
+
 void decode_rounds(const Args& a) {
   constexpr int64_t kBlockRows = 16;
   constexpr int kBlockRepeats = 64;
@@ -225,14 +251,14 @@ void decode_rounds(const Args& a) {
     tk::quant::Quantized q;
     std::vector<float> y;
     double bpw = 0;
-    std::vector<double> gbs, cpu_gbs;
+    std::vector<double> gbs, cpu_gbs, probe;
   };
   const int64_t rows = std::min(kBlockRows, a.rows);
   std::vector<Block> blocks;
   for (const auto& dist : a.dists) {
     const std::vector<float> x = make_matrix(dist, rows * a.cols, a.seed + (dist == "t4" ? 1 : 0));
     for (const auto& spec : a.schemes) {
-      Block b{spec, dist, tk::quant::make_scheme(spec), {}, std::vector<float>(x.size()), 0, {}, {}};
+      Block b{spec, dist, tk::quant::make_scheme(spec), {}, std::vector<float>(x.size()), 0, {}, {}, {}};
       tk::quant::QuantOptions o;
       o.fast = a.fast;
       o.scale_rule = a.rule;
@@ -245,6 +271,7 @@ void decode_rounds(const Args& a) {
   for (int round = 0; round < a.decode_rounds; ++round) {
     for (Block& b : blocks) {
       const double bytes = static_cast<double>(b.y.size() * sizeof(float)) * kBlockRepeats;
+      b.probe.push_back(add_probe());
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = cpu_seconds();
       for (int k = 0; k < kBlockRepeats; ++k) b.scheme->dequantize(b.q, b.y.data());
@@ -254,11 +281,19 @@ void decode_rounds(const Args& a) {
       b.cpu_gbs.push_back(bytes / cpu / 1e9);
     }
   }
-  if (!a.json) {
-    std::printf("%-12s %-6s %8s %10s %10s %10s %10s %12s\n", "scheme", "matrix", "bpw", "median", "p25", "p75", "best",
-                "median/cpu-s");
+  double fastest = 0;
+  for (const Block& b : blocks) fastest = std::max(fastest, *std::max_element(b.probe.begin(), b.probe.end()));
+  if (a.json) {
+    std::printf("%s\n", nlohmann::json{{"add_probe_best_g_s", fastest}}.dump().c_str());
+  } else {
+    std::printf("add probe: best %.2f G adds/s; a window counts as 'core to itself' when its probe ran at >= %.2f\n",
+                fastest, 0.85 * fastest);
+    std::printf("%-12s %-6s %8s %8s %8s %8s %8s %8s %14s %14s\n", "scheme", "matrix", "bpw", "median", "p25", "p75",
+                "best", "/cpu-s", "own core (n)", "shared (n)");
   }
   for (Block& b : blocks) {
+    std::vector<double> own, shared;
+    for (size_t w = 0; w < b.gbs.size(); ++w) (b.probe[w] >= 0.85 * fastest ? own : shared).push_back(b.gbs[w]);
     std::sort(b.gbs.begin(), b.gbs.end());
     std::sort(b.cpu_gbs.begin(), b.cpu_gbs.end());
     if (a.json) {
@@ -266,11 +301,14 @@ void decode_rounds(const Args& a) {
                              {"threads", a.threads}, {"bpw", b.bpw}, {"rounds", a.decode_rounds},
                              {"cache_gb_s_median", quartile(b.gbs, 2)}, {"cache_gb_s_p25", quartile(b.gbs, 1)},
                              {"cache_gb_s_p75", quartile(b.gbs, 3)}, {"cache_gb_s_best", b.gbs.back()},
-                             {"cache_cpu_gb_s_median", quartile(b.cpu_gbs, 2)}};
+                             {"cache_cpu_gb_s_median", quartile(b.cpu_gbs, 2)},
+                             {"own_core_gb_s_median", median_of(own)}, {"own_core_windows", own.size()},
+                             {"shared_core_gb_s_median", median_of(shared)}, {"shared_core_windows", shared.size()}};
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("%-12s %-6s %8.4f %10.2f %10.2f %10.2f %10.2f %12.2f\n", b.spec.c_str(), b.dist.c_str(), b.bpw,
-                  quartile(b.gbs, 2), quartile(b.gbs, 1), quartile(b.gbs, 3), b.gbs.back(), quartile(b.cpu_gbs, 2));
+      std::printf("%-12s %-6s %8.4f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f (%3zu) %8.2f (%3zu)\n", b.spec.c_str(),
+                  b.dist.c_str(), b.bpw, quartile(b.gbs, 2), quartile(b.gbs, 1), quartile(b.gbs, 3), b.gbs.back(),
+                  quartile(b.cpu_gbs, 2), median_of(own), own.size(), median_of(shared), shared.size());
     }
   }
 }

@@ -276,6 +276,38 @@ inline bool thirty_two_codes(const uint8_t* codes, uint64_t code_bytes, int bits
   return true;
 }
 
+// Thirty-two codes of kBits (4..8) starting at a whole byte p, one per byte lane as
+// thirty_two_codes gives them, without scalar windows: each 128-bit lane takes eight
+// codes (kBits bytes), vpshufb puts the two bytes holding each code in a 16-bit lane,
+// and a multiply-high by 2^(16 - shift) shifts it down (a code at shift 0 is taken
+// from the high byte, shift 8). Reads p[0 .. 3 kBits + 16).
+template <int kBits> struct UnpackConstants {
+  __m256i shuffle, multiplier, mask;
+  UnpackConstants() {
+    alignas(32) uint8_t sh[32];
+    alignas(32) uint16_t mul[16];
+    for (int j = 0; j < 16; ++j) {
+      const int bit = kBits * (j % 8), byte = bit >> 3, shift = bit & 7;
+      sh[2 * j] = shift == 0 ? 0x80 : static_cast<uint8_t>(byte);
+      sh[2 * j + 1] = static_cast<uint8_t>(shift == 0 ? byte : byte + 1);
+      mul[j] = static_cast<uint16_t>(1u << (shift == 0 ? 8 : 16 - shift));
+    }
+    shuffle = _mm256_load_si256(reinterpret_cast<const __m256i*>(sh));
+    multiplier = _mm256_load_si256(reinterpret_cast<const __m256i*>(mul));
+    mask = _mm256_set1_epi16(static_cast<short>((1 << kBits) - 1));
+  }
+};
+
+template <int kBits>
+inline __m256i thirty_two_aligned(const UnpackConstants<kBits>& k, const uint8_t* p) {
+  auto sixteen = [&](const uint8_t* q) {
+    const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(q + kBits), reinterpret_cast<const __m128i*>(q));
+    return _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, k.shuffle), k.multiplier), k.mask);
+  };
+  // packus interleaves the halves: codes 0-7, 16-23 | 8-15, 24-31; vpermq restores order.
+  return _mm256_permute4x64_epi64(_mm256_packus_epi16(sixteen(p), sixteen(p + 2 * kBits)), 0xd8);
+}
+
 // v as an f16 in *h; false when v is not exactly an f16 value (F16C would not give its
 // bits back), so a byte-plane table of it would decode other values.
 inline bool exact_f16(float v, uint16_t* h) {
@@ -398,26 +430,42 @@ bool make_byte_planes(const float* levels, int bits, BytePlanes* planes) {
   return true;
 }
 
-template <int kSlices> inline __m256i plane_lookup(const __m256i* slice, __m256i codes) {
+// Both planes' bytes for 32 codes, slice by slice: one index per slice serves both
+// planes, and the two running XORs are all that stays live besides the codes (more
+// live values spilled to the stack at 7 bits, whose 16 tables fill the registers).
+template <int kSlices>
+inline void planes_lookup(const BytePlanes& planes, __m256i codes, __m256i* lo, __m256i* hi) {
   const __m256i sixteen = _mm256_set1_epi8(16);
-  __m256i r = _mm256_shuffle_epi8(slice[0], codes);
+  __m256i l = _mm256_shuffle_epi8(planes.lo[0], codes), h = _mm256_shuffle_epi8(planes.hi[0], codes);
   for (int k = 1; k < kSlices; ++k) {
     codes = _mm256_sub_epi8(codes, sixteen);
-    r = _mm256_xor_si256(r, _mm256_shuffle_epi8(slice[k], codes));
+    l = _mm256_xor_si256(l, _mm256_shuffle_epi8(planes.lo[k], codes));
+    h = _mm256_xor_si256(h, _mm256_shuffle_epi8(planes.hi[k], codes));
   }
-  return r;
+  *lo = l;
+  *hi = h;
 }
 
 // The unrolled body for one width; returns how many codes it decoded (a multiple of 32,
 // stopping where the last 64-bit window would read past the stream).
 template <int kBits>
-uint64_t decode_byte_planes(const uint8_t* codes, uint64_t code_bytes, uint64_t first, uint64_t count,
+[[gnu::noinline]] uint64_t decode_byte_planes(const uint8_t* codes, uint64_t code_bytes, uint64_t first, uint64_t count,
                             const BytePlanes& planes, float* out) {
   constexpr int kSlices = 1 << (kBits - 4);
   const uint64_t mask = byte_lanes_mask(kBits);
+  // Byte-aligned runs unpack in vector registers while 3 kBits + 16 bytes remain.
+  const UnpackConstants<kBits> unpack;
+  const bool aligned = first % 8 == 0;
   uint64_t i = 0;
-  for (__m256i idx; i + 32 <= count && thirty_two_codes(codes, code_bytes, kBits, first + i, mask, &idx); i += 32) {
-    const __m256i lo = plane_lookup<kSlices>(planes.lo, idx), hi = plane_lookup<kSlices>(planes.hi, idx);
+  for (__m256i idx; i + 32 <= count; i += 32) {
+    const uint64_t byte = (first + i) / 8 * kBits;
+    if (aligned && byte + 3 * kBits + 16 <= code_bytes) {
+      idx = thirty_two_aligned<kBits>(unpack, codes + byte);
+    } else if (!thirty_two_codes(codes, code_bytes, kBits, first + i, mask, &idx)) {
+      break;
+    }
+    __m256i lo, hi;
+    planes_lookup<kSlices>(planes, idx, &lo, &hi);
     // Per 128-bit lane, unpacklo holds codes 0-7 (16-23) and unpackhi codes 8-15 (24-31).
     const __m256i a = _mm256_unpacklo_epi8(lo, hi), b = _mm256_unpackhi_epi8(lo, hi);
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_castsi256_si128(a)));

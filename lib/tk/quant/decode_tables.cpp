@@ -372,19 +372,39 @@ inline __m256 lookup_bytes(const float* table, uint64_t c) {
   return _mm256_set_m128(lookup_four(table, static_cast<uint32_t>(c >> 32)), lookup_four(table, static_cast<uint32_t>(c)));
 }
 
-// Levels of kLoadsFromBits..8 bits, eight codes a step through lookup_bytes.
+// n (a multiple of 16) byte codes through the levels, sixteen a step: independent
+// chains of loads and inserts.
+inline void bytes_through_loads(const uint8_t* bytes, uint64_t n, const float* levels, float* out) {
+  for (uint64_t i = 0; i < n; i += 16) {
+    uint32_t c[4];
+    std::memcpy(c, bytes + i, 16);
+    _mm256_storeu_ps(out + i, _mm256_set_m128(lookup_four(levels, c[1]), lookup_four(levels, c[0])));
+    _mm256_storeu_ps(out + i + 8, _mm256_set_m128(lookup_four(levels, c[3]), lookup_four(levels, c[2])));
+  }
+}
+
+// Levels of kLoadsFromBits..8 bits through scalar loads: 8-bit codes sixteen a step;
+// byte-aligned runs of 7-bit codes unpacked to bytes first, 256 at a time (the
+// pdep windows cost more than the vector unpack: 11.6 against 10.3 GB/s on the 16-row
+// block, and the 7-bit byte planes, 16 tables, gave no more than the windows); other
+// codes eight a step from pdep windows.
 void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                          const float* levels, float* out) {
   uint64_t i = 0;
   if (bits == 8) {
-    // Sixteen codes a step: independent chains of loads and inserts.
-    for (; i + 16 <= count; i += 16) {
-      uint32_t c[4];
-      std::memcpy(c, codes + first + i, 16);
-      _mm256_storeu_ps(out + i, _mm256_set_m128(lookup_four(levels, c[1]), lookup_four(levels, c[0])));
-      _mm256_storeu_ps(out + i + 8, _mm256_set_m128(lookup_four(levels, c[3]), lookup_four(levels, c[2])));
+    bytes_through_loads(codes + first, count & ~uint64_t{15}, levels, out);
+    i = count & ~uint64_t{15};
+  } else if (bits == 7 && first % 8 == 0) {
+    // Runs of 256 codes unpacked to bytes in vector registers, then looked up as bytes.
+    const UnpackConstants<7> unpack;
+    alignas(32) uint8_t run[256];
+    for (; i + 256 <= count && (first + i + 256) / 8 * 7 + 16 <= code_bytes; i += 256) {
+      for (int k = 0; k < 256; k += 32)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(run + k), thirty_two_aligned<7>(unpack, codes + (first + i + k) / 8 * 7));
+      bytes_through_loads(run, 256, levels, out + i);
     }
-  } else {
+  }
+  if (bits != 8) {
     const uint64_t mask = byte_lanes_mask(bits);
     for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8)
       _mm256_storeu_ps(out + i, lookup_bytes(levels, c));
@@ -392,17 +412,17 @@ void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, ui
   for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
 }
 
-// Levels that are all f16 values (a k-means codebook is stored as f16) and codes of 4..7
+// Levels that are all f16 values (a k-means codebook is stored as f16) and codes of 4..6
 // bits decode 32 at a time through byte lookups: vpshufb picks one of 16 bytes per lane,
 // so each byte of the f16 levels is a plane of 16-entry slices. Slice k of a plane holds
 // that byte of levels 16k..16k+15 XORed with slice k-1's; looking code c up in slice k
 // at index c - 16k gives zero where that index is negative (vpshufb zeroes lanes whose
 // index has bit 7 set), so the XOR over all slices leaves exactly slice c >> 4's byte.
 // Two planes, then F16C widens the values to f32. At 6 bits that is 8 lookups and 6
-// XORs per 32 codes against 32 scalar loads and 24 inserts; from 7 bits the 16 tables
-// no longer fit the 16 registers, and at 8 bits (16 slices, bit 7 in use) the scalar
-// loads win.
-constexpr int kBytePlaneMaxBits = 7;
+// XORs per 32 codes against 32 scalar loads and 24 inserts; at 7 bits the 16 tables
+// no longer fit the 16 registers (no faster than scalar loads of unpacked bytes, above),
+// and at 8 bits (16 slices, bit 7 in use) the scalar loads win.
+constexpr int kBytePlaneMaxBits = 6;
 
 struct BytePlanes {
   int slices = 0;
@@ -431,8 +451,7 @@ bool make_byte_planes(const float* levels, int bits, BytePlanes* planes) {
 }
 
 // Both planes' bytes for 32 codes, slice by slice: one index per slice serves both
-// planes, and the two running XORs are all that stays live besides the codes (more
-// live values spilled to the stack at 7 bits, whose 16 tables fill the registers).
+// planes, and the two running XORs are all that stays live besides the codes.
 template <int kSlices>
 inline void planes_lookup(const BytePlanes& planes, __m256i codes, __m256i* lo, __m256i* hi) {
   const __m256i sixteen = _mm256_set1_epi8(16);
@@ -476,7 +495,7 @@ template <int kBits>
   return i;
 }
 
-// Codes of 4..7 bits through the byte planes, when there are enough of them to repay
+// Codes of 4..6 bits through the byte planes, when there are enough of them to repay
 // the tables (16 per level) and the levels are f16 values. Returns how many codes it
 // decoded (the caller finishes the rest), 0 where it does not apply.
 uint64_t decode_levels_planes(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
@@ -487,8 +506,7 @@ uint64_t decode_levels_planes(const uint8_t* codes, uint64_t code_bytes, int bit
   switch (bits) {
     case 4: return decode_byte_planes<4>(codes, code_bytes, first, count, planes, out);
     case 5: return decode_byte_planes<5>(codes, code_bytes, first, count, planes, out);
-    case 6: return decode_byte_planes<6>(codes, code_bytes, first, count, planes, out);
-    default: return decode_byte_planes<7>(codes, code_bytes, first, count, planes, out);
+    default: return decode_byte_planes<6>(codes, code_bytes, first, count, planes, out);
   }
 }
 

@@ -40,11 +40,14 @@ using namespace detail;
 constexpr int64_t kDefaultGroup = 256;
 constexpr int64_t kSegment = 4096;  // weights per trellis: bounds the traceback memory
 constexpr int64_t kPrefetchSteps = 8;
-// L = 10: within about 0.25 dB of L = 12 at a fifth of the search time, and every K's
-// pair table (below) stays within the 32 KiB L1 data cache for K <= 3 (64 KiB at K = 4).
-constexpr int kDefaultStateBits = 10;
 constexpr int kMaxStateBits = 14;
 constexpr int kMaxPairWindow = 14;  // pair tables of at most 2^14 entries (64 KiB)
+
+// The default state size: the largest L up to 12 whose decoder pair table (2^(L+K)
+// entries, below) stays within 64 KiB, so the default decodes two weights a lookup:
+// 12 for K = 1 and 2, 11 for K = 3, 10 for K = 4. A larger L gains a little SQNR for
+// 2^L search time per weight (see docs/QUANT.md).
+constexpr int default_state_bits(int bits) { return std::min(12, kMaxPairWindow - bits); }
 constexpr int kTrainIterations = 6;
 constexpr int64_t kTrainValuesPerState = 256;
 constexpr int64_t kTrainShare = 8;
@@ -389,7 +392,7 @@ class TrellisScheme final : public Scheme {
  public:
   TrellisScheme(int bits, int state_bits) : k_(bits), l_(state_bits) {}
   std::string name() const override {
-    return "trellis:" + std::to_string(k_) + (l_ == kDefaultStateBits ? "" : ":" + std::to_string(l_));
+    return "trellis:" + std::to_string(k_) + (l_ == default_state_bits(k_) ? "" : ":" + std::to_string(l_));
   }
   std::string description() const override {
     return std::to_string(k_) + "-bit trellis-coded quantization (" + std::to_string(l_) +
@@ -556,7 +559,7 @@ Quantized TrellisScheme::quantize(const float* x, const Shape& shape, const Quan
 void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const {
   param_int(q, "bits", k_, k_);
   // The file's state size rules: a tensor written when the spec's default L was another
-  // (12 before it became 10) decodes by its own L.
+  // (12 for every K before it became 11 for K = 3 and 10 for K = 4) decodes by its own L.
   const int state_bits = static_cast<int>(param_int(q, "state_bits", k_ + 3, kMaxStateBits));
   if (state_bits != l_) {
     TrellisScheme(k_, state_bits).decode(q, out, reference);
@@ -643,7 +646,7 @@ std::unique_ptr<Scheme> make_trellis_scheme(std::string_view spec) {
   if (args[0] != "trellis") return nullptr;
   if (args.size() < 2 || args.size() > 3) throw usage_error("expected trellis:BITS[:STATE_BITS]", std::string(spec));
   const int bits = cbdetail::parse_spec_int(args[1], 1, 4, spec);
-  const int state_bits = args.size() == 3 ? cbdetail::parse_spec_int(args[2], bits + 3, kMaxStateBits, spec) : kDefaultStateBits;
+  const int state_bits = args.size() == 3 ? cbdetail::parse_spec_int(args[2], bits + 3, kMaxStateBits, spec) : default_state_bits(bits);
   return std::make_unique<TrellisScheme>(bits, state_bits);
 }
 

@@ -52,10 +52,10 @@ double sqnr(const std::vector<float>& x, const std::vector<float>& y) {
 TEST(Trellis, GaussianErrorAndStoredBits) {
   const Shape shape{64, 1024};
   const auto x = gaussian(64 * 1024, 1, 0.02f);
-  // Expected on i.i.d. Gaussian at 2 bits: about 10.6 dB at L = 8, 11.1 at the default
-  // L = 10 and 11.3 dB at L = 12 (scalar Lloyd-Max: 9.30 dB).
+  // Expected on i.i.d. Gaussian at 2 bits: about 10.6 dB at L = 8, 11.1 at L = 10 and
+  // 11.3 dB at the default L = 12 (scalar Lloyd-Max: 9.30 dB).
   for (const auto& [spec, floor_db] :
-       {std::pair{"trellis:2:8", 10.4}, std::pair{"trellis:2", 10.9}, std::pair{"trellis:2:12", 11.0}}) {
+       {std::pair{"trellis:2:8", 10.4}, std::pair{"trellis:2:10", 10.9}, std::pair{"trellis:2", 11.0}}) {
     const auto s = make_scheme(spec);
     EXPECT_EQ(s->name(), spec);
     const Quantized q = s->quantize(x.data(), shape, QuantOptions{});
@@ -160,8 +160,8 @@ TEST(Trellis, FastDecodersConvertEveryHalfFloatLikeTheReference) {
   // of 256 (padding), or in a whole group of 40 whose last weights are decoded one at a
   // time (their word would run past the row's bytes).
   for (const auto& [spec, n_states] :
-       {std::pair{"trellis:2:12", 4096u}, std::pair{"trellis:2", 1024u}, std::pair{"trellis:3", 1024u},
-        std::pair{"trellis:3:11", 2048u}, std::pair{"trellis:4", 1024u}, std::pair{"trellis:1", 1024u},
+       {std::pair{"trellis:2", 4096u}, std::pair{"trellis:2:10", 1024u}, std::pair{"trellis:3", 2048u},
+        std::pair{"trellis:3:10", 1024u}, std::pair{"trellis:4", 1024u}, std::pair{"trellis:1", 4096u},
         std::pair{"trellis:3:12", 4096u}, std::pair{"trellis:4:12", 4096u}}) {
     for (const int64_t group : {0, 40}) {
       for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
@@ -197,7 +197,7 @@ TEST(Trellis, CachedPairTableFollowsTheCodebook) {
   o.fast = true;
   std::vector<Quantized> qs;
   std::vector<std::unique_ptr<Scheme>> schemes;
-  for (const char* spec : {"trellis:2:12", "trellis:2", "trellis:3"}) {
+  for (const char* spec : {"trellis:2", "trellis:2:10", "trellis:3:10"}) {
     for (const auto* data : {&x, &x2}) {
       schemes.push_back(make_scheme(spec));
       qs.push_back(schemes.back()->quantize(data->data(), Shape{32, 512}, o));
@@ -213,15 +213,17 @@ TEST(Trellis, CachedPairTableFollowsTheCodebook) {
 }
 
 TEST(Trellis, TensorsOfAnEarlierDefaultDecodeByTheirOwnStateBits) {
-  // Until the default L became 10, "trellis:2" wrote L = 12. Such a tensor names the
-  // scheme "trellis:2" and records state_bits 12: it decodes by its own L, like the
-  // same tensor named trellis:2:12.
+  // Until the default L became 11 for K = 3, "trellis:3" wrote L = 12. Such a tensor
+  // names the scheme "trellis:3" and records state_bits 12: it decodes by its own L,
+  // like the same tensor named trellis:3:12.
   const auto x = gaussian(8 * 512, 12);
-  const auto s12 = make_scheme("trellis:2:12");
-  Quantized q = s12->quantize(x.data(), Shape{8, 512}, QuantOptions{});
+  const auto s12 = make_scheme("trellis:3:12");
+  QuantOptions o;
+  o.fast = true;
+  Quantized q = s12->quantize(x.data(), Shape{8, 512}, o);
   const auto y12 = decode(*s12, q);
-  q.scheme = "trellis:2";
-  const auto now = make_scheme("trellis:2");
+  q.scheme = "trellis:3";
+  const auto now = make_scheme("trellis:3");
   EXPECT_EQ(decode(*now, q), y12);
   EXPECT_EQ(decode(*now, q, true), y12);
 }

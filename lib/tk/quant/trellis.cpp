@@ -392,7 +392,10 @@ class TrellisScheme final : public Scheme {
  public:
   TrellisScheme(int bits, int state_bits) : k_(bits), l_(state_bits) {}
   std::string name() const override {
-    return "trellis:" + std::to_string(k_) + (l_ == default_state_bits(k_) ? "" : ":" + std::to_string(l_));
+    std::string spec = "trellis:";
+    spec += std::to_string(k_);
+    if (l_ != default_state_bits(k_)) spec.append(":").append(std::to_string(l_));
+    return spec;
   }
   std::string description() const override {
     return std::to_string(k_) + "-bit trellis-coded quantization (" + std::to_string(l_) +

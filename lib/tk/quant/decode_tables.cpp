@@ -385,7 +385,7 @@ inline void bytes_through_loads(const uint8_t* bytes, uint64_t n, const float* l
 
 // Levels of kLoadsFromBits..8 bits through scalar loads: 8-bit codes sixteen a step;
 // byte-aligned runs of 7-bit codes unpacked to bytes first, 256 at a time (the
-// pdep windows cost more than the vector unpack: 11.6 against 10.3 GB/s on the 16-row
+// pdep windows cost more than the vector unpack: 11.8 against 10.4 GB/s on the 16-row
 // block, and the 7-bit byte planes, 16 tables, gave no more than the windows); other
 // codes eight a step from pdep windows.
 void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,

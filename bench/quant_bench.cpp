@@ -153,6 +153,24 @@ double cpu_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+// The cache-resident block: 16 rows (256 KB of f32 at 4096 columns), decoded 64 times a
+// timing window.
+constexpr int64_t kBlockRows = 16;
+constexpr int kBlockRepeats = 64;
+// --decode-rounds: a window has the core to itself when its probe ran within 15% of the
+// run's fastest.
+constexpr double kOwnCoreShare = 0.85;
+
+tk::quant::QuantOptions quant_options(const Args& a) {
+  tk::quant::QuantOptions o;
+  o.fast = a.fast;
+  o.scale_rule = a.rule;
+  return o;
+}
+
+// The Gaussian matrix takes the seed, the Student-t one the next.
+uint64_t matrix_seed(const Args& a, const std::string& dist) { return a.seed + (dist == "t4" ? 1 : 0); }
+
 // Time `run` by tk::bench::measure and, alongside, by process CPU time; returns the
 // median wall and CPU seconds of the timed runs.
 std::pair<double, double> time_runs(const std::function<void()>& run, int reps) {
@@ -176,9 +194,7 @@ nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
 
 void run_one(const Args& a, const std::string& spec, const std::string& dist, const std::vector<float>& x) {
   const auto scheme = tk::quant::make_scheme(spec);
-  tk::quant::QuantOptions o;
-  o.fast = a.fast;
-  o.scale_rule = a.rule;
+  const tk::quant::QuantOptions o = quant_options(a);
   const tk::Shape shape{a.rows, a.cols};
   const auto bytes = static_cast<double>(x.size() * sizeof(float));
   tk::quant::Quantized q;
@@ -186,8 +202,6 @@ void run_one(const Args& a, const std::string& spec, const std::string& dist, co
   std::vector<float> y(x.size());
   const auto [d_wall, d_cpu] = time_runs([&] { scheme->dequantize(q, y.data()); }, a.reps);
   // Cache-resident decoding: 16 rows (256 KB of f32 at 4096 columns), 64 times a run.
-  constexpr int64_t kBlockRows = 16;
-  constexpr int kBlockRepeats = 64;
   const int64_t block_rows = std::min(kBlockRows, a.rows);
   const tk::quant::Quantized qb = scheme->quantize(x.data(), tk::Shape{block_rows, a.cols}, o);
   std::vector<float> yb(static_cast<size_t>(block_rows * a.cols));
@@ -235,16 +249,14 @@ double add_probe() {
   return 6.0 * kIterations / s / 1e9;
 }
 
-// The median of v (not empty), or 0 for an empty v.
+// The median of v by the nearest rank (as quartile's), or 0 for an empty v.
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[(v.size() - 1) / 2];
+  return quartile(v, 2);
 }
 
 void decode_rounds(const Args& a) {
-  constexpr int64_t kBlockRows = 16;
-  constexpr int kBlockRepeats = 64;
   struct Block {
     std::string spec, dist;
     std::unique_ptr<tk::quant::Scheme> scheme;
@@ -256,13 +268,10 @@ void decode_rounds(const Args& a) {
   const int64_t rows = std::min(kBlockRows, a.rows);
   std::vector<Block> blocks;
   for (const auto& dist : a.dists) {
-    const std::vector<float> x = make_matrix(dist, rows * a.cols, a.seed + (dist == "t4" ? 1 : 0));
+    const std::vector<float> x = make_matrix(dist, rows * a.cols, matrix_seed(a, dist));
     for (const auto& spec : a.schemes) {
       Block b{spec, dist, tk::quant::make_scheme(spec), {}, std::vector<float>(x.size()), 0, {}, {}, {}};
-      tk::quant::QuantOptions o;
-      o.fast = a.fast;
-      o.scale_rule = a.rule;
-      b.q = b.scheme->quantize(x.data(), tk::Shape{rows, a.cols}, o);
+      b.q = b.scheme->quantize(x.data(), tk::Shape{rows, a.cols}, quant_options(a));
       b.bpw = static_cast<double>(b.q.stored_bytes()) * 8.0 / static_cast<double>(x.size());
       b.scheme->dequantize(b.q, b.y.data());  // warm-up: tables, caches, pages
       blocks.push_back(std::move(b));
@@ -287,13 +296,13 @@ void decode_rounds(const Args& a) {
     std::printf("%s\n", nlohmann::json{{"add_probe_best_g_s", fastest}}.dump().c_str());
   } else {
     std::printf("add probe: best %.2f G adds/s; a window counts as 'core to itself' when its probe ran at >= %.2f\n",
-                fastest, 0.85 * fastest);
+                fastest, kOwnCoreShare * fastest);
     std::printf("%-12s %-6s %8s %8s %8s %8s %8s %8s %14s %14s\n", "scheme", "matrix", "bpw", "median", "p25", "p75",
                 "best", "/cpu-s", "own core (n)", "shared (n)");
   }
   for (Block& b : blocks) {
     std::vector<double> own, shared;
-    for (size_t w = 0; w < b.gbs.size(); ++w) (b.probe[w] >= 0.85 * fastest ? own : shared).push_back(b.gbs[w]);
+    for (size_t w = 0; w < b.gbs.size(); ++w) (b.probe[w] >= kOwnCoreShare * fastest ? own : shared).push_back(b.gbs[w]);
     std::sort(b.gbs.begin(), b.gbs.end());
     std::sort(b.cpu_gbs.begin(), b.cpu_gbs.end());
     if (a.json) {
@@ -331,7 +340,7 @@ int main(int argc, char** argv) {
                   "quant MB/s", "dequant GB/s", "q MB/cpu-s", "dq GB/cpu-s", "dq cache GB/s", "cache GB/cpu-s");
     }
     for (const auto& dist : a.dists) {
-      const std::vector<float> x = make_matrix(dist, a.rows * a.cols, a.seed + (dist == "t4" ? 1 : 0));
+      const std::vector<float> x = make_matrix(dist, a.rows * a.cols, matrix_seed(a, dist));
       for (const auto& spec : a.schemes) run_one(a, spec, dist, x);
     }
   } catch (const tk::Error& e) {

@@ -298,8 +298,16 @@ template <int kBits> struct UnpackConstants {
   }
 };
 
+// Whether codes index .. index + 31 of a `bits`-wide stream of code_bytes can go through
+// thirty_two_aligned: index starts a byte, and the reads stay inside the stream.
+inline bool unpacks_aligned(uint64_t index, int bits, uint64_t code_bytes) {
+  return index % 8 == 0 && index / 8 * bits + 3 * bits + 16 <= code_bytes;
+}
+
+// Codes index .. index + 31 (unpacks_aligned holds).
 template <int kBits>
-inline __m256i thirty_two_aligned(const UnpackConstants<kBits>& k, const uint8_t* p) {
+inline __m256i thirty_two_aligned(const UnpackConstants<kBits>& k, const uint8_t* codes, uint64_t index) {
+  const uint8_t* p = codes + index / 8 * kBits;
   auto sixteen = [&](const uint8_t* q) {
     const __m256i v = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(q + kBits), reinterpret_cast<const __m128i*>(q));
     return _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, k.shuffle), k.multiplier), k.mask);
@@ -359,15 +367,15 @@ void unpack_chunk(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t 
   for (; i < count; ++i) idx[i] = static_cast<uint16_t>(cbdetail::unpack_code(codes, code_bytes, bits, first + i));
 }
 
-// Eight table entries picked by the eight byte lanes of c, as one register. Scalar loads
-// from the L1-resident table: on Zen 3 they beat a gather by about 2x, and the codes
-// come from a register, so no load waits on the stores before it.
 // The four entries picked by the bytes of c: byte moves and shifts within 32 bits take
 // fewer instructions than picking bytes out of a 64-bit register.
 inline __m128 lookup_four(const float* table, uint32_t c) {
   return _mm_set_ps(table[c >> 24], table[(c >> 16) & 0xff], table[(c >> 8) & 0xff], table[c & 0xff]);
 }
 
+// Eight table entries picked by the eight byte lanes of c, as one register. Scalar loads
+// from the L1-resident table: on Zen 3 they beat a gather by about 2x, and the codes
+// come from a register, so no load waits on the stores before it.
 inline __m256 lookup_bytes(const float* table, uint64_t c) {
   return _mm256_set_m128(lookup_four(table, static_cast<uint32_t>(c >> 32)), lookup_four(table, static_cast<uint32_t>(c)));
 }
@@ -394,13 +402,13 @@ void decode_levels_loads(const uint8_t* codes, uint64_t code_bytes, int bits, ui
   if (bits == 8) {
     bytes_through_loads(codes + first, count & ~uint64_t{15}, levels, out);
     i = count & ~uint64_t{15};
-  } else if (bits == 7 && first % 8 == 0) {
+  } else if (bits == 7) {
     // Runs of 256 codes unpacked to bytes in vector registers, then looked up as bytes.
     const UnpackConstants<7> unpack;
     alignas(32) uint8_t run[256];
-    for (; i + 256 <= count && (first + i + 256) / 8 * 7 + 16 <= code_bytes; i += 256) {
+    for (; i + 256 <= count && unpacks_aligned(first + i + 224, 7, code_bytes); i += 256) {
       for (int k = 0; k < 256; k += 32)
-        _mm256_store_si256(reinterpret_cast<__m256i*>(run + k), thirty_two_aligned<7>(unpack, codes + (first + i + k) / 8 * 7));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(run + k), thirty_two_aligned<7>(unpack, codes, first + i + k));
       bytes_through_loads(run, 256, levels, out + i);
     }
   }
@@ -474,12 +482,10 @@ template <int kBits>
   const uint64_t mask = byte_lanes_mask(kBits);
   // Byte-aligned runs unpack in vector registers while 3 kBits + 16 bytes remain.
   const UnpackConstants<kBits> unpack;
-  const bool aligned = first % 8 == 0;
   uint64_t i = 0;
   for (__m256i idx; i + 32 <= count; i += 32) {
-    const uint64_t byte = (first + i) / 8 * kBits;
-    if (aligned && byte + 3 * kBits + 16 <= code_bytes) {
-      idx = thirty_two_aligned<kBits>(unpack, codes + byte);
+    if (unpacks_aligned(first + i, kBits, code_bytes)) {
+      idx = thirty_two_aligned<kBits>(unpack, codes, first + i);
     } else if (!thirty_two_codes(codes, code_bytes, kBits, first + i, mask, &idx)) {
       break;
     }
@@ -691,9 +697,7 @@ bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t
                    const float* levels, float* out) {
 #if TK_DECODE_AVX2
   const uint64_t planed = decode_levels_planes(codes, code_bytes, bits, first, count, levels, out);
-  if (planed > 0) {
-    first += planed, count -= planed, out += planed;
-  }
+  first += planed, count -= planed, out += planed;
   if (bits >= kLoadsFromBits) {
     decode_levels_loads(codes, code_bytes, bits, first, count, levels, out);
     return true;

@@ -245,22 +245,40 @@ inline void steps_by_group(int64_t whole, int64_t first, int64_t group, const fl
 }
 
 // Decode the n weights (a multiple of 8) of one K-bit segment starting at column `first`
-// of its row, one f16 codebook lookup per weight, into dst; `scales` are the row's group
-// scales. Weights t..t+7 (t a multiple of 8) start at bit K t, a whole byte, and their
-// eight L-bit windows end within 7 K + L <= 42 bits: one 64-bit load, eight bextr and
-// eight 16-bit loads fill a vector converted at once (F16C converts exactly, so these
-// are the scalar loop's products). The f16 codebook is half the f32 one's cache lines
-// and its inserts fill one register: 5-15% faster than f32 lookups for K = 1, 3, 4.
-template <int kBits>
-void decode_segment_lookup(const uint16_t* book, int state_bits, const uint8_t* segment, uint64_t seg_bytes,
-                           int64_t n, int64_t first, int64_t group, const float* scales, float* dst) {
-  // The steps whose 8-byte word lies inside the segment: K t / 8 + 8 <= seg_bytes.
+// of its row into dst; `scales` are the row's group scales. Weights t..t+7 (t a multiple
+// of 8) start at bit K t, a whole byte, and their windows end within 7 K + L <= 42 bits
+// of it: eight(word) turns the Word there (64 bits, or 32 where the windows fit: a
+// narrower word lies inside the segment for more steps, and K = 2 and 3 decode about
+// 15% faster with it) into their eight f16 values, converted at once by F16C (exactly,
+// so these are the scalar loop's products) and scaled. The last steps of the segment,
+// whose word would run past it, go one weight at a time through the f16 codebook.
+template <int kBits, typename Word, typename Eight>
+inline void decode_segment(const uint16_t* book, int state_bits, const uint8_t* segment, uint64_t seg_bytes,
+                           int64_t n, int64_t first, int64_t group, const float* scales, float* dst, Eight&& eight) {
+  // The steps whose word lies inside the segment: K t / 8 + sizeof(Word) <= seg_bytes.
+  constexpr auto kWordBytes = static_cast<int64_t>(sizeof(Word));
   const auto bytes = static_cast<int64_t>(seg_bytes);
-  const int64_t whole = bytes < 8 ? 0 : std::min(n, (bytes - 8) / kBits * 8 + 8);
-  const uint64_t length = static_cast<uint64_t>(state_bits) << 8;
+  const int64_t whole = bytes < kWordBytes ? 0 : std::min(n, (bytes - kWordBytes) / kBits * 8 + 8);
   steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
-    uint64_t word = 0;
-    std::memcpy(&word, segment + static_cast<uint64_t>(t) / 8 * kBits, 8);
+    Word word = 0;
+    std::memcpy(&word, segment + static_cast<uint64_t>(t) / 8 * kBits, sizeof(Word));
+    _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(eight(word)), scale));
+  });
+  for (int64_t t = whole; t < n; ++t) {
+    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
+    dst[t] = _cvtsh_ss(book[state]) * scales[(first + t) / group];
+  }
+}
+
+// One f16 codebook lookup per weight: eight bextr and eight 16-bit loads fill the
+// vector. The f16 codebook is half the f32 one's cache lines and its inserts fill one
+// register: 5-15% faster than f32 lookups for K = 1, 3, 4. (The pair table is unused.)
+template <int kBits>
+void decode_segment_lookup(const uint16_t* book, const uint32_t*, int state_bits, const uint8_t* segment,
+                           uint64_t seg_bytes, int64_t n, int64_t first, int64_t group, const float* scales,
+                           float* dst) {
+  const uint64_t length = static_cast<uint64_t>(state_bits) << 8;
+  decode_segment<kBits, uint64_t>(book, state_bits, segment, seg_bytes, n, first, group, scales, dst, [&](uint64_t word) {
     // Four bextr controls serve both halves (the upper from the word shifted by 4 K):
     // eight distinct controls did not fit the registers and were reloaded every step.
     const uint64_t upper = word >> (4 * kBits);
@@ -271,26 +289,8 @@ void decode_segment_lookup(const uint16_t* book, int state_bits, const uint8_t* 
     v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length)], 4);
     v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | kBits)], 5);
     v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (2 * kBits))], 6);
-    v = _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (3 * kBits))], 7);
-    _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
+    return _mm_insert_epi16(v, book[__builtin_ia32_bextr_u64(upper, length | (3 * kBits))], 7);
   });
-  for (int64_t t = whole; t < n; ++t) {
-    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
-    dst[t] = _cvtsh_ss(book[state]) * scales[(first + t) / group];
-  }
-}
-
-using LookupDecoder = void (*)(const uint16_t*, int, const uint8_t*, uint64_t, int64_t, int64_t, int64_t,
-                               const float*, float*);
-
-LookupDecoder lookup_decoder(int bits) {
-  switch (bits) {
-    case 1: return decode_segment_lookup<1>;
-    case 2: return decode_segment_lookup<2>;
-    case 3: return decode_segment_lookup<3>;
-    case 4: return decode_segment_lookup<4>;
-    default: return nullptr;
-  }
 }
 
 // Entry w (an (L + K)-bit window) holds the f16 values of two consecutive weights:
@@ -328,61 +328,40 @@ const uint32_t* cached_pair_table(const uint16_t* book, int bits, int state_bits
   return cache.pairs.data();
 }
 
-// Decode the n weights (a multiple of 8) of one K-bit segment starting at column `first`
-// of its row, through the pair table, into dst; `scales` are the row's group scales.
-// Weights t..t+7 (t a multiple of 8, so bit K t starts a byte) are four pairs: pair j
-// is the (L + K)-bit window at bit K t + 2 K j, all inside one word of 32 bits (7 K + L
-// <= 32) or else 64. Four scalar loads (one bextr each) fill a vector of eight f16
-// values, converted at once. Scalar loads beat AVX2 gathers on AMD Zen 3 (three load
-// ports, slow gathers). Kept out of line: inlined into the row loop, its four bextr
-// controls were spilled and reloaded every step.
+// Two weights a lookup through the pair table: weights t..t+7 are four pairs, pair j the
+// (L + K)-bit window at bit 2 K j of the word (within 32 bits while 7 K + L <= 32); four bextr and four scalar loads fill the
+// vector. Scalar loads beat AVX2 gathers on AMD Zen 3 (three load ports, slow gathers).
+// Kept out of line (as every decoder here, called through a pointer): inlined into the
+// row loop, its four bextr controls were spilled and reloaded every step.
 template <int kBits>
-[[gnu::noinline]] void decode_segment_pairs(const uint32_t* pairs, int state_bits, const uint8_t* segment,
-                                            uint64_t seg_bytes, int64_t n, int64_t first, int64_t group,
-                                            const float* scales, float* dst) {
-  // The steps whose word lies inside the segment: K t / 8 + word_bytes <= seg_bytes.
-  const auto bytes = static_cast<int64_t>(seg_bytes);
-  const int64_t word_bytes = 7 * kBits + state_bits <= 32 ? 4 : 8;
-  const int64_t whole = bytes < word_bytes ? 0 : std::min(n, (bytes - word_bytes) / kBits * 8 + 8);
+void decode_segment_pairs(const uint16_t* book, const uint32_t* pairs, int state_bits, const uint8_t* segment,
+                          uint64_t seg_bytes, int64_t n, int64_t first, int64_t group, const float* scales,
+                          float* dst) {
   // 64-bit bextr: its result indexes the table without a zero-extending move.
   const uint64_t length = static_cast<uint64_t>(state_bits + kBits) << 8;
-  auto step = [&](int64_t t, __m256 scale, uint64_t word) {
+  auto eight = [&](uint64_t word) {
     __m128i v = _mm_cvtsi32_si128(static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length)]));
     v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (2 * kBits))]), 1);
     v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (4 * kBits))]), 2);
-    v = _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (6 * kBits))]), 3);
-    _mm256_storeu_ps(dst + t, _mm256_mul_ps(_mm256_cvtph_ps(v), scale));
+    return _mm_insert_epi32(v, static_cast<int>(pairs[__builtin_ia32_bextr_u64(word, length | (6 * kBits))]), 3);
   };
-  const uint8_t* base = segment;
-  if (word_bytes == 4) {
-    steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
-      uint32_t word = 0;
-      std::memcpy(&word, base + static_cast<uint64_t>(t) / 8 * kBits, 4);
-      step(t, scale, word);
-    });
+  if (7 * kBits + state_bits <= 32) {
+    decode_segment<kBits, uint32_t>(book, state_bits, segment, seg_bytes, n, first, group, scales, dst, eight);
   } else {
-    steps_by_group(whole, first, group, scales, [&](int64_t t, __m256 scale) {
-      uint64_t word = 0;
-      std::memcpy(&word, base + static_cast<uint64_t>(t) / 8 * kBits, 8);
-      step(t, scale, word);
-    });
-  }
-  // The last weights: entry s < 2^L of the table holds codebook[s] in its low half.
-  for (int64_t t = whole; t < n; ++t) {
-    const uint32_t state = read_bits(segment, seg_bytes, static_cast<uint64_t>(kBits * t), state_bits);
-    dst[t] = _cvtsh_ss(static_cast<uint16_t>(pairs[state])) * scales[(first + t) / group];
+    decode_segment<kBits, uint64_t>(book, state_bits, segment, seg_bytes, n, first, group, scales, dst, eight);
   }
 }
 
-using PairDecoder = void (*)(const uint32_t*, int, const uint8_t*, uint64_t, int64_t, int64_t, int64_t, const float*,
-                             float*);
+using SegmentDecoder = void (*)(const uint16_t*, const uint32_t*, int, const uint8_t*, uint64_t, int64_t, int64_t,
+                                int64_t, const float*, float*);
 
-PairDecoder pair_decoder(int bits) {
+// The decoder for K (1..4) through the pair table or the codebook alone.
+SegmentDecoder segment_decoder(int bits, bool pairs) {
   switch (bits) {
-    case 1: return decode_segment_pairs<1>;
-    case 2: return decode_segment_pairs<2>;
-    case 3: return decode_segment_pairs<3>;
-    case 4: return decode_segment_pairs<4>;
+    case 1: return pairs ? decode_segment_pairs<1> : decode_segment_lookup<1>;
+    case 2: return pairs ? decode_segment_pairs<2> : decode_segment_lookup<2>;
+    case 3: return pairs ? decode_segment_pairs<3> : decode_segment_lookup<3>;
+    case 4: return pairs ? decode_segment_pairs<4> : decode_segment_lookup<4>;
     default: return nullptr;
   }
 }
@@ -584,12 +563,10 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
   const Tensor& scales = part(q, "scales", it->second.dtype(), static_cast<uint64_t>(l.rows * l.groups_per_row));
   const bool direct = l.cols == l.padded_cols;
   // Without AVX2 (or for the reference), the scalar loop over the f32 codebook.
-  bool scalar = true;
 #if TK_TRELLIS_DECODE
   const uint16_t* book_f16 = book16.data_as<uint16_t>();
   const uint32_t* pairs = nullptr;
-  PairDecoder pair = nullptr;
-  LookupDecoder lookup = nullptr;
+  SegmentDecoder fast = nullptr;
   if (!reference) {
     // The pair table (2^K times the codebook's entries) while it stays within 64 KiB
     // (L + K <= 14) and there are at least a quarter as many weights to decode as table
@@ -598,12 +575,12 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
     const int64_t table_entries = int64_t{1} << (l_ + k_);
     if (l_ + k_ <= kMaxPairWindow && l.rows * l.padded_cols >= table_entries / 4) {
       pairs = cached_pair_table(book_f16, k_, l_);
-      pair = pair_decoder(k_);
-    } else {
-      lookup = lookup_decoder(k_);
     }
+    fast = segment_decoder(k_, pairs != nullptr);
   }
-  scalar = pairs == nullptr && lookup == nullptr;
+  const bool scalar = fast == nullptr;
+#else
+  const bool scalar = true;
 #endif
   std::vector<float> book(scalar ? n_states : 0);
   load_scales(book16, 0, static_cast<uint64_t>(book.size()), book.data());
@@ -619,11 +596,7 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
         const uint64_t seg_bytes = segment_bytes(n);
 #if TK_TRELLIS_DECODE
         if (!scalar) {
-          if (pairs != nullptr) {
-            pair(pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
-          } else {
-            lookup(book_f16, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
-          }
+          fast(book_f16, pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
           segment += seg_bytes;
           continue;
         }

@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
 
-.PHONY: all deps bench-deps build test demo test-asan fuzz bench-io crash-test clean
+.PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test clean
 
 all: build
 
@@ -29,6 +29,11 @@ build: deps $(BUILD)/CMakeCache.txt
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The reference tests against the newest Python reference packages instead of the pinned
+# ones (a separate .venv-latest): reports each package that moved and each test that fails.
+test-latest-refs: build
+	@bash scripts/test-latest-refs.sh $(BUILD)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

@@ -32,22 +32,33 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python reference packages for interop tests and benchmarks (never used by the tools).
-py_packages=(numpy safetensors h5py hdf5plugin ml_dtypes pytest tensorly)
-# Peers of the benchmark scripts only, installed with --bench (`make bench-deps`):
-# zipnn (scripts/bench/codec_vs_zipnn.py, compress_vs_peers.py) pulls in torch, several
-# GB that the build and the tests do not need.
-if [ "${1:-}" = "--bench" ]; then
-  py_packages+=(zipnn)
-fi
+# Python reference packages for interop tests and benchmarks (never used by the tools),
+# pinned with everything they pull in: scripts/requirements-test.txt for the build and the
+# tests, scripts/requirements-bench.txt for the peers of the benchmark scripts (--bench,
+# `make bench-deps`: zipnn brings torch, several GB the tests do not need). Each set is
+# installed exactly (pip --no-deps, then pip check); a .venv made from other pins is made
+# anew, so that it holds only what the files list.
 venv="$here/.venv"
-stamp="$venv/.tk-deps-${#py_packages[@]}-$(echo "${py_packages[*]}" | cksum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ]; then
-  echo "install-deps: creating Python environment in .venv" >&2
-  python=$(command -v python3)
-  [ -x /usr/bin/python3 ] && python=/usr/bin/python3
-  "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$venv/bin/python" -m pip install -q "${py_packages[@]}"
+python=$(command -v python3)
+[ -x /usr/bin/python3 ] && python=/usr/bin/python3
+
+# install_set NAME FILE: install FILE's pins into .venv unless its stamp says they are there.
+install_set() {
+  local name=$1 file=$2
+  local stamp="$venv/.tk-$name-$(cksum <"$file" | cut -d' ' -f1)"
+  [ -f "$stamp" ] && return 0
+  echo "install-deps: installing the pinned $name packages into .venv ($(basename "$file"))" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$file"
+  "$venv/bin/python" -m pip check --disable-pip-version-check >&2
   touch "$stamp"
+}
+
+test_pins="$here/scripts/requirements-test.txt"
+if ! [ -f "$venv/.tk-test-$(cksum <"$test_pins" | cut -d' ' -f1)" ]; then
+  echo "install-deps: creating Python environment in .venv" >&2
+  "$python" -m venv --clear "$venv"
+fi
+install_set test "$test_pins"
+if [ "${1:-}" = "--bench" ]; then
+  install_set bench "$here/scripts/requirements-bench.txt"
 fi

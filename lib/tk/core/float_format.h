@@ -3,10 +3,11 @@
 //
 // The encoder follows the ml_dtypes reference package: the source significand, with its
 // implicit leading one, is shifted to the target width and rounded to nearest, ties to
-// even, in one step; the carry of the rounding flows into the exponent. For E8M0, which
-// has no mantissa bits, the "even" bit is the implicit one, so ties round up (1.5 -> 2),
-// and the code 0x00 (2^-127) sits in the slot where other formats have their subnormals:
-// inputs in (2^-127, 2^-126) round to 2^-126. Both are what ml_dtypes does.
+// even, in one step; the carry of the rounding flows into the exponent. E8M0 has no
+// mantissa bits and no subnormals: every input, subnormal or not, rounds to the nearest
+// power of two by value, and the tie 1.5 * 2^e rounds up to 2^(e+1). Everything below
+// 1.5 * 2^-127 gives 0x00 (2^-127). That is what ml_dtypes 0.7 does (0.5 and 0.6 rounded
+// inputs below 2^-126 as if 0x00 were a subnormal slot).
 #pragma once
 
 #include <algorithm>
@@ -113,6 +114,13 @@ template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src v
     int normalize = std::countl_zero(fraction) - (kSrcBits - 1 - T::kMantissaBits);
     significand = fraction << normalize;
     exponent = 1 - T::kBias - normalize;
+  }
+  if (!f.has_zero) {  // E8M0: up iff the significand is at least 1.5, clamped at 2^-127
+    const bool up = ((significand >> (T::kMantissaBits - 1)) & 1) != 0;
+    const int code = std::max(exponent + f.bias + (up ? 1 : 0), 0);
+    if (code > static_cast<int>(f.max_code))
+      return float_format_apply_sign(f, saturate ? f.max_code : f.inf_code, sign);
+    return static_cast<uint32_t>(code);
   }
   const int base = exponent + f.bias - 1;  // target biased exponent minus one
   int shift = T::kMantissaBits - f.mantissa_bits + std::max(0, -base);

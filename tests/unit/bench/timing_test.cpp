@@ -65,8 +65,17 @@ TEST(Measure, BudgetExtendsRunsUpToMax) {
   options.budget_seconds = 0.05;
   options.max_repetitions = 4;
   Measurement m = measure([&] { ++runs; std::this_thread::sleep_for(std::chrono::milliseconds(20)); }, options);
-  EXPECT_EQ(runs, 3);  // 2 required; the third brings the total past 50 ms
-  EXPECT_EQ(m.seconds.size(), 3u);
+  // 2 runs are required; more follow while the timed total is under 50 ms, up to 4. On an
+  // idle machine that is 3 runs; on a loaded one a 20 ms sleep can take 25 ms or more, so
+  // the rule is checked against the times measured rather than a fixed count.
+  ASSERT_EQ(m.seconds.size(), static_cast<size_t>(runs));
+  ASSERT_GE(runs, 2);
+  double before_last = 0;
+  for (int i = 0; i + 1 < runs; ++i) before_last += m.seconds[i];
+  const double total = before_last + m.seconds.back();
+  if (runs > 2) EXPECT_LT(before_last, 0.05) << "a run past the budget";
+  EXPECT_TRUE(runs == 4 || total >= 0.05) << runs << " runs stopped under the budget (" << total << " s)";
+  EXPECT_LE(runs, 3) << "20 ms runs reach 50 ms in 3";
 
   runs = 0;
   options.budget_seconds = 10;

@@ -38,6 +38,19 @@ template <typename T> std::vector<T> read_fixture(const std::string& name) {
   return out;
 }
 
+// The reference that produced the fixtures of `name` ("ml_dtypes 0.7.0 float8_e8m0fnu"),
+// from references.txt, for the failure messages.
+std::string reference_of(const std::string& name) {
+  std::ifstream in(std::string(TK_FIXTURES_DIR) + "/references.txt");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return line.substr(name.size() + 1);
+  return "unknown reference (references.txt missing)";
+}
+
+// The trace every fixture comparison of one type carries: its name and its reference.
+std::string trace_of(const Narrow& t) { return std::string(t.name) + ", expected values from " + reference_of(t.name); }
+
 bool is_wide(DType d) { return d == DType::kF16 || d == DType::kBF16; }
 
 // Expected codes as u32, whatever the file's width.
@@ -118,7 +131,7 @@ bool same_value(float expected, float got) {
 
 TEST(DTypeFixture, DecodeEveryCodeMatchesReference) {
   for (const Narrow& t : kNarrow) {
-    SCOPED_TRACE(t.name);
+    SCOPED_TRACE(trace_of(t));
     const std::vector<float> expected = read_fixture<float>(std::string("decode_") + t.name + ".f32");
     const size_t n = size_t{1} << dtype_bits(t.dtype);
     ASSERT_EQ(expected.size(), n);
@@ -143,7 +156,7 @@ TEST(DTypeFixture, DecodeEveryCodeMatchesReference) {
 
 TEST(DTypeFixture, EncodeF32MatchesReference) {
   for (const Narrow& t : kNarrow) {
-    SCOPED_TRACE(t.name);
+    SCOPED_TRACE(trace_of(t));
     const std::string stem = std::string("encode32_") + t.name;
     const std::vector<float> inputs = read_fixture<float>(stem + ".in.f32");
     const std::vector<uint32_t> expected = read_codes(stem, t.dtype);
@@ -174,7 +187,7 @@ TEST(DTypeFixture, EncodeF32MatchesReference) {
 
 TEST(DTypeFixture, EncodeF64RoundsOnceMatchingReference) {
   for (const Narrow& t : kNarrow) {
-    SCOPED_TRACE(t.name);
+    SCOPED_TRACE(trace_of(t));
     const std::string stem = std::string("encode64_") + t.name;
     const std::vector<double> inputs = read_fixture<double>(stem + ".in.f64");
     const std::vector<uint32_t> expected = read_codes(stem, t.dtype);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -230,10 +231,19 @@ TEST(MinifloatScalar, E8M0RulesFollowTheReference) {
   EXPECT_EQ(enc(DType::kF8E8M0, -1.0), 0xff);  // unsigned
   EXPECT_EQ(enc(DType::kF8E8M0, kInf), 0xff);
   EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.0, -127)), 0x00);
-  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.4, -127)), 0x01);  // as ml_dtypes
+  // Below 2^-126 the rule is the same: nearest power of two by value, 1.5 * 2^-127 ties up.
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.4, -127)), 0x00);
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.5, -127)), 0x01);
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.0, -126)), 0x01);
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.5, -128)), 0x00);
   EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.0, -140)), 0x00);
+  EXPECT_EQ(enc(DType::kF8E8M0, 5e-324), 0x00);
+  // The f32 subnormals either side of the tie (bits 0x5fffff and 0x600000).
+  EXPECT_EQ(minifloat_from_f64(DType::kF8E8M0, std::bit_cast<float>(0x005fffffu), false), 0x00);
+  EXPECT_EQ(minifloat_from_f64(DType::kF8E8M0, std::bit_cast<float>(0x00600000u), false), 0x01);
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.4999, 127)), 0xfe);
+  EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.5, 127)), 0xff);  // rounds past the top: NaN
   EXPECT_EQ(enc(DType::kF8E8M0, std::ldexp(1.0, 128)), 0xff);
-  // ml_dtypes 0.6 wraps f64 values that round up to 2^129 around to 0x00; overflow is NaN.
   EXPECT_EQ(enc(DType::kF8E8M0, 5.7e38), 0xff);
 }
 

@@ -1,7 +1,10 @@
 // Hand-checked encodings: FP8 saturation, subnormals, ties and NaN; MX shared scales
 // under each rule and element rounding; NVFP4 block and tensor scales; integer codes.
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "test_util.h"
@@ -108,6 +111,60 @@ TEST(QuantEncoding, Mxfp8AndMxint8) {
   // An all-zero block gets the smallest scale, 2^-127 (code 0).
   const Quantized z = quantize_row("mxfp8_e5m2", std::vector<float>(32, 0.0f));
   EXPECT_EQ(z.parts.at("scales").data()[0], 0);
+}
+
+// A block whose amax is an f32 subnormal gets the smallest scale, X = 2^-127 (its floor
+// exponent is below the E8M0 range under every rule), and each element decodes to the
+// element format's rounding of x / X, times X: the error bound of a normal block, with
+// the scale held at 2^-127 (half an element step times X, or the clip to the largest
+// element for MXINT8).
+TEST(QuantEncoding, MxBlockWithSubnormalAmaxDecodesWithinItsBound) {
+  const float tiny = std::ldexp(1.0f, -149);  // the smallest f32 subnormal
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[i] = (i % 2 ? -1.0f : 1.0f) * tiny * static_cast<float>(1 + 263143 * i % 8388607);
+  x[5] = std::bit_cast<float>(0x007fffffu);  // the largest subnormal: amax just below 2^-126
+  x[6] = 0.0f;
+  x[7] = tiny;
+  const float amax_units = x[5] * std::ldexp(1.0f, 127);  // amax / 2^-127, just below 2
+  const struct {
+    const char* name;
+    float max;  // the largest element
+  } formats[] = {{"mxfp8_e4m3", 448}, {"mxfp8_e5m2", 57344}, {"mxfp6_e2m3", 7.5f},
+                 {"mxfp6_e3m2", 28}, {"mxfp4", 6}, {"mxint8", 127.0f / 64.0f}};
+  for (const auto& [name, max] : formats) {
+    for (ScaleRule rule : {ScaleRule::kFloor, ScaleRule::kCeil, ScaleRule::kSearch}) {
+      SCOPED_TRACE(std::string(name) + " rule " + std::to_string(static_cast<int>(rule)));
+      const auto s = make_scheme(name);
+      const Quantized q = quantize_row(name, x, rule);
+      // Floor takes 2^-127. Ceil takes 2^-126 only where amax / 2^-127 would clip (MXINT8,
+      // whose largest element is 127/64); search may take 2^-126 if that is closer.
+      const int code = q.parts.at("scales").data()[0];
+      if (rule == ScaleRule::kSearch) {
+        EXPECT_LE(code, 1);
+      } else if (rule == ScaleRule::kCeil) {
+        EXPECT_EQ(code, amax_units > max ? 1 : 0);
+      } else {
+        EXPECT_EQ(code, 0);
+      }
+      const float scale = std::ldexp(1.0f, code - 127);
+      std::vector<float> y(32);
+      s->dequantize(q, y.data());
+      const DType element = q.parts.at("codes").dtype();
+      for (int i = 0; i < 32; ++i) {
+        const double unit = static_cast<double>(x[i]) / scale;  // x in element units, |unit| < 2
+        double want;
+        if (element == DType::kI8) {
+          want = std::clamp(std::nearbyint(unit * 64.0), -127.0, 127.0) / 64.0;
+        } else {
+          want = minifloat_to_f32(element, minifloat_from_f64(element, unit, true));
+        }
+        EXPECT_EQ(y[i], static_cast<float>(want * scale)) << "element " << i << " x " << x[i];
+        // Bound: half the element's step below 2 (0.5 for E2M1, the coarsest), or the
+        // MXINT8 clip (2 - 127/64).
+        EXPECT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), 0.25 * scale) << "element " << i;
+      }
+    }
+  }
 }
 
 TEST(QuantEncoding, MxBlockWithNaNGetsNaNScale) {

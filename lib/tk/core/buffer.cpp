@@ -62,22 +62,24 @@ Buffer Buffer::borrow_const(const void* data, size_t bytes) {
 Buffer Buffer::map_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw errno_error("failed to open for reading", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
-    ::close(fd);
-    throw errno_error("failed to stat", path, e);
-  }
-  Buffer b;
-  b.size_ = static_cast<size_t>(st.st_size);
-  if (b.size_ == 0) {
+  try {
+    Buffer b = map_fd(fd, path);
     ::close(fd);
     return b;
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
+}
+
+Buffer Buffer::map_fd(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) throw errno_error("failed to stat", path, errno);
+  Buffer b;
+  b.size_ = static_cast<size_t>(st.st_size);
+  if (b.size_ == 0) return b;
   void* p = ::mmap(nullptr, b.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  ::close(fd);
-  if (p == MAP_FAILED) throw errno_error("failed to map", path, e);
+  if (p == MAP_FAILED) throw errno_error("failed to map", path, errno);
   size_t size = b.size_;
   b.storage_ = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
   b.data_ = static_cast<uint8_t*>(p);

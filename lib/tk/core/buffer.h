@@ -26,6 +26,9 @@ class Buffer {
   static Buffer borrow_const(const void* data, size_t bytes);
   // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped.
   static Buffer map_file(const std::string& path);
+  // Map the whole regular file open at `fd` read-only (the caller keeps and closes
+  // `fd`; the mapping outlives it). `path` names it in errors. Throws kIo.
+  static Buffer map_fd(int fd, const std::string& path);
 
   // A view of [offset, offset + bytes) sharing this buffer's storage. Throws
   // kInternal when the range is out of bounds.

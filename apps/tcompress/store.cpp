@@ -1,4 +1,4 @@
-// tcompress store add / get / ls / rm / gc / stats: the deduplicating model store.
+// tcompress store add / get / ls / rm / gc / stats / verify: the deduplicating model store.
 #include "store.h"
 
 #include <algorithm>
@@ -25,6 +25,7 @@ struct StoreCommand {
   CLI::App* rm = nullptr;
   CLI::App* gc = nullptr;
   CLI::App* stats = nullptr;
+  CLI::App* verify = nullptr;
 
   std::string dir;                  // --store DIR
   std::vector<std::string> inputs;  // add FILE...
@@ -33,6 +34,7 @@ struct StoreCommand {
   bool no_delta = false;            // add --no-delta
   std::string output = "-";         // get -o
   std::vector<std::string> names;   // rm NAME...
+  bool repair = false;              // verify --repair
 };
 
 namespace {
@@ -77,6 +79,7 @@ json file_json(const codec::StoreFileInfo& f) {
 
 int run_add(cli::Tool& tool, const StoreCommand& c) {
   if (std::count(c.inputs.begin(), c.inputs.end(), "-") > 1) throw usage_error("standard input can be read only once");
+  if (c.add->count("--name") > 0 && c.name.empty()) throw usage_error("--name needs a non-empty NAME");
   if (!c.name.empty() && c.inputs.size() > 1) throw usage_error("--name needs exactly one FILE");
   cli::check_binary_input(c.inputs, cli::stdin_is_terminal());
   codec::Store store = codec::Store::open(c.dir, true);
@@ -93,6 +96,7 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
     } catch (const Error& e) {
       throw e.with_context(io::input_display_name(input));
     }
+    for (const std::string& why : r.replaced_objects) tool.warning("replaced a corrupt stored object: " + why);
     std::string detail =
         r.safetensors
             ? fmt::format("{} ({} new, {} already stored, {} as BitX deltas{})",
@@ -173,6 +177,9 @@ int run_stats(cli::Tool& tool, const StoreCommand& c) {
   }
   if (st.missing_objects)
     tool.warning(fmt::format("{} referred to but missing", cli::count_noun(st.missing_objects, "object", "objects")));
+  if (st.bad_objects)
+    tool.warning(fmt::format("{} with a damaged header: run store verify",
+                             cli::count_noun(st.bad_objects, "object", "objects")));
   if (tool.options().json)
     cli::write_json({{"store", c.dir},
                      {"files", rows},
@@ -184,7 +191,8 @@ int run_stats(cli::Tool& tool, const StoreCommand& c) {
                      {"objects", st.objects},
                      {"unreferenced_objects", st.unreferenced_objects},
                      {"unreferenced_bytes", st.unreferenced_bytes},
-                     {"missing_objects", st.missing_objects}},
+                     {"missing_objects", st.missing_objects},
+                     {"bad_objects", st.bad_objects}},
                     *tool.options().json);
   return cli::kExitOk;
 }
@@ -215,11 +223,38 @@ int run_gc(cli::Tool& tool, const StoreCommand& c) {
   return cli::kExitOk;
 }
 
+int run_verify(cli::Tool& tool, const StoreCommand& c) {
+  codec::Store store = codec::Store::open(c.dir, false);
+  codec::StoreVerifyReport r = store.verify(c.repair, tool.options().threads);
+  for (const std::string& p : r.problems) tool.warning(p);
+  for (const std::string& p : r.removed) tool.summary("removed " + p);
+  if (c.repair)
+    for (const std::string& name : r.unrestorable) tool.summary(name + ": cannot be restored until it is added again");
+  if (tool.options().json)
+    cli::write_json({{"store", c.dir},
+                     {"ok", r.ok()},
+                     {"objects_checked", r.objects_checked},
+                     {"manifests_checked", r.manifests_checked},
+                     {"problems", r.problems},
+                     {"removed", r.removed},
+                     {"unrestorable", r.unrestorable}},
+                    *tool.options().json);
+  std::string checked = fmt::format("{} and {}", cli::count_noun(r.objects_checked, "object", "objects"),
+                                    cli::count_noun(r.manifests_checked, "manifest", "manifests"));
+  if (r.ok()) {
+    tool.summary(checked + " verified");
+    return cli::kExitOk;
+  }
+  throw invalid_input(fmt::format("{} in {}{}", cli::count_noun(r.problems.size(), "problem", "problems"), checked,
+                                  c.repair ? fmt::format(", {} removed", r.removed.size()) : ""),
+                      c.dir);
+}
+
 }  // namespace
 
 StoreCommand* add_store_command(cli::Tool& tool) {
   static StoreCommand c;
-  c.store = tool.add_subcommand("store", "Deduplicating store of many models: add, get, ls, rm, gc, stats");
+  c.store = tool.add_subcommand("store", "Deduplicating store of many models: add, get, ls, rm, gc, stats, verify");
   c.store->require_subcommand(1);
 
   c.add = add_store_subcommand(tool, c, "add", "Add files to the store (tensors stored once, fine-tunes as BitX deltas)");
@@ -240,6 +275,8 @@ StoreCommand* add_store_command(cli::Tool& tool) {
   c.rm->add_option("names", c.names, "Names in the store")->type_name("NAME...")->required();
   c.gc = add_store_subcommand(tool, c, "gc", "Remove objects no stored file refers to, and leftovers of killed adds");
   c.stats = add_store_subcommand(tool, c, "stats", "Logical vs stored bytes per file and for the store");
+  c.verify = add_store_subcommand(tool, c, "verify", "Decode every object and check it and every manifest (exit 3 when bad)");
+  c.verify->add_flag("--repair", c.repair, "Remove corrupt objects and misplaced entries so that add stores them again");
   return &c;
 }
 
@@ -252,6 +289,7 @@ int run_store(cli::Tool& tool, StoreCommand* cmd) {
   if (c.ls->parsed()) return run_ls(tool, c);
   if (c.rm->parsed()) return run_rm(tool, c);
   if (c.gc->parsed()) return run_gc(tool, c);
+  if (c.verify->parsed()) return run_verify(tool, c);
   return run_stats(tool, c);
 }
 

@@ -16,22 +16,28 @@ namespace tk::codec {
 
 namespace store_layout {
 
-std::optional<StoreManifest> read_manifest(const std::string& dir, const std::string& name) {
-  std::string path = manifest_path(dir, name);
-  auto bytes = store_fs::read_file(path, kMaxManifestBytes);
+io::DirFd open_subdir(const io::DirFd& root, const char* name) {
+  auto d = root.open_dir(name);
+  if (!d) throw invalid_input(std::string("not a model store (no ") + name + "/)", root.path());
+  return std::move(*d);
+}
+
+std::optional<StoreManifest> read_manifest(const io::DirFd& root, const std::string& name) {
+  io::DirFd mdir = open_subdir(root, kManifestsDir);
+  auto bytes = store_fs::read_file(mdir, store_manifest_file_name(name), kMaxManifestBytes);
   if (!bytes) return std::nullopt;
   StoreManifest m = store_manifest_parse(*bytes, "manifest of '" + name + "'");
   if (m.name != name) throw invalid_input("manifest names '" + m.name + "'", "manifest of '" + name + "'");
   return m;
 }
 
-std::vector<ManifestFile> read_manifests(const std::string& dir, bool skip_bad) {
+std::vector<ManifestFile> read_manifests(const io::DirFd& root, std::vector<Error>* bad) {
   std::vector<ManifestFile> out;
-  std::string mdir = manifests_dir(dir);
-  for (const std::string& file : store_fs::list_dir(mdir)) {
+  io::DirFd mdir = open_subdir(root, kManifestsDir);
+  for (const std::string& file : mdir.list()) {
     if (!store_is_manifest_file_name(file)) continue;
     try {
-      auto bytes = store_fs::read_file(mdir + "/" + file, kMaxManifestBytes);
+      auto bytes = store_fs::read_file(mdir, file, kMaxManifestBytes);
       if (!bytes) continue;  // removed meanwhile
       ManifestFile mf;
       mf.file_name = file;
@@ -39,11 +45,49 @@ std::vector<ManifestFile> read_manifests(const std::string& dir, bool skip_bad) 
       mf.manifest = store_manifest_parse(*bytes, "manifests/" + file);
       out.push_back(std::move(mf));
     } catch (const Error& e) {
-      if (!skip_bad || e.kind() != ErrorKind::kInvalidInput) throw;
+      if (!bad || e.kind() != ErrorKind::kInvalidInput) throw;
+      bad->push_back(e);
     }
   }
   std::sort(out.begin(), out.end(),
             [](const ManifestFile& a, const ManifestFile& b) { return a.manifest.name < b.manifest.name; });
+  return out;
+}
+
+namespace {
+
+bool lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+}  // namespace
+
+std::vector<PresentObject> present_objects(const io::DirFd& objects, std::vector<OddEntry>* odd) {
+  std::vector<PresentObject> out;
+  auto refuse = [&](const std::string& shard, const std::string& name, const Error& e) {
+    if (!odd) throw e;
+    odd->push_back({shard, name, e});
+  };
+  for (const std::string& shard : objects.list()) {
+    if (shard.size() != 2 || !lower_hex(shard[0]) || !lower_hex(shard[1])) continue;
+    std::optional<io::DirFd> sdir;
+    try {
+      sdir = objects.open_dir(shard);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidInput) throw;
+      refuse("", shard, e);
+      continue;
+    }
+    if (!sdir) continue;  // removed meanwhile
+    for (const std::string& name : sdir->list()) {
+      auto key = sha256_parse_hex(name);
+      if (!key || name.substr(0, 2) != shard) continue;
+      try {
+        if (auto size = sdir->file_size(name)) out.push_back({*key, *size});
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::kInvalidInput) throw;
+        refuse(shard, name, e);
+      }
+    }
+  }
   return out;
 }
 
@@ -56,18 +100,20 @@ namespace layout = store_layout;
 
 constexpr const char* kMarker = "{\"format\": \"tk-store\", \"version\": 1}\n";
 constexpr const char* kMarkerName = "store.json";
+constexpr const char* kMarkerPrefix = ".store.json.";  // its temporaries
 
 // Entries a directory may hold before it becomes a store: those a concurrent creator
 // makes (and its temporary marker).
 bool store_entry(const std::string& name) {
   return name == "objects" || name == "manifests" || name == "tmp" || name == "lock" || name == kMarkerName ||
-         name.starts_with(".store.json.");
+         name.starts_with(kMarkerPrefix);
 }
 
 // Keys of every object reachable from `manifests`: their segments' keys and, through
 // object headers, the bases of BitX objects. Missing objects are counted, not followed.
 std::set<Sha256Digest> reachable_objects(const StoreObjects& objects,
-                                         const std::vector<layout::ManifestFile>& manifests, uint64_t* missing) {
+                                         const std::vector<layout::ManifestFile>& manifests, uint64_t* missing,
+                                         uint64_t* bad) {
   std::set<Sha256Digest> seen;
   std::vector<Sha256Digest> todo;
   for (const auto& mf : manifests)
@@ -81,6 +127,7 @@ std::set<Sha256Digest> reachable_objects(const StoreObjects& objects,
       h = objects.header(k);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
+      if (bad) ++*bad;
       continue;  // a damaged object: kept, its base (if any) unknown
     }
     if (!h) {
@@ -92,82 +139,57 @@ std::set<Sha256Digest> reachable_objects(const StoreObjects& objects,
   return seen;
 }
 
-struct PresentObject {
-  Sha256Digest key;
-  std::string path;
-  uint64_t bytes;
-};
-
-// Every object file present, by walking objects/<xx>/; files with other names are left out.
-std::vector<PresentObject> present_objects(const std::string& dir) {
-  std::vector<PresentObject> out;
-  std::string odir = layout::objects_dir(dir);
-  for (const std::string& shard : fs::list_dir(odir)) {
-    std::string sdir = odir + "/" + shard;
-    if (shard.size() != 2 || !fs::is_dir(sdir)) continue;
-    for (const std::string& name : fs::list_dir(sdir)) {
-      auto key = sha256_parse_hex(name);
-      if (!key || name.substr(0, 2) != shard) continue;
-      std::string p = sdir + "/" + name;
-      auto size = fs::file_size(p);
-      if (size) out.push_back({*key, p, *size});
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 Store Store::open(const std::string& dir, bool create) {
   if (dir.empty()) throw usage_error("no store directory given");
-  std::string marker = dir + "/" + kMarkerName;
-  if (!fs::is_dir(dir)) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
     if (!create) {
-      if (fs::exists(dir)) throw invalid_input("not a model store (not a directory)", dir);
+      if (std::filesystem::exists(dir, ec)) throw invalid_input("not a model store (not a directory)", dir);
       throw errno_error("no such store", dir, ENOENT);
     }
-    std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (ec && !fs::is_dir(dir)) throw errno_error("failed to create store directory", dir, ec.value());
+    if (ec && !std::filesystem::is_directory(dir)) throw errno_error("failed to create store directory", dir, ec.value());
   }
-  if (auto bytes = fs::read_file(marker, 4096)) {
+  io::DirFd root = io::DirFd::open(dir);
+  if (auto bytes = fs::read_file(root, kMarkerName, 4096)) {
     if (std::string(bytes->begin(), bytes->end()) != kMarker) throw invalid_input("not a model store (bad store.json)", dir);
   } else {
     if (!create) throw invalid_input("not a model store (no store.json)", dir);
-    for (const std::string& name : fs::list_dir(dir))
+    for (const std::string& name : root.list())
       if (!store_entry(name)) throw usage_error("directory exists and is not a model store", dir);
     std::string m = kMarker;
-    fs::publish_file(dir + "/.store.json." + fs::unique_name(), marker, {reinterpret_cast<const uint8_t*>(m.data()), m.size()});
+    fs::publish_file(root, std::string(kMarkerPrefix) + fs::unique_name(), root, kMarkerName,
+                     {reinterpret_cast<const uint8_t*>(m.data()), m.size()});
   }
   if (create) {
-    fs::make_dir(layout::objects_dir(dir));
-    fs::make_dir(layout::manifests_dir(dir));
-    fs::make_dir(layout::temp_dir(dir));
-    fs::fsync_dir(dir);
-  } else if (!fs::is_dir(layout::objects_dir(dir)) || !fs::is_dir(layout::manifests_dir(dir))) {
-    throw invalid_input("not a model store (no objects/ or manifests/)", dir);
+    root.make_dir(layout::kObjectsDir);
+    root.make_dir(layout::kManifestsDir);
+    root.make_dir(layout::kTempDir);
+    root.fsync();
+  } else {
+    layout::open_subdir(root, layout::kObjectsDir);
+    layout::open_subdir(root, layout::kManifestsDir);
   }
-  return Store(dir);
+  return Store(dir, std::move(root));
 }
 
 bool Store::contains(const std::string& name) const {
   store_check_name(name);
-  return fs::exists(layout::manifest_path(dir_, name));
+  return layout::open_subdir(root_, layout::kManifestsDir).type(store_manifest_file_name(name)).has_value();
 }
 
 StoreGetResult Store::get(const std::string& name, io::OutputStream& out, int threads) const {
   store_check_name(name);
-  fs::StoreLock lock(lock_path(), fs::StoreLock::Mode::kShared);
-  auto manifest = layout::read_manifest(dir_, name);
+  fs::StoreLock lock(root_, fs::StoreLock::Mode::kRead);
+  auto manifest = layout::read_manifest(root_, name);
   if (!manifest) throw invalid_input("no file named '" + name + "' in the store", dir_);
-  StoreObjects objects(dir_);
+  StoreObjects objects(root_);
   Sha256 file_hash;
   StoreGetResult r;
   for (const StoreSegment& s : manifest->segments) {
-    std::string where = name + ": " +
-                        (s.tensor.empty() ? (s.offset == 0 ? std::string("header") : "bytes at " + std::to_string(s.offset))
-                                          : "tensor '" + s.tensor + "'");
-    Buffer bytes = objects.load(s.key, s.size, where, threads);
+    Buffer bytes = objects.load(s.key, s.size, name + ": " + store_segment_label(s), threads);
     std::span<const uint8_t> span(bytes.data(), bytes.size());
     file_hash.update(span);
     out.write(span);
@@ -182,47 +204,54 @@ StoreGetResult Store::get(const std::string& name, io::OutputStream& out, int th
 
 void Store::remove(const std::string& name) {
   store_check_name(name);
-  fs::StoreLock lock(lock_path(), fs::StoreLock::Mode::kExclusive);
-  if (!fs::remove_file(layout::manifest_path(dir_, name)))
-    throw invalid_input("no file named '" + name + "' in the store", dir_);
-  fs::fsync_dir(layout::manifests_dir(dir_));
+  fs::StoreLock lock(root_, fs::StoreLock::Mode::kExclusive);
+  io::DirFd mdir = layout::open_subdir(root_, layout::kManifestsDir);
+  if (!mdir.unlink(store_manifest_file_name(name))) throw invalid_input("no file named '" + name + "' in the store", dir_);
+  mdir.fsync();
 }
 
 StoreGcReport Store::gc() {
-  fs::StoreLock lock(lock_path(), fs::StoreLock::Mode::kExclusive);
+  fs::StoreLock lock(root_, fs::StoreLock::Mode::kExclusive);
   StoreGcReport r;
+  // Everything is checked before anything is removed: an entry that is not what the
+  // layout says stops gc (kInvalidInput) rather than be walked into.
+  io::DirFd tdir = layout::open_subdir(root_, layout::kTempDir);
+  auto manifests = layout::read_manifests(root_);
+  StoreObjects objects(root_);
+  std::vector<layout::PresentObject> present = layout::present_objects(objects.dir());
+  std::vector<std::string> temps = tdir.list();
+  for (const std::string& name : temps)
+    if (tdir.type(name) == io::EntryType::kDirectory)
+      throw invalid_input("expected a temporary file, found a directory", tdir.child_path(name));
   // No add runs while the lock is held: whatever is in tmp/ was left by a killed one.
-  std::string tdir = layout::temp_dir(dir_);
-  for (const std::string& name : fs::list_dir(tdir)) {
-    if (fs::remove_file(tdir + "/" + name)) ++r.temp_removed;
-  }
-  for (const std::string& name : fs::list_dir(dir_)) {
-    if (name.starts_with(".store.json.") && fs::remove_file(dir_ + "/" + name)) ++r.temp_removed;
-  }
-  auto manifests = layout::read_manifests(dir_, false);
-  StoreObjects objects(dir_);
-  std::set<Sha256Digest> keep = reachable_objects(objects, manifests, nullptr);
+  // unlinkat removes a planted symbolic link itself, never what it points at.
+  for (const std::string& name : temps)
+    if (tdir.unlink(name)) ++r.temp_removed;
+  for (const std::string& name : root_.list())
+    if (name.starts_with(kMarkerPrefix) && root_.type(name) != io::EntryType::kDirectory && root_.unlink(name))
+      ++r.temp_removed;
+  std::set<Sha256Digest> keep = reachable_objects(objects, manifests, nullptr, nullptr);
   std::set<std::string> dirty;
-  for (const PresentObject& o : present_objects(dir_)) {
+  for (const layout::PresentObject& o : present) {
     if (keep.count(o.key)) continue;
-    if (fs::remove_file(o.path)) {
+    if (objects.remove(o.key)) {
       ++r.objects_removed;
       r.bytes_freed += o.bytes;
-      dirty.insert(objects.shard_dir(o.key));
+      dirty.insert(sha256_hex(o.key).substr(0, 2));
     }
   }
-  for (const std::string& d : dirty) fs::fsync_dir(d);
-  if (r.temp_removed) fs::fsync_dir(tdir);
+  objects.sync(dirty);
+  if (r.temp_removed) tdir.fsync();
   return r;
 }
 
 StoreStats Store::stats() const {
-  fs::StoreLock lock(lock_path(), fs::StoreLock::Mode::kShared);
+  fs::StoreLock lock(root_, fs::StoreLock::Mode::kRead);
   StoreStats st;
-  auto manifests = layout::read_manifests(dir_, false);
-  StoreObjects objects(dir_);
+  auto manifests = layout::read_manifests(root_);
+  StoreObjects objects(root_);
   std::map<Sha256Digest, uint64_t> sizes;  // of present objects
-  for (const PresentObject& o : present_objects(dir_)) {
+  for (const layout::PresentObject& o : layout::present_objects(objects.dir())) {
     sizes[o.key] = o.bytes;
     st.object_bytes += o.bytes;
     ++st.objects;
@@ -256,7 +285,7 @@ StoreStats Store::stats() const {
     st.manifest_bytes += manifests[i].bytes;
     st.files.push_back(std::move(f));
   }
-  std::set<Sha256Digest> reachable = reachable_objects(objects, manifests, &st.missing_objects);
+  std::set<Sha256Digest> reachable = reachable_objects(objects, manifests, &st.missing_objects, &st.bad_objects);
   for (const auto& [k, bytes] : sizes) {
     if (reachable.count(k)) continue;
     ++st.unreferenced_objects;

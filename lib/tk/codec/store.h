@@ -6,10 +6,17 @@
 // describes the layout and the protocol.
 //
 // Concurrency: any number of processes may add, get and list at once (a shared flock
-// on DIR/lock); remove and gc take it exclusively, so gc never deletes an object that
-// an add in progress is about to refer to. Objects are written to DIR/tmp, fsynced and
-// renamed into place; a manifest is published last by an atomic rename, so a killed
-// add leaves no visible partial file (gc removes what it left).
+// on DIR/lock); remove, gc and verify --repair take it exclusively, so gc never deletes
+// an object that an add in progress is about to refer to. Objects are written to
+// DIR/tmp, fsynced and renamed into place; a manifest is published last by an atomic
+// rename, so a killed add leaves no visible partial file (gc removes what it left).
+// Readers (get, stats, verify) of a store they cannot write take no lock.
+//
+// Shared directories: everything below DIR is reached through directory descriptors
+// that never follow a symbolic link (tk/io/dir_fd.h). An entry that is not what the
+// layout says (a symlinked tmp/ or objects/xx, an object that is not a regular file)
+// is refused with kInvalidInput naming it; verify reports it and verify --repair
+// removes it. docs/STORE.md states the threat model.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +25,7 @@
 #include <vector>
 
 #include "tk/codec/lossless.h"
+#include "tk/io/dir_fd.h"
 #include "tk/io/stream.h"
 
 namespace tk::codec {
@@ -39,6 +47,9 @@ struct StoreAddResult {
   uint64_t tensors_existing = 0;  // already in the store (deduplicated)
   uint64_t tensors_plain = 0;     // written as plain objects
   uint64_t tensors_delta = 0;     // written as BitX objects
+  // Objects already in the store that failed their check (corrupt: they no longer
+  // decode to their key) and were written again: "OBJECT_PATH: WHY", one each.
+  std::vector<std::string> replaced_objects;
   std::string base;             // base file chosen; empty when none
   double base_similarity = 0;   // fraction of equal bits in the sample against it
 };
@@ -67,6 +78,8 @@ struct StoreStats {
   uint64_t unreferenced_objects = 0;  // present but not reachable from a manifest (gc removes them)
   uint64_t unreferenced_bytes = 0;
   uint64_t missing_objects = 0;       // referred to but absent (the store is damaged)
+  uint64_t bad_objects = 0;           // reachable objects whose header is not an object's
+                                      // (stats reads headers only; verify decodes all)
   uint64_t stored_bytes() const { return object_bytes + manifest_bytes; }
 };
 
@@ -74,6 +87,18 @@ struct StoreGetResult {
   uint64_t bytes = 0;
   uint64_t tensors = 0;
   std::string sha256;  // hex, checked
+};
+
+struct StoreVerifyReport {
+  uint64_t objects_checked = 0;
+  uint64_t manifests_checked = 0;
+  // One line per defect, "WHERE: WHAT": a corrupt or misplaced object, an entry of
+  // the wrong type, an unreadable manifest, a manifest whose objects are missing or
+  // bad or whose file SHA-256 does not match.
+  std::vector<std::string> problems;
+  std::vector<std::string> removed;       // with repair: entries removed (paths)
+  std::vector<std::string> unrestorable;  // names of files that cannot be restored now
+  bool ok() const { return problems.empty(); }
 };
 
 struct StoreGcReport {
@@ -111,12 +136,19 @@ class Store {
   // manifest cannot be read, rather than delete what it might refer to.
   StoreGcReport gc();
   StoreStats stats() const;
+  // Decode every object and check its SHA-256 against its name, and every manifest
+  // (segments' objects present and decoding to the segment's size, the whole file's
+  // SHA-256 when all are good). With `repair` (exclusive lock), remove the bad objects
+  // and odd entries, so that a later add stores them again, and name the files left
+  // unrestorable. Throws only for what stops the walk itself (kIo; a store whose
+  // objects/ or manifests/ is not a directory).
+  StoreVerifyReport verify(bool repair, int threads = 0);
 
  private:
-  explicit Store(std::string dir) : dir_(std::move(dir)) {}
-  std::string lock_path() const { return dir_ + "/lock"; }
+  Store(std::string dir, io::DirFd root) : dir_(std::move(dir)), root_(std::move(root)) {}
 
   std::string dir_;
+  io::DirFd root_;
 };
 
 }  // namespace tk::codec

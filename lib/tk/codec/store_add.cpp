@@ -258,14 +258,35 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   }
   Sha256Digest file_key = hash_segments(data, segments);
 
-  fs::StoreLock lock(lock_path(), fs::StoreLock::Mode::kShared);
-  StoreObjects objects(dir_);
+  fs::StoreLock lock(root_, fs::StoreLock::Mode::kShared);
+  StoreObjects objects(root_);
+  io::DirFd tdir = layout::open_subdir(root_, layout::kTempDir);
+  io::DirFd mdir = layout::open_subdir(root_, layout::kManifestsDir);
+  const int threads = options.lossless.threads;
+
+  // An object already stored is trusted only once it decodes to its key: a corrupt one
+  // is written again (and reported) rather than deduplicated against.
+  std::set<Sha256Digest> stored, corrupt;
+  for (const Segment& seg : segments) {
+    const StoreSegment& s = seg.s;
+    if (stored.count(s.key) || corrupt.count(s.key) || !objects.contains(s.key)) continue;
+    try {
+      objects.load(s.key, s.size, r.name + ": " + store_segment_label(s), threads);
+      stored.insert(s.key);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidInput) throw;
+      corrupt.insert(s.key);
+      r.replaced_objects.push_back(std::string(e.what()) + " (" + e.where() + ")");
+    }
+  }
+
   std::vector<layout::ManifestFile> manifests;
   BaseChoice base;
   bool need_new = std::any_of(segments.begin(), segments.end(),
-                              [&](const Segment& s) { return !s.s.tensor.empty() && !objects.contains(s.s.key); });
+                              [&](const Segment& s) { return !s.s.tensor.empty() && !stored.count(s.s.key); });
   if (r.safetensors && options.deltas && need_new) {
-    manifests = layout::read_manifests(dir_, true);
+    std::vector<Error> unreadable;  // a manifest that cannot be read is no candidate
+    manifests = layout::read_manifests(root_, &unreadable);
     if (!options.base.empty()) {
       store_check_name(options.base);
       for (const auto& mf : manifests)
@@ -283,13 +304,13 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
     r.base_similarity = base.similarity;
   }
 
-  std::vector<std::string> dirty;
+  std::set<std::string> dirty;
   std::set<Sha256Digest> written;
   for (const Segment& seg : segments) {
     const StoreSegment& s = seg.s;
     bool tensor = !s.tensor.empty();
     if (tensor) ++r.tensors;
-    if (written.count(s.key) || objects.contains(s.key)) {
+    if (written.count(s.key) || stored.count(s.key)) {
       if (tensor) ++r.tensors_existing;
       continue;
     }
@@ -297,12 +318,18 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
     std::vector<uint8_t> object;
     if (tensor) {
       auto it = base_tensors.find(s.tensor);
-      if (it != base_tensors.end() && same_layout(s, *it->second) && s.size > 0) {
+      if (it != base_tensors.end() && same_layout(s, *it->second) && s.size > 0 && it->second->key != s.key) {
         auto depth = objects.delta_depth(it->second->key);
         if (depth && *depth < kStoreMaxDeltaDepth) {
+          // The base is checked: a delta against bytes other than its key's would stop
+          // restoring once the base object is repaired.
           std::string where = r.name + ": tensor '" + s.tensor + "': base " + base.manifest->name;
-          Buffer b = objects.load_unverified(it->second->key, it->second->size, where, options.lossless.threads);
-          object = store_object_bitx(seg.dtype, bytes, {b.data(), b.size()}, it->second->key, options.lossless);
+          try {
+            Buffer b = objects.load(it->second->key, it->second->size, where, threads);
+            object = store_object_bitx(seg.dtype, bytes, {b.data(), b.size()}, it->second->key, options.lossless);
+          } catch (const Error& e) {
+            if (e.kind() != ErrorKind::kInvalidInput) throw;  // a damaged base: stored plainly
+          }
         }
       }
     }
@@ -314,13 +341,11 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
         delta = false;
       }
     }
-    r.written_bytes += objects.put(s.key, object, dirty);
+    r.written_bytes += objects.put(s.key, object, tdir, dirty, corrupt.count(s.key) > 0);
     written.insert(s.key);
     if (tensor) ++(delta ? r.tensors_delta : r.tensors_plain);
   }
-  std::sort(dirty.begin(), dirty.end());
-  dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
-  for (const std::string& d : dirty) fs::fsync_dir(d);
+  objects.sync(dirty);
 
   StoreManifest m;
   m.name = r.name;
@@ -331,9 +356,9 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   m.created = utc_now_iso8601();
   for (auto& seg : segments) m.segments.push_back(std::move(seg.s));
   std::vector<uint8_t> text = store_manifest_serialize(m);
-  std::string target = layout::manifest_path(dir_, r.name);
-  r.replaced = fs::exists(target);
-  fs::publish_file(layout::temp_dir(dir_) + "/" + fs::unique_name(), target, text);
+  std::string target = store_manifest_file_name(r.name);
+  r.replaced = mdir.type(target).has_value();
+  fs::publish_file(tdir, fs::unique_name(), mdir, target, text);
   r.written_bytes += text.size();
   return r;
 }

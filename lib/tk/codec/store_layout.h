@@ -1,28 +1,32 @@
-// Paths and shared steps of the model store, used by store.cpp and store_add.cpp.
-// Internal to lib/tk/codec.
+// Names and shared steps of the model store, used by store.cpp, store_add.cpp and
+// store_verify.cpp. Internal to lib/tk/codec.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tk/codec/sha256.h"
 #include "tk/codec/store_manifest.h"
+#include "tk/core/error.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::codec::store_layout {
 
-inline std::string objects_dir(const std::string& dir) { return dir + "/objects"; }
-inline std::string manifests_dir(const std::string& dir) { return dir + "/manifests"; }
-inline std::string temp_dir(const std::string& dir) { return dir + "/tmp"; }
-inline std::string manifest_path(const std::string& dir, const std::string& name) {
-  return manifests_dir(dir) + "/" + store_manifest_file_name(name);
-}
+inline constexpr const char* kObjectsDir = "objects";
+inline constexpr const char* kManifestsDir = "manifests";
+inline constexpr const char* kTempDir = "tmp";
 
 // Largest manifest read (a file of a million tensors fits).
 inline constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 30;
 
+// Subdirectory `name` of the store at `root`. Throws kInvalidInput when it is missing
+// ("not a model store") or is not a directory (a symbolic link, say).
+io::DirFd open_subdir(const io::DirFd& root, const char* name);
+
 // The manifest of `name`, nullopt when there is none. Throws kInvalidInput when it
 // cannot be parsed.
-std::optional<StoreManifest> read_manifest(const std::string& dir, const std::string& name);
+std::optional<StoreManifest> read_manifest(const io::DirFd& root, const std::string& name);
 
 struct ManifestFile {
   std::string file_name;
@@ -31,7 +35,26 @@ struct ManifestFile {
 };
 
 // Every manifest of the store, sorted by name. A manifest that cannot be read or
-// parsed throws kInvalidInput naming it, unless `skip_bad`.
-std::vector<ManifestFile> read_manifests(const std::string& dir, bool skip_bad);
+// parsed (kInvalidInput) throws, naming it, unless `bad` is given: it is then added
+// there and left out.
+std::vector<ManifestFile> read_manifests(const io::DirFd& root, std::vector<Error>* bad = nullptr);
+
+struct PresentObject {
+  Sha256Digest key{};
+  uint64_t bytes = 0;
+};
+
+// An entry of objects/ in an object's place but not of its type: a shard that is not
+// a directory, or an object file that is not a regular file.
+struct OddEntry {
+  std::string shard;  // "" when the entry is a shard of objects/ itself
+  std::string name;
+  Error error;        // kInvalidInput naming its path
+};
+
+// Every object present, by walking objects/<xx>/ (xx two lowercase hex digits; objects
+// named by their 64 hex digits starting with xx); entries of other names are left
+// alone. An odd entry throws its error, unless `odd` is given: it is then added there.
+std::vector<PresentObject> present_objects(const io::DirFd& objects, std::vector<OddEntry>* odd = nullptr);
 
 }  // namespace tk::codec::store_layout

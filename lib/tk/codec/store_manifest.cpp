@@ -43,6 +43,11 @@ std::string parse_string(const json& j, const char* field, const std::string& wh
 
 }  // namespace
 
+std::string store_segment_label(const StoreSegment& s) {
+  if (!s.tensor.empty()) return "tensor '" + s.tensor + "'";
+  return s.offset == 0 ? std::string("header") : "bytes at " + std::to_string(s.offset);
+}
+
 std::optional<Sha256Digest> sha256_parse_hex(std::string_view hex) {
   if (hex.size() != 64) return std::nullopt;
   auto nibble = [](char c) -> int {

@@ -36,6 +36,9 @@ struct StoreManifest {
   std::vector<StoreSegment> segments;  // in file order, contiguous from 0 to size
 };
 
+// How a segment is named in messages: "tensor 'w'", "header", "bytes at N".
+std::string store_segment_label(const StoreSegment& segment);
+
 // A digest from its 64 lowercase hex digits; nullopt for anything else.
 std::optional<Sha256Digest> sha256_parse_hex(std::string_view hex);
 

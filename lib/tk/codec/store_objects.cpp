@@ -1,5 +1,8 @@
 #include "tk/codec/store_objects.h"
 
+#include <fcntl.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "tk/codec/store_files.h"
@@ -78,23 +81,33 @@ StoreObjectHeader store_object_parse_header(std::span<const uint8_t> object, con
   return h;
 }
 
-std::string StoreObjects::shard_dir(const Sha256Digest& key) const {
-  return dir_ + "/objects/" + sha256_hex(key).substr(0, 2);
+StoreObjects::StoreObjects(const io::DirFd& root) {
+  auto d = root.open_dir("objects");
+  if (!d) throw invalid_input("not a model store (no objects/)", root.path());
+  objects_ = std::move(*d);
 }
 
 std::string StoreObjects::path(const Sha256Digest& key) const {
   std::string hex = sha256_hex(key);
-  return dir_ + "/objects/" + hex.substr(0, 2) + "/" + hex;
+  return objects_.child_path(hex.substr(0, 2) + "/" + hex);
 }
 
-bool StoreObjects::contains(const Sha256Digest& key) const { return store_fs::exists(path(key)); }
+std::optional<io::DirFd> StoreObjects::shard(const Sha256Digest& key) const {
+  return objects_.open_dir(sha256_hex(key).substr(0, 2));
+}
+
+bool StoreObjects::contains(const Sha256Digest& key) const { return stored_size(key).has_value(); }
 
 std::optional<uint64_t> StoreObjects::stored_size(const Sha256Digest& key) const {
-  return store_fs::file_size(path(key));
+  auto s = shard(key);
+  if (!s) return std::nullopt;
+  return s->file_size(sha256_hex(key));
 }
 
 std::optional<StoreObjectHeader> StoreObjects::header(const Sha256Digest& key) const {
-  auto prefix = store_fs::read_prefix(path(key), kStoreObjectHeaderBytes);
+  auto s = shard(key);
+  if (!s) return std::nullopt;
+  auto prefix = store_fs::read_prefix(*s, sha256_hex(key), kStoreObjectHeaderBytes);
   if (!prefix) return std::nullopt;
   return store_object_parse_header(*prefix, object_where(key, ""));
 }
@@ -110,18 +123,34 @@ std::optional<int> StoreObjects::delta_depth(const Sha256Digest& key) const {
   return kStoreMaxDeltaDepth + 1;
 }
 
-uint64_t StoreObjects::put(const Sha256Digest& key, std::span<const uint8_t> object,
-                           std::vector<std::string>& dirty_dirs) {
-  std::string target = path(key);
-  if (store_fs::exists(target)) return 0;
-  std::string shard = shard_dir(key);
-  if (!store_fs::is_dir(shard)) {
-    store_fs::make_dir(shard);
-    dirty_dirs.push_back(dir_ + "/objects");
+uint64_t StoreObjects::put(const Sha256Digest& key, std::span<const uint8_t> object, const io::DirFd& temp_dir,
+                           std::set<std::string>& dirty_shards, bool replace) {
+  const std::string hex = sha256_hex(key);
+  const std::string shard_name = hex.substr(0, 2);
+  auto s = objects_.open_dir(shard_name);
+  if (!s) {
+    s = objects_.make_dir(shard_name);
+    dirty_shards.insert("");
   }
-  store_fs::publish_file(dir_ + "/tmp/" + store_fs::unique_name(), target, object, false);
-  dirty_dirs.push_back(shard);
+  if (!replace && s->file_size(hex)) return 0;
+  store_fs::publish_file(temp_dir, store_fs::unique_name(), *s, hex, object, false);
+  dirty_shards.insert(shard_name);
   return object.size();
+}
+
+void StoreObjects::sync(const std::set<std::string>& dirty_shards) const {
+  for (const std::string& name : dirty_shards) {
+    if (name.empty()) {
+      objects_.fsync();
+    } else if (auto s = objects_.open_dir(name)) {
+      s->fsync();
+    }
+  }
+}
+
+bool StoreObjects::remove(const Sha256Digest& key) const {
+  auto s = shard(key);
+  return s && s->remove_tree(sha256_hex(key));
 }
 
 Buffer StoreObjects::load(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
@@ -138,11 +167,14 @@ Buffer StoreObjects::load(const Sha256Digest& key, uint64_t expected_size, const
 Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth,
                                 bool verify, int threads) const {
   std::string ow = object_where(key, where);
-  std::string p = path(key);
-  auto size = store_fs::file_size(p);
-  if (!size) throw invalid_input(depth == 0 ? "missing object" : "missing base object", ow);
-  if (*size < kStoreObjectHeaderBytes) throw invalid_input("truncated object", ow);
-  Buffer file = Buffer::map_file(p);
+  auto s = shard(key);
+  io::Fd fd = s ? s->open_file(sha256_hex(key), O_RDONLY) : io::Fd(-1, ENOENT);
+  if (!fd.valid()) {
+    if (fd.error() != ENOENT) throw errno_error("failed to open for reading", path(key), fd.error());
+    throw invalid_input(depth == 0 ? "missing object" : "missing base object", ow);
+  }
+  Buffer file = Buffer::map_fd(fd.fd(), path(key));
+  if (file.size() < kStoreObjectHeaderBytes) throw invalid_input("truncated object", ow);
   std::span<const uint8_t> bytes(file.data(), file.size());
   StoreObjectHeader h = store_object_parse_header(bytes, ow);
   if (h.decoded_size != expected_size)
@@ -150,6 +182,14 @@ Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size,
                             std::to_string(expected_size),
                         ow);
   std::span<const uint8_t> frame = bytes.subspan(kStoreObjectHeaderBytes);
+  // The frame must claim the size the header does before anything of that size is
+  // allocated.
+  try {
+    if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(std::string("corrupt object: ") + e.what(), ow);
+  }
   Buffer out;
   if (h.kind == StoreObjectKind::kBitx) {
     if (depth >= kStoreMaxDeltaDepth) throw invalid_input("chain of BitX bases too long", ow);
@@ -158,7 +198,6 @@ Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size,
     out = Buffer::allocate(expected_size);
   }
   try {
-    if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
     if (h.kind == StoreObjectKind::kBitx) {
       Buffer delta = Buffer::allocate(expected_size);
       lossless_decompress(frame, {delta.mutable_data(), delta.size()}, threads);

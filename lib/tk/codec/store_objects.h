@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "tk/codec/sha256.h"
 #include "tk/core/buffer.h"
 #include "tk/core/dtype.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::codec {
 
@@ -50,12 +52,17 @@ std::vector<uint8_t> store_object_bitx(DType dtype, std::span<const uint8_t> byt
 // Parse an object's header. Throws kInvalidInput naming `where` when it is not one.
 StoreObjectHeader store_object_parse_header(std::span<const uint8_t> object, const std::string& where);
 
+// The objects/ directory of a store, walked by descriptor (tk/io/dir_fd.h): a shard
+// directory or an object that is a symbolic link or of the wrong type is refused with
+// kInvalidInput naming its path, never followed.
 class StoreObjects {
  public:
-  explicit StoreObjects(std::string store_dir) : dir_(std::move(store_dir)) {}
+  // Open root/objects. Throws kInvalidInput when it is missing or not a directory.
+  explicit StoreObjects(const io::DirFd& root);
+  explicit StoreObjects(const std::string& store_dir) : StoreObjects(io::DirFd::open(store_dir)) {}
 
-  std::string path(const Sha256Digest& key) const;
-  std::string shard_dir(const Sha256Digest& key) const;  // objects/<two hex digits>
+  const io::DirFd& dir() const { return objects_; }
+  std::string path(const Sha256Digest& key) const;  // for messages
   bool contains(const Sha256Digest& key) const;
   // Stored size of an object in bytes; nullopt when it is missing.
   std::optional<uint64_t> stored_size(const Sha256Digest& key) const;
@@ -66,11 +73,17 @@ class StoreObjects {
   // nullopt when an object of the chain is missing.
   std::optional<int> delta_depth(const Sha256Digest& key) const;
 
-  // Write `object` under `key` unless an object of that name exists: a temporary file
-  // in tmp/, fsynced, renamed into place. The shard directory is not fsynced; the
-  // caller fsyncs every directory in `dirty_dirs` before publishing a manifest that
-  // refers to the object. Returns the bytes written (0 when it existed).
-  uint64_t put(const Sha256Digest& key, std::span<const uint8_t> object, std::vector<std::string>& dirty_dirs);
+  // Write `object` under `key` unless an object of that name exists (with `replace`:
+  // whatever is there, which the caller found corrupt, is replaced): a temporary file
+  // in `temp_dir`, fsynced, renamed into place. The shard directory is not fsynced: the
+  // caller passes `dirty_shards` (shard names; "" for objects/ itself) to sync() before
+  // publishing a manifest that refers to the object. Returns the bytes written (0 when
+  // it existed).
+  uint64_t put(const Sha256Digest& key, std::span<const uint8_t> object, const io::DirFd& temp_dir,
+               std::set<std::string>& dirty_shards, bool replace = false);
+  void sync(const std::set<std::string>& dirty_shards) const;
+  // Remove object `key` (whatever entry has its name); false when there is none.
+  bool remove(const Sha256Digest& key) const;
 
   // Decode object `key`, which must decode to `expected_size` bytes, following BitX
   // bases, and check the SHA-256 of the result against `key`. Errors are kInvalidInput
@@ -78,19 +91,20 @@ class StoreObjects {
   // a corrupt frame, a SHA-256 mismatch.
   Buffer load(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int threads = 0) const;
   // Decode as load() does, without the SHA-256 check (each frame's XXH3 is still
-  // checked). For BitX bases while adding: the delta is taken against the bytes the
-  // base decodes to, whatever they are, so the new object restores even then.
+  // checked). For sampling the similarity of a candidate base while adding.
   Buffer load_unverified(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
                          int threads = 0) const {
     return load_chain(key, expected_size, where, 0, false, threads);
   }
 
  private:
+  // objects/<first two hex digits of key>, nullopt when missing.
+  std::optional<io::DirFd> shard(const Sha256Digest& key) const;
   // Decode `key` and its bases; with `verify`, check each one's SHA-256.
   Buffer load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth, bool verify,
                     int threads) const;
 
-  std::string dir_;
+  io::DirFd objects_;
 };
 
 }  // namespace tk::codec

@@ -355,6 +355,63 @@ TEST_F(StoreTest, CorruptBaseOfABitxObjectIsNamed) {
   }
 }
 
+// Flip one byte of a stored object in place (another writer of a shared store could).
+void corrupt_object(const std::string& path, size_t from_end) {
+  std::vector<uint8_t> obj;
+  {
+    std::ifstream in(path, std::ios::binary);
+    obj.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  obj[obj.size() - from_end] ^= 0x01;
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(obj.data()), obj.size());
+}
+
+TEST_F(StoreTest, AddReplacesACorruptObjectItWouldDeduplicateAgainst) {
+  std::vector<NamedBytes> m = model(1570);
+  std::vector<uint8_t> bytes = safetensors_file(m);
+  Store store = Store::open(dir(), true);
+  store.add(file("m.safetensors", bytes), {});
+  const StoreSegment s = tensor_segment(manifest("m.safetensors"), "layer1.weight");
+  corrupt_object(StoreObjects(dir()).path(s.key), 100);
+  EXPECT_EQ(kind_of([&] { get(store, "m.safetensors"); }), ErrorKind::kInvalidInput);
+  StoreAddResult r = store.add(file("m.safetensors", bytes), {});
+  ASSERT_EQ(r.replaced_objects.size(), 1u);
+  EXPECT_NE(r.replaced_objects[0].find(sha256_hex(s.key)), std::string::npos) << r.replaced_objects[0];
+  EXPECT_EQ(r.tensors_existing, m.size() - 1);
+  EXPECT_EQ(get(store, "m.safetensors"), bytes);
+  EXPECT_TRUE(store.verify(false).ok());
+}
+
+TEST_F(StoreTest, VerifyNamesACorruptBaseAndRepairLetsAddHealIt) {
+  std::vector<NamedBytes> base = model(1580);
+  std::vector<uint8_t> base_bytes = safetensors_file(base), ft_bytes = safetensors_file(fine_tuned(base, 1590));
+  Store store = Store::open(dir(), true);
+  store.add(file("base.safetensors", base_bytes), {});
+  store.add(file("ft.safetensors", ft_bytes), {});
+  StoreVerifyReport good = store.verify(false);
+  EXPECT_TRUE(good.ok());
+  EXPECT_EQ(good.manifests_checked, 2u);
+  EXPECT_EQ(good.objects_checked, store.stats().objects);
+
+  const StoreSegment b = tensor_segment(manifest("base.safetensors"), "layer0.weight");
+  const std::string path = StoreObjects(dir()).path(b.key);
+  corrupt_object(path, 100);
+  StoreVerifyReport bad = store.verify(false);
+  ASSERT_FALSE(bad.ok());
+  // The object itself, and each file it breaks (ft through its BitX object).
+  EXPECT_EQ(bad.problems.size(), 3u);
+  EXPECT_NE(bad.problems[0].find(path), std::string::npos) << bad.problems[0];
+  EXPECT_EQ(bad.unrestorable, (std::vector<std::string>{"base.safetensors", "ft.safetensors"}));
+  EXPECT_TRUE(stdfs::exists(path));  // without repair nothing is removed
+
+  StoreVerifyReport repaired = store.verify(true);
+  EXPECT_EQ(repaired.removed, std::vector<std::string>{path});
+  EXPECT_FALSE(stdfs::exists(path));
+  store.add(file("base.safetensors", base_bytes), {});
+  EXPECT_TRUE(store.verify(false).ok());
+  EXPECT_EQ(get(store, "ft.safetensors"), ft_bytes);
+}
+
 TEST_F(StoreTest, MissingObjectAndMissingBaseAreInvalidInput) {
   std::vector<NamedBytes> base = model(1600);
   Store store = Store::open(dir(), true);

@@ -90,7 +90,7 @@ class Engine final : public Checkpointer {
   void worker_loop();
   SaveStats process(Job& job);
   std::vector<Pending> encode(const Job& job, const Manifest* parent, bool full);
-  uint64_t write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
+  uint64_t write_step(const io::DirFd& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
                       const Metadata& metadata);
   GcReport apply_retention();
   void flusher_loop();
@@ -372,7 +372,7 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
   return pending;
 }
 
-uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
+uint64_t Engine::write_step(const io::DirFd& tmp_dir, std::vector<Pending>& pending, std::vector<ShardInfo>& shards,
                            const Metadata& metadata) {
   // Assign stored tensors to shards in manifest order.
   std::vector<std::vector<size_t>> groups;
@@ -420,7 +420,7 @@ uint64_t Engine::write_step(const std::string& tmp_dir, std::vector<Pending>& pe
       uint64_t header_bytes = header.size();
       for (int b = 7; b >= 0; --b) header.insert(header.begin(), static_cast<uint8_t>(header_bytes >> (8 * b)));
       const std::string name = shard_name(g);
-      fs::File file = fs::create_file(tmp_dir + "/" + name);
+      fs::File file = fs::create_file(tmp_dir, name);
       fs::write_all(file, header);
       uint64_t offset = header.size();
       for (size_t k : order) {
@@ -452,11 +452,13 @@ SaveStats Engine::process(Job& job) {
   bool full = !options_.incremental || !last_full_ || since_full_ + 1 >= options_.full_every;
   std::vector<Pending> pending = encode(job, last_full_ ? &*last_full_ : nullptr, full);
 
-  const std::string final_dir = dir_ + "/" + step_dir_name(job.step);
-  const std::string tmp_dir = final_dir + ".tmp-" + fs::unique_suffix();
+  const io::DirFd root = io::DirFd::open(dir_);
+  const std::string final_name = step_dir_name(job.step);
+  const std::string final_dir = root.child_path(final_name);
+  const std::string tmp_name = final_name + ".tmp-" + fs::unique_suffix();
   Manifest manifest;
   try {
-    fs::make_dir(tmp_dir);
+    io::DirFd tmp_dir = root.make_dir(tmp_name);
     stats.written_bytes = write_step(tmp_dir, pending, manifest.shards, job.metadata);
     stats.write_seconds = seconds_since(t0);
     auto t1 = Clock::now();
@@ -475,23 +477,23 @@ SaveStats Engine::process(Job& job) {
     }
     std::vector<uint8_t> manifest_bytes = manifest_encode(manifest);
     {
-      fs::File file = fs::create_file(tmp_dir + "/" + kManifestName);
+      fs::File file = fs::create_file(tmp_dir, kManifestName);
       fs::write_all(file, manifest_bytes);
       fs::fsync_file(file);
     }
     stats.written_bytes += manifest_bytes.size();
     fs::fsync_dir(tmp_dir);
-    fs::rename_path(tmp_dir, final_dir);
+    fs::rename_at(root, tmp_name, root, final_name);
     stats.commit_seconds = seconds_since(t1);
   } catch (...) {
-    fs::remove_tree(tmp_dir);
+    fs::remove_tree(root, tmp_name);
     throw;
   }
   // The step is committed once the rename is durable and `latest` names it. A failure
   // before that takes the step back, so that a failed save leaves no step behind.
   auto t2 = Clock::now();
   try {
-    fs::fsync_dir(dir_);
+    fs::fsync_dir(root);
     write_latest(dir_, job.step);
   } catch (...) {
     uncommit_step(dir_, job.step);

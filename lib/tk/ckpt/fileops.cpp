@@ -87,10 +87,9 @@ File::~File() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-File create_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw errno_error("failed to create", path, errno);
-  return File(fd, path);
+File create_file(const io::DirFd& dir, const std::string& name) {
+  io::Fd fd = dir.create_file(name);
+  return File(fd.release(), dir.child_path(name));
 }
 
 File open_read(const std::string& path) {
@@ -140,23 +139,17 @@ void fsync_file(File& file) {
   if (::fsync(file.fd()) != 0) throw errno_error("failed to fsync", file.path(), errno);
 }
 
-void fsync_dir(const std::string& dir) {
-  if (int err = injected_fault(FaultPoint::kFsync, dir)) throw errno_error("failed to fsync", dir, err);
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw errno_error("failed to open directory", dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) throw errno_error("failed to fsync", dir, err);
+void fsync_dir(const io::DirFd& dir) {
+  if (int err = injected_fault(FaultPoint::kFsync, dir.path())) throw errno_error("failed to fsync", dir.path(), err);
+  if (::fsync(dir.fd()) != 0) throw errno_error("failed to fsync", dir.path(), errno);
 }
 
-void rename_path(const std::string& from, const std::string& to) {
-  if (int err = injected_fault(FaultPoint::kRename, to)) throw errno_error("failed to rename " + from + " to", to, err);
-  if (::rename(from.c_str(), to.c_str()) != 0) throw errno_error("failed to rename " + from + " to", to, errno);
-}
-
-void make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw errno_error("failed to create directory", dir, errno);
+void rename_at(const io::DirFd& from_dir, const std::string& from, const io::DirFd& to_dir, const std::string& to) {
+  const std::string from_path = from_dir.child_path(from), to_path = to_dir.child_path(to);
+  if (int err = injected_fault(FaultPoint::kRename, to_path))
+    throw errno_error("failed to rename " + from_path + " to", to_path, err);
+  if (::renameat(from_dir.fd(), from.c_str(), to_dir.fd(), to.c_str()) != 0)
+    throw errno_error("failed to rename " + from_path + " to", to_path, errno);
 }
 
 void make_dirs(const std::string& dir) {
@@ -165,9 +158,11 @@ void make_dirs(const std::string& dir) {
   if (ec) throw errno_error("failed to create directory", dir, ec.value());
 }
 
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+void remove_tree(const io::DirFd& dir, const std::string& name) noexcept {
+  try {
+    dir.remove_tree(name);
+  } catch (...) {
+  }
 }
 
 bool exists(const std::string& path) {
@@ -193,23 +188,18 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
-  std::string tmp = path + ".tmp-" + unique_suffix();
+void write_file_atomic(const io::DirFd& dir, const std::string& name, std::span<const uint8_t> bytes) {
+  std::string tmp = name + ".tmp-" + unique_suffix();
   try {
-    File file = create_file(tmp);
+    File file = create_file(dir, tmp);
     write_all(file, bytes);
     fsync_file(file);
+    rename_at(dir, tmp, dir, name);
   } catch (...) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir.fd(), tmp.c_str(), 0);
     throw;
   }
-  try {
-    rename_path(tmp, path);
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  fsync_dir(std::filesystem::path(path).parent_path().string());
+  fsync_dir(dir);
 }
 
 std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
@@ -229,9 +219,11 @@ std::string unique_suffix() {
 }
 
 DirLock::DirLock(const std::string& dir) {
-  std::string path = dir + "/.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw errno_error("failed to open lock file", path, errno);
+  io::DirFd root = io::DirFd::open(dir);
+  std::string path = root.child_path(".lock");
+  io::Fd fd = root.open_lock_file(".lock", true);
+  if (!fd.valid()) throw errno_error("failed to open lock file", path, fd.error());
+  fd_ = fd.release();
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     char pid[32] = {};

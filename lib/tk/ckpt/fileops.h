@@ -1,6 +1,9 @@
 // File-system steps of the commit protocol, each checked and each passing through the
 // fault hook (checkpoint.h), so that tests can fail any write, fsync or rename.
-// Internal to lib/tk/ckpt.
+// Everything that creates, renames or removes an entry of a checkpoint directory does
+// so relative to a directory descriptor, never following a symbolic link
+// (tk/io/dir_fd.h): a tier may be shared, and whoever else can write it must not be
+// able to point a writer's deletes or writes outside it. Internal to lib/tk/ckpt.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "tk/ckpt/checkpoint.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::ckpt::fs {
 
@@ -29,31 +33,35 @@ class File {
 };
 
 // Throws kIo (with errno) unless the fault hook says otherwise first.
-File create_file(const std::string& path);                 // O_WRONLY|O_CREAT|O_EXCL
+File create_file(const io::DirFd& dir, const std::string& name);  // O_CREAT|O_EXCL|O_NOFOLLOW
 File open_read(const std::string& path);
 void write_all(File& file, std::span<const uint8_t> bytes);  // whole span, in pieces
 void pread_all(const File& file, uint64_t offset, std::span<uint8_t> out, const char* what);
 uint64_t file_size(const File& file);
 void fsync_file(File& file);
-void fsync_dir(const std::string& dir);
-void rename_path(const std::string& from, const std::string& to);
-void make_dir(const std::string& dir);         // one level; existing is fine
+void fsync_dir(const io::DirFd& dir);
+// renameat: entry `from` of `from_dir` to `to` in `to_dir`.
+void rename_at(const io::DirFd& from_dir, const std::string& from, const io::DirFd& to_dir, const std::string& to);
 void make_dirs(const std::string& dir);        // like mkdir -p
-void remove_tree(const std::string& path);     // best effort, never throws
+// Remove entry `name` of `dir` and everything below it without following a link;
+// best effort, never throws.
+void remove_tree(const io::DirFd& dir, const std::string& name) noexcept;
 bool exists(const std::string& path);
 bool is_dir(const std::string& path);
 std::vector<std::string> list_dir(const std::string& dir);  // names, sorted; throws kIo
 
-// Write `bytes` to `path` atomically and durably: temp file beside it, fsync, rename,
-// fsync of the directory.
-void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes);
+// Write `bytes` to entry `name` of `dir` atomically and durably: temp file beside it
+// (created exclusively), fsync, rename, fsync of the directory.
+void write_file_atomic(const io::DirFd& dir, const std::string& name, std::span<const uint8_t> bytes);
 std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes);
 
 // A suffix unique to this process and call: "<pid>-<counter>-<random>".
 std::string unique_suffix();
 
-// Hold an exclusive flock on DIR/.lock for the object's lifetime. Throws kUsage naming
-// the holder's pid when another process holds it.
+// Hold an exclusive flock on DIR/.lock for the object's lifetime, writing this
+// process's pid into it. Throws kUsage naming the holder's pid when another process
+// holds it, kInvalidInput when DIR/.lock is not a lone regular file (a planted
+// symbolic or hard link: the pid is never written through it).
 class DirLock {
  public:
   explicit DirLock(const std::string& dir);

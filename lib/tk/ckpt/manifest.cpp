@@ -14,6 +14,11 @@ using nlohmann::json;
 
 namespace {
 
+// A shard is a file of the step directory itself: no '/', no leading '.' (so no "..").
+bool valid_shard_name(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name[0] != '.';
+}
+
 constexpr uint64_t kMaxManifestBytes = 1ull << 30;
 
 json entry_to_json(const TensorEntry& e) {
@@ -54,8 +59,7 @@ TensorEntry entry_from_json(const json& j, const std::string& where) {
   e.xxh3 = *h;
   if (e.encoding != "ref") {
     e.shard = j.at("shard").get<std::string>();
-    if (e.shard.empty() || e.shard.find('/') != std::string::npos || e.shard[0] == '.')
-      throw invalid_input("bad shard name", w);
+    if (!valid_shard_name(e.shard)) throw invalid_input("bad shard name", w);
     e.offset = j.at("offset").get<uint64_t>();
     e.stored_bytes = j.at("stored_bytes").get<uint64_t>();
     if (e.encoding == "raw" && e.stored_bytes != e.nbytes) throw invalid_input("stored size does not match", w);
@@ -122,7 +126,10 @@ Manifest manifest_decode(std::span<const uint8_t> bytes, const std::string& wher
     s.created = j.at("created").get<std::string>();
     if (!j.at("parent").is_null()) s.parent = j.at("parent").get<uint64_t>();
     s.metadata = j.at("metadata").get<Metadata>();
-    for (const auto& sh : j.at("shards")) m.shards.push_back({sh.at("file").get<std::string>(), sh.at("bytes").get<uint64_t>()});
+    for (const auto& sh : j.at("shards")) {
+      m.shards.push_back({sh.at("file").get<std::string>(), sh.at("bytes").get<uint64_t>()});
+      if (!valid_shard_name(m.shards.back().file)) throw invalid_input("bad shard name", where);
+    }
     for (const auto& t : j.at("tensors")) {
       s.entries.push_back(entry_from_json(t, where));
       s.logical_bytes += s.entries.back().nbytes;

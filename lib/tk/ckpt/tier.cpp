@@ -1,9 +1,11 @@
 #include "tk/ckpt/tier.h"
 
+#include <fcntl.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <set>
 
@@ -13,64 +15,90 @@
 
 namespace tk::ckpt {
 
+namespace {
+
+// A step directory must be a directory and `latest` and `.lock` regular files; a
+// symbolic link in their place was planted, and is refused rather than followed.
+void check_entry_type(const io::DirFd& root, const std::string& name) {
+  if (parse_step_dir_name(name)) {
+    root.open_dir(name);
+  } else if (name == "latest" || name == ".lock") {
+    root.file_size(name);
+  }
+}
+
+}  // namespace
+
 void check_checkpoint_dir(const std::string& dir) {
   if (!fs::is_dir(dir)) throw invalid_input("not a directory", dir);
-  for (const auto& name : fs::list_dir(dir))
+  io::DirFd root = io::DirFd::open(dir);
+  for (const auto& name : root.list()) {
     if (!is_checkpoint_entry_name(name))
       throw invalid_input("not a checkpoint directory (unexpected entry '" + name + "')", dir);
+    check_entry_type(root, name);
+  }
 }
 
 size_t cleanup_leftovers(const std::string& dir) {
+  io::DirFd root = io::DirFd::open(dir);
   size_t removed = 0;
-  for (const auto& name : fs::list_dir(dir)) {
-    bool uncommitted = parse_step_dir_name(name) && !fs::exists(dir + "/" + name + "/" + kManifestName);
+  for (const auto& name : root.list()) {
+    bool uncommitted = false;
+    if (parse_step_dir_name(name)) {
+      auto step = root.open_dir(name);
+      uncommitted = step && !step->type(kManifestName);
+    }
     if (!is_leftover_name(name) && !uncommitted) continue;
-    fs::remove_tree(dir + "/" + name);
+    fs::remove_tree(root, name);
     ++removed;
   }
-  if (removed) fs::fsync_dir(dir);
+  if (removed) fs::fsync_dir(root);
   return removed;
 }
 
 void write_latest(const std::string& dir, uint64_t step) {
   std::string text = step_dir_name(step) + "\n";
-  fs::write_file_atomic(dir + "/latest", {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  fs::write_file_atomic(io::DirFd::open(dir), "latest", {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }
 
 void repair_latest(const std::string& dir) {
   auto steps = committed_steps(dir);
-  std::string path = dir + "/latest";
+  io::DirFd root = io::DirFd::open(dir);
   if (steps.empty()) {
-    if (fs::exists(path)) {
-      ::unlink(path.c_str());
-      fs::fsync_dir(dir);
-    }
+    if (root.unlink("latest")) fs::fsync_dir(root);
     return;
   }
   std::string want = step_dir_name(steps.back()) + "\n";
   std::string have;
-  if (fs::exists(path)) {
-    auto bytes = fs::read_file(path, 4096);
+  io::Fd fd = root.open_file("latest", O_RDONLY);
+  if (fd.valid()) {
+    auto bytes = io::read_fd(fd.fd(), 4096, root.child_path("latest"));
     have.assign(bytes.begin(), bytes.end());
+  } else if (fd.error() != ENOENT) {
+    throw errno_error("failed to open for reading", root.child_path("latest"), fd.error());
   }
   if (have != want) write_latest(dir, steps.back());
 }
 
 void remove_step(const std::string& dir, uint64_t step) {
-  std::string path = dir + "/" + step_dir_name(step);
-  std::string aside = path + ".del-" + fs::unique_suffix();
-  fs::rename_path(path, aside);
-  fs::fsync_dir(dir);
-  fs::remove_tree(aside);
+  io::DirFd root = io::DirFd::open(dir);
+  std::string name = step_dir_name(step);
+  std::string aside = name + ".del-" + fs::unique_suffix();
+  fs::rename_at(root, name, root, aside);
+  fs::fsync_dir(root);
+  fs::remove_tree(root, aside);
 }
 
 void uncommit_step(const std::string& dir, uint64_t step) noexcept {
-  std::string path = dir + "/" + step_dir_name(step);
   try {
     remove_step(dir, step);
   } catch (...) {
-    ::unlink((path + "/" + kManifestName).c_str());
-    fs::remove_tree(path);
+    try {
+      io::DirFd root = io::DirFd::open(dir);
+      if (auto s = root.open_dir(step_dir_name(step))) s->unlink(kManifestName);
+      fs::remove_tree(root, step_dir_name(step));
+    } catch (...) {
+    }
   }
   try {
     repair_latest(dir);
@@ -86,9 +114,9 @@ std::vector<StepInfo> list_steps(const std::string& dir) {
 
 namespace {
 
-void copy_file(const std::string& from, const std::string& to) {
+void copy_file(const std::string& from, const io::DirFd& to_dir, const std::string& to) {
   fs::File in = fs::open_read(from);
-  fs::File out = fs::create_file(to);
+  fs::File out = fs::create_file(to_dir, to);
   uint64_t size = fs::file_size(in);
   uint64_t done = 0;
   // The kernel copies without a round trip through user memory; a plain read/write
@@ -115,20 +143,20 @@ void copy_file(const std::string& from, const std::string& to) {
 void copy_step(const std::string& from, const std::string& to, uint64_t step) {
   const std::string name = step_dir_name(step);
   Manifest m = read_manifest(from + "/" + name);
-  const std::string final_dir = to + "/" + name;
-  if (fs::exists(final_dir + "/" + kManifestName)) return;  // already there
-  const std::string tmp = final_dir + ".tmp-" + fs::unique_suffix();
+  io::DirFd dest = io::DirFd::open(to);
+  if (auto existing = dest.open_dir(name); existing && existing->type(kManifestName)) return;  // already there
+  const std::string tmp_name = name + ".tmp-" + fs::unique_suffix();
   try {
-    fs::make_dir(tmp);
-    for (const auto& sh : m.shards) copy_file(from + "/" + name + "/" + sh.file, tmp + "/" + sh.file);
-    copy_file(from + "/" + name + "/" + kManifestName, tmp + "/" + kManifestName);  // manifest last
+    io::DirFd tmp = dest.make_dir(tmp_name);
+    for (const auto& sh : m.shards) copy_file(from + "/" + name + "/" + sh.file, tmp, sh.file);
+    copy_file(from + "/" + name + "/" + kManifestName, tmp, kManifestName);  // manifest last
     fs::fsync_dir(tmp);
-    fs::rename_path(tmp, final_dir);
+    fs::rename_at(dest, tmp_name, dest, name);
   } catch (...) {
-    fs::remove_tree(tmp);
+    fs::remove_tree(dest, tmp_name);
     throw;
   }
-  fs::fsync_dir(to);
+  fs::fsync_dir(dest);
   auto steps = committed_steps(to);
   if (!steps.empty() && steps.back() == step) write_latest(to, step);
 }

@@ -100,6 +100,16 @@ StoreVerifyReport Store::verify(bool repair, int threads) {
   std::vector<layout::PresentObject> present = layout::present_objects(objects.dir(), &odd);
   for (const auto& o : odd) r.problems.push_back(error_line(o.error));
 
+  // tmp/ is where add writes and gc deletes: it must be a directory of this store.
+  std::optional<Error> bad_temp;
+  try {
+    root_.open_dir(layout::kTempDir);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    bad_temp = e;
+    r.problems.push_back(error_line(e));
+  }
+
   ObjectChecker checker(objects, threads);
   for (const auto& o : present) {
     ++r.objects_checked;
@@ -135,6 +145,11 @@ StoreVerifyReport Store::verify(bool repair, int threads) {
       dirty.insert(sha256_hex(key).substr(0, 2));
     }
     objects.sync(dirty);
+    if (bad_temp && root_.unlink(layout::kTempDir)) {
+      r.removed.push_back(root_.child_path(layout::kTempDir));
+      root_.make_dir(layout::kTempDir);
+      root_.fsync();
+    }
   }
   return r;
 }

@@ -382,6 +382,22 @@ TEST_F(StoreTest, AddReplacesACorruptObjectItWouldDeduplicateAgainst) {
   EXPECT_TRUE(store.verify(false).ok());
 }
 
+TEST_F(StoreTest, StatsCountsObjectsWithADamagedHeader) {
+  Store store = Store::open(dir(), true);
+  store.add(file("m.safetensors", safetensors_file(model(1575))), {});
+  EXPECT_EQ(store.stats().bad_objects, 0u);
+  const StoreSegment s = tensor_segment(manifest("m.safetensors"), "layer0.weight");
+  const std::string path = StoreObjects(dir()).path(s.key);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.write("XXXX", 4);  // the magic
+  }
+  StoreStats st = store.stats();
+  EXPECT_EQ(st.bad_objects, 1u);
+  EXPECT_EQ(st.missing_objects, 0u);
+  EXPECT_FALSE(store.verify(false).ok());
+}
+
 TEST_F(StoreTest, VerifyNamesACorruptBaseAndRepairLetsAddHealIt) {
   std::vector<NamedBytes> base = model(1580);
   std::vector<uint8_t> base_bytes = safetensors_file(base), ft_bytes = safetensors_file(fine_tuned(base, 1590));

@@ -1,5 +1,6 @@
 // tcompress IN -o OUT.tkz: check the request, open the base, compress, report.
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -82,7 +83,8 @@ bool lossy_applies(const io::TensorInfo& info) {
   return float_dtype && info.shape.size() >= 2 && n >= 4096;
 }
 
-void check_no_lossy(const CompressOptions& o) {
+void check_no_compress_flags(const CompressOptions& o) {
+  if (o.strict) throw usage_error("--strict applies only when compressing");
   if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate)
     throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate) apply only when compressing");
 }
@@ -115,6 +117,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   const uint64_t chunk = cli::bytes_parse(o.chunk, "--chunk");
   if (chunk < 4096 || chunk > (64u << 20)) throw usage_error("chunk size must be between 4KiB and 64MiB", "--chunk");
   options.lossless.chunk_bytes = static_cast<uint32_t>(chunk);
+  options.refuse_damaged = o.strict;
   std::unique_ptr<codec::BitxBase> base;
   if (!o.base.empty()) {
     base = codec::BitxBase::open(o.base);
@@ -138,6 +141,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   };
   const auto start = std::chrono::steady_clock::now();
   codec::TkzCompressResult r = codec::tkz_compress(*in, *out, options);
+  if (!r.damage.empty()) tool.warning(fmt::format("{}: {}; kept as opaque bytes (--strict refuses it)", in->name(), r.damage));
   out->commit();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.clear();
@@ -176,7 +180,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
 
 int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const cli::CommonOptions& common = tool.options();
-  check_no_lossy(o);
+  check_no_compress_flags(o);
   if (!common.exclude.empty()) throw usage_error("--exclude does not apply to -d");
   if (common.tensors.size() > 1) throw usage_error("-d -t extracts one tensor; give -t once");
   const bool extract = !common.tensors.empty();
@@ -195,15 +199,34 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   json doc = {{"input", o.input}, {"output", o.output}};
   if (extract) {
-    io::TensorInfo info;
-    Tensor tensor = codec::tkz_extract(*in, common.tensors[0], options, &info);
+    // The tensor goes to the writer piece by piece where the format allows (safetensors),
+    // so memory stays bounded by a chunk; other formats take it whole.
     io::WriteOptions write_options;
     write_options.format = format;
-    auto writer = io::open_writer(o.output, write_options);
-    io::Metadata metadata;
-    cli::provenance_add(metadata, tool.provenance());
-    writer->begin({info}, metadata);
-    writer->write(0, tensor);
+    std::unique_ptr<io::TensorWriter> writer;
+    Tensor whole;  // for a writer that takes tensors whole
+    bool by_pieces = false;
+    uint64_t filled = 0;
+    codec::TkzTensorSink sink;
+    sink.begin = [&](const io::TensorInfo& info) {
+      writer = io::open_writer(o.output, write_options);
+      io::Metadata metadata;
+      cli::provenance_add(metadata, tool.provenance());
+      writer->begin({info}, metadata);
+      by_pieces = writer->begin_pieces(0);
+      if (!by_pieces) whole = Tensor::empty(info.dtype, info.shape);
+    };
+    sink.piece = [&](std::span<const uint8_t> piece) {
+      if (by_pieces) {
+        writer->write_piece(piece);
+      } else if (!piece.empty()) {
+        std::memcpy(whole.mutable_data() + filled, piece.data(), piece.size());
+        filled += piece.size();
+      }
+    };
+    const io::TensorInfo info = codec::tkz_extract_stream(*in, common.tensors[0], options, sink);
+    if (by_pieces) writer->end_pieces();
+    else writer->write(0, whole);
     writer->finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     tool.summary(fmt::format("tensor '{}' ({} {}), {} in {:.3f} s", info.name, dtype_name(info.dtype),
@@ -229,7 +252,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
 
 int run_list(cli::Tool& tool, const CompressOptions& o) {
   const cli::CommonOptions& common = tool.options();
-  check_no_lossy(o);
+  check_no_compress_flags(o);
   if (o.output != "-") throw usage_error("-l writes its listing to stdout; -o does not apply");
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   auto in = io::InputStream::open(o.input);

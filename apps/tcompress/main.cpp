@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
       ->type_name("BASE");
   app.add_option("--format", o.format, "Format of a tensor extracted with -d -t: safetensors, hdf5 or npy")
       ->type_name("FMT");
+  app.add_flag("--strict", o.strict,
+               "Refuse (exit 3) input that looks like a damaged HDF5 or safetensors file instead of keeping it "
+               "as opaque bytes");
   app.add_option("--video", o.video, "Lossy: code float tensors with a video codec")
       ->type_name("hevc|av1|h264")
       ->check(CLI::IsMember({"hevc", "av1", "h264"}));

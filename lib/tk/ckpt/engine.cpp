@@ -623,6 +623,7 @@ StepInfo Engine::info(uint64_t step) const {
 std::vector<NamedTensor> Engine::restore(uint64_t step) const {
   StepReader reader(dir_, step);
   const auto& entries = reader.manifest().info.entries;
+  for (const auto& e : entries) reader.check_claims(e);  // before allocating what they claim
   std::vector<NamedTensor> out;
   out.reserve(entries.size());
   for (const auto& e : entries) out.push_back({e.name, Tensor::empty(e.dtype, e.shape)});
@@ -684,6 +685,7 @@ VerifyReport Engine::verify(uint64_t step) const {
 #pragma omp parallel for schedule(dynamic) num_threads(options_.threads)
   for (size_t i = 0; i < entries.size(); ++i) {
     try {
+      reader->check_claims(entries[i]);
       std::unique_ptr<uint8_t[]> buf(new uint8_t[entries[i].nbytes]);
       reader->read(entries[i], {buf.get(), entries[i].nbytes});
     } catch (const Error& err) {

@@ -117,6 +117,44 @@ uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<
 
 void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const { read_entry(manifest_.info.step, e, out); }
 
+void StepReader::check_claims(const TensorEntry& e) const { check_entry_claims(manifest_.info.step, e); }
+
+void StepReader::check_entry_claims(uint64_t step, const TensorEntry& e) const {
+  if (e.encoding == "raw" || e.encoding == "lossless") return check_stored_claims(step, e);
+  // A reference's bytes, or a delta's base, are those of the same tensor in its source.
+  check_entry_claims(*e.source_step, source_entry(step, e));
+  if (e.encoding != "ref") check_stored_claims(step, e);
+}
+
+void StepReader::check_stored_claims(uint64_t step, const TensorEntry& e) const {
+  std::string where = tensor_where(step, e.name);
+  std::string path = step_path(root_, step) + "/" + e.shard;
+  fs::File file = [&] {
+    try {
+      return fs::open_read(path);
+    } catch (const Error& err) {
+      throw invalid_input(std::string("shard missing or unreadable: ") + err.what(), where);
+    }
+  }();
+  uint64_t size = fs::file_size(file);
+  if (e.offset > size || e.stored_bytes > size - e.offset) throw invalid_input("shard " + e.shard + " is truncated", where);
+  if (e.encoding == "raw" || e.encoding == "xor") {
+    if (e.stored_bytes != e.nbytes) throw invalid_input("stored size does not match", where);
+    return;
+  }
+  uint8_t head[codec::kLosslessHeaderBytes] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(e.stored_bytes, sizeof head));
+  fs::pread_all(file, e.offset, {head, n}, "shard");
+  try {
+    const uint64_t claimed = codec::lossless_claimed_size({head, n}, e.stored_bytes);
+    if (claimed != e.nbytes)
+      throw invalid_input("frame claims " + std::to_string(claimed) + " bytes, the manifest " + std::to_string(e.nbytes));
+  } catch (const Error& err) {
+    if (err.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(std::string("corrupt data: ") + err.what(), where);
+  }
+}
+
 uint64_t StepReader::read_entry(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
   if (out.size() != e.nbytes) throw internal_error("restore buffer has the wrong size", tensor_where(step, e.name));
   uint64_t hash = 0;

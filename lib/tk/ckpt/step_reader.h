@@ -24,6 +24,12 @@ class StepReader {
   // check its checksum. Safe to call from several threads at once. Throws kInvalidInput
   // "checksum mismatch" naming the step and tensor, kIo when a shard cannot be read.
   void read(const TensorEntry& entry, std::span<uint8_t> out) const;
+  // Check what `entry` claims against the shards that hold it, before a caller
+  // allocates entry.nbytes for it: each stored range inside its shard file, raw bytes
+  // as long as the tensor, a frame's header claiming the tensor's size (and able to
+  // hold it, lossless.h). Follows references and deltas to their source steps. Throws
+  // kInvalidInput naming the step and tensor.
+  void check_claims(const TensorEntry& entry) const;
   // Everything verify() checks except tensor contents: shard files present with the
   // recorded sizes and valid safetensors headers agreeing with the manifest.
   std::vector<std::string> check_layout() const;
@@ -32,6 +38,8 @@ class StepReader {
   // Both return the XXH3 of what they wrote to `out`; read_entry has checked it.
   uint64_t read_entry(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
   uint64_t read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  void check_entry_claims(uint64_t step, const TensorEntry& entry) const;
+  void check_stored_claims(uint64_t step, const TensorEntry& entry) const;
   // The entry of the same tensor in the step `entry` (of step `step`) takes bytes from.
   const TensorEntry& source_entry(uint64_t step, const TensorEntry& entry) const;
 

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,9 @@ struct TkzCompressOptions {
   const BitxBase* base = nullptr;  // BitX: code tensors as deltas against this model
   TkzLossyHook lossy;              // lossy mode when set
   uint64_t opaque_record_bytes = 16 << 20;  // bytes per record of opaque data
+  // Refuse (kInvalidInput) an input that looks like a damaged tensor file
+  // (io/format_damage.h) instead of keeping it as opaque bytes.
+  bool refuse_damaged = false;
   std::function<void(uint64_t bytes_done, std::optional<uint64_t> bytes_total)> progress;
 };
 
@@ -67,6 +71,9 @@ struct TkzCompressResult {
   uint64_t bytes_out = 0;    // container
   Sha256Digest sha256{};     // of the original file
   std::vector<TkzEntry> entries;
+  // Kept as opaque bytes although it looks like a damaged tensor file: why, as
+  // "looks like hdf5, but its superblock says ..."; empty otherwise.
+  std::string damage;
 };
 
 // Compress the file read from `in` into `out` (not committed: the caller commits).
@@ -95,9 +102,26 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
 // Decode the tensor `name` alone. On a regular file, the footer's index locates the
 // record; on a pipe the records are scanned and the others skipped undecoded. Throws
 // kUsage when the container has no such tensor (or holds no tensors), kInvalidInput on
-// corruption.
+// corruption. The tensor is allocated once its size is checked against the record and
+// the frame; tkz_extract_stream does not hold it whole.
 Tensor tkz_extract(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
                    io::TensorInfo* info = nullptr);
+
+// What tkz_extract_stream hands over: first the tensor's name, dtype and shape (once
+// the record is found and its claims checked), then its bytes in consecutive pieces.
+struct TkzTensorSink {
+  std::function<void(const io::TensorInfo&)> begin;
+  std::function<void(std::span<const uint8_t>)> piece;
+};
+
+// Decode the tensor `name` as tkz_extract does, with memory bounded by a chunk batch
+// (lossless.h), not by the tensor (lossy records excepted: their frames decode whole).
+// Before it returns it also checks the rest of the container: the index and footer
+// against the records (on a pipe by scanning to the end), so a caller that commits its
+// output only after the return never commits the tensor of a corrupt container. Returns
+// the tensor's info.
+io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
+                                  const TkzTensorSink& sink);
 
 struct TkzListing {
   io::FileFormat source = io::FileFormat::kUnknown;
@@ -109,7 +133,10 @@ struct TkzListing {
   std::vector<TkzEntry> entries;
 };
 
-// Read the container's header, index and footer (scanning the records on a pipe).
+// Read the container's header, index and footer (scanning the records on a pipe), and
+// check them against each other and the record headers: every tensor once with its
+// size, records end to end, the footer's original size the sum of the records'.
+// Throws kInvalidInput naming the tensor (or the container) at fault.
 TkzListing tkz_list(io::InputStream& in);
 
 }  // namespace tk::codec

@@ -7,6 +7,7 @@
 #include "tk/codec/container.h"
 #include "tk/codec/container_format.h"
 #include "tk/core/error.h"
+#include "tk/io/format_damage.h"
 #include "tk/io/safetensors.h"
 
 namespace tk::codec {
@@ -185,6 +186,18 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   const io::FileFormat format = io::detect_format(in);
   if (format == io::FileFormat::kTkz) throw usage_error("input is already a .tkz container", in.name());
   if (options.opaque_record_bytes == 0) throw usage_error("opaque record size must be positive");
+  // A damaged tensor file is told apart by its first bytes and its size: known now for
+  // a file (so that a refusal comes first), at the end for a pipe.
+  const std::span<const uint8_t> peeked = in.peek(io::kFormatDamageHead);
+  const std::vector<uint8_t> head(peeked.begin(), peeked.end());
+  std::string damage;
+  auto check_damage = [&](uint64_t size) {
+    if (auto d = io::format_damage(format, head, size)) {
+      damage = fmt::format("looks like {}, but {}", io::format_name(d->looks_like), d->why);
+      if (options.refuse_damaged) throw invalid_input(damage, in.name());
+    }
+  };
+  if (in.size()) check_damage(*in.size() - in.position());
   ByteSource src(in);
   ContainerWriter writer(out, options);
   const uint64_t out_begin = out.position();
@@ -242,7 +255,9 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     progress();
   }
 
+  if (!in.size()) check_damage(src.position());
   TkzCompressResult result = std::move(writer.result());
+  result.damage = damage;
   result.sha256 = src.finish();
   writer.finish(src.position(), result.sha256);
   result.source = format;

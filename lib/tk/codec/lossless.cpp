@@ -39,6 +39,7 @@
 
 #include "tk/codec/byte_planes.h"
 #include "tk/codec/huffman.h"
+#include "tk/core/buffer.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {
@@ -46,12 +47,15 @@ namespace {
 
 constexpr uint8_t kMagic[4] = {'T', 'K', 'L', 'Z'};
 constexpr uint8_t kVersion = 1;
-constexpr size_t kHeaderBytes = 32;
+constexpr size_t kHeaderBytes = kLosslessHeaderBytes;
 constexpr size_t kChunkHashBytes = 8;
 constexpr size_t kStreamEntryBytes = 5;
 constexpr uint32_t kMinChunkBytes = 256;
 constexpr uint32_t kMaxChunkBytes = 64u << 20;
 constexpr uint32_t kChunkAlignment = 64;  // a multiple of every plane width
+// Decoded bytes a streaming decode holds at once: this many, or one chunk when chunks
+// are larger. Enough chunks of the default 1 MiB for every thread.
+constexpr uint64_t kStreamBatchBytes = 16 << 20;
 
 enum class Method : uint8_t { kRaw = 0, kConstant = 1, kZstd = 2, kHuffman = 3 };
 constexpr uint8_t kMethodCount = 4;
@@ -155,13 +159,17 @@ uint64_t header_checksum(const uint8_t* header, const uint8_t* table, size_t tab
   return XXH3_64bits_withSeed(table, table_bytes, XXH3_64bits(header, 24));
 }
 
-Frame parse_frame(std::span<const uint8_t> frame) {
-  if (frame.size() < kHeaderBytes) {
-    if (frame.size() >= 4 && std::memcmp(frame.data(), kMagic, 4) != 0)
-      throw invalid_input("not a lossless frame (bad magic)");
+// Check the 32-byte header `h` of a frame of `frame_bytes` bytes: every claim it makes
+// must fit in the frame before anything is allocated for it. The chunk count follows
+// from the element count and the chunk size, and each chunk takes a table entry of
+// 8 + 5 x width bytes, so a frame of F bytes decodes to at most
+// (F - 32) / (8 + 5 x width) x 64 MiB: a constant stream (1 byte) stands for a whole
+// plane of a chunk, nothing stands for more.
+Frame parse_header(const uint8_t* h, uint64_t frame_bytes) {
+  if (frame_bytes < kHeaderBytes) {
+    if (frame_bytes >= 4 && std::memcmp(h, kMagic, 4) != 0) throw invalid_input("not a lossless frame (bad magic)");
     corrupt("truncated header");
   }
-  const uint8_t* h = frame.data();
   if (std::memcmp(h, kMagic, 4) != 0) throw invalid_input("not a lossless frame (bad magic)");
   if (h[4] != kVersion) throw invalid_input("unsupported lossless frame version " + std::to_string(h[4]));
   Frame f;
@@ -176,14 +184,19 @@ Frame parse_frame(std::span<const uint8_t> frame) {
   if (f.chunk_bytes < kMinChunkBytes || f.chunk_bytes > kMaxChunkBytes || f.chunk_bytes % kChunkAlignment)
     corrupt("bad chunk size " + std::to_string(f.chunk_bytes));
   f.chunks = load_le<uint32_t>(h + 20);
-  if (f.chunks != (f.bytes + f.chunk_bytes - 1) / f.chunk_bytes) corrupt("chunk count does not match the size");
-  const uint64_t table_bytes = f.chunks * f.entry_bytes();
-  if (table_bytes > frame.size() - kHeaderBytes) corrupt("truncated chunk table");
-  f.table = h + kHeaderBytes;
-  if (header_checksum(h, f.table, table_bytes) != load_le<uint64_t>(h + 24)) corrupt("header checksum mismatch");
-  f.payload = f.table + table_bytes;
-  const uint64_t payload_bytes = frame.size() - kHeaderBytes - table_bytes;
+  if (f.chunks != f.bytes / f.chunk_bytes + (f.bytes % f.chunk_bytes != 0))
+    corrupt("chunk count does not match the size");
+  if (f.chunks * f.entry_bytes() > frame_bytes - kHeaderBytes) corrupt("truncated chunk table");
+  return f;
+}
 
+// Check the chunk table (its checksum, each stream's method and length) against the
+// `payload_bytes` that follow it, and lay out the payload.
+void parse_table(Frame& f, const uint8_t* header, const uint8_t* table, uint64_t payload_bytes) {
+  const uint64_t table_bytes = f.chunks * f.entry_bytes();
+  f.table = table;
+  if (header_checksum(header, f.table, table_bytes) != load_le<uint64_t>(header + 24))
+    corrupt("header checksum mismatch");
   f.offsets.resize(f.chunks + 1);
   uint64_t offset = 0;
   for (uint64_t c = 0; c < f.chunks; ++c) {
@@ -204,6 +217,13 @@ Frame parse_frame(std::span<const uint8_t> frame) {
   }
   if (offset != payload_bytes) corrupt("trailing bytes after the payload");
   f.offsets[f.chunks] = offset;
+}
+
+Frame parse_frame(std::span<const uint8_t> frame) {
+  Frame f = parse_header(frame.data(), frame.size());
+  const uint64_t table_bytes = f.chunks * f.entry_bytes();
+  parse_table(f, frame.data(), frame.data() + kHeaderBytes, frame.size() - kHeaderBytes - table_bytes);
+  f.payload = f.table + table_bytes;
   return f;
 }
 
@@ -438,12 +458,12 @@ void decode_stream(DecompressState& st, Method method, std::span<const uint8_t> 
   }
 }
 
-void decompress_chunk(DecompressState& st, const Frame& f, uint64_t c, uint8_t* out) {
+// Decode chunk `c`, whose coded streams are at `src`, into `out`.
+void decompress_chunk(DecompressState& st, const Frame& f, uint64_t c, const uint8_t* src, uint8_t* out) {
   const size_t size = f.chunk_size(c);
   const uint8_t* entry = f.table + c * f.entry_bytes();
   const uint64_t expected = load_le<uint64_t>(entry);
   entry += kChunkHashBytes;
-  const uint8_t* src = f.payload + f.offsets[c];
   const size_t count = size / f.width;
   const uint8_t* planes[8];
   ChunkChecksum sum;
@@ -469,6 +489,37 @@ void decompress_chunk(DecompressState& st, const Frame& f, uint64_t c, uint8_t* 
   if (f.width > 1) merge_planes(f.width, planes, count, out);
   if (sum.finish(XXH3_64bits(out, size)) != expected)
     throw invalid_input("corrupt lossless frame: checksum mismatch", "chunk " + std::to_string(c));
+}
+
+// Decode chunks [first, first + count) of `f` into `out` (the first one's bytes at
+// out[0]); their coded streams are at `coded`, which holds the payload from the
+// first one's offset on.
+void decompress_chunks(const Frame& f, uint64_t first, uint64_t count, const uint8_t* coded, uint8_t* out,
+                       int threads) {
+  FirstError error;
+  const size_t chunk_bytes = static_cast<size_t>(std::min<uint64_t>(f.chunk_bytes, f.bytes));
+  const int team = thread_count(threads, count);
+#pragma omp parallel num_threads(team)
+  {
+    DecompressState* st = nullptr;
+    try {
+      st = &decompress_state(chunk_bytes);
+    } catch (...) {
+      error.record(0, std::current_exception());
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
+      if (!st || error.skip(static_cast<size_t>(i))) continue;
+      const uint64_t c = first + static_cast<uint64_t>(i);
+      try {
+        decompress_chunk(*st, f, c, coded + (f.offsets[c] - f.offsets[first]),
+                         out + static_cast<size_t>(i) * f.chunk_bytes);
+      } catch (...) {
+        error.record(static_cast<size_t>(i), std::current_exception());
+      }
+    }
+  }
+  error.rethrow();
 }
 
 }  // namespace
@@ -554,34 +605,58 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
 
 uint64_t lossless_decoded_size(std::span<const uint8_t> frame) { return parse_frame(frame).bytes; }
 
+uint64_t lossless_claimed_size(std::span<const uint8_t> head, uint64_t frame_bytes) {
+  if (head.size() < kHeaderBytes || frame_bytes < kHeaderBytes) corrupt("truncated header");
+  return parse_header(head.data(), frame_bytes).bytes;
+}
+
 void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out, int threads) {
   if (threads < 0) throw usage_error("threads must be >= 0");
   const Frame f = parse_frame(frame);
   if (out.size() != f.bytes)
     throw usage_error("output holds " + std::to_string(out.size()) + " bytes; the frame decodes to " +
                       std::to_string(f.bytes));
-  FirstError error;
-  const size_t chunk_bytes = static_cast<size_t>(std::min<uint64_t>(f.chunk_bytes, f.bytes));
-  const int team = thread_count(threads, f.chunks);
-#pragma omp parallel num_threads(team)
-  {
-    DecompressState* st = nullptr;
-    try {
-      st = &decompress_state(chunk_bytes);
-    } catch (...) {
-      error.record(0, std::current_exception());
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t c = 0; c < static_cast<int64_t>(f.chunks); ++c) {
-      if (!st || error.skip(static_cast<size_t>(c))) continue;
-      try {
-        decompress_chunk(*st, f, static_cast<uint64_t>(c), out.data() + static_cast<size_t>(c) * f.chunk_bytes);
-      } catch (...) {
-        error.record(static_cast<size_t>(c), std::current_exception());
-      }
-    }
+  decompress_chunks(f, 0, f.chunks, f.payload, out.data(), threads);
+}
+
+void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
+                                const LosslessSink& sink, int threads) {
+  if (threads < 0) throw usage_error("threads must be >= 0");
+  uint8_t header[kHeaderBytes];
+  if (frame_bytes < kHeaderBytes) corrupt("truncated header");
+  source(header, kHeaderBytes);
+  Frame f = parse_header(header, frame_bytes);
+  if (f.bytes != expected_bytes)
+    throw invalid_input("frame decodes to " + std::to_string(f.bytes) + " bytes, expected " +
+                        std::to_string(expected_bytes));
+  // The table is read in pieces as it arrives, so a frame that claims a long table
+  // costs memory only for the bytes it really has.
+  const uint64_t table_bytes = f.chunks * f.entry_bytes();
+  std::vector<uint8_t> table;
+  constexpr uint64_t kTablePiece = 1 << 20;
+  for (uint64_t at = 0; at < table_bytes;) {
+    const uint64_t n = std::min(kTablePiece, table_bytes - at);
+    table.resize(at + n);
+    source(table.data() + at, n);
+    at += n;
   }
-  error.rethrow();
+  parse_table(f, header, table.data(), frame_bytes - kHeaderBytes - table_bytes);
+
+  // A batch of chunks at a time: their coded bytes (at most their decoded size) in,
+  // their decoded bytes out in a fresh buffer that the sink may keep.
+  const uint64_t batch = std::max<uint64_t>(1, kStreamBatchBytes / f.chunk_bytes);
+  std::vector<uint8_t> coded;
+  for (uint64_t first = 0; first < f.chunks; first += batch) {
+    const uint64_t count = std::min(batch, f.chunks - first);
+    const uint64_t coded_bytes = f.offsets[first + count] - f.offsets[first];
+    coded.resize(coded_bytes);
+    if (coded_bytes > 0) source(coded.data(), coded_bytes);
+    const uint64_t begin = first * f.chunk_bytes;
+    const uint64_t end = std::min(f.bytes, (first + count) * f.chunk_bytes);
+    Buffer out = Buffer::allocate(end - begin);
+    decompress_chunks(f, first, count, coded.data(), out.mutable_data(), threads);
+    sink(std::move(out));
+  }
 }
 
 }  // namespace tk::codec

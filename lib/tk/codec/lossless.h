@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
+#include "tk/core/buffer.h"
 #include "tk/core/dtype.h"
 
 namespace tk::codec {
@@ -36,5 +38,28 @@ uint64_t lossless_decoded_size(std::span<const uint8_t> frame);
 // truncated frame, stream that does not decode, checksum mismatch); never reads or
 // writes out of bounds on malformed input.
 void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out, int threads = 0);
+
+// Bytes of a frame's fixed header, all that lossless_claimed_size needs.
+inline constexpr size_t kLosslessHeaderBytes = 32;
+// The decoded size a frame of `frame_bytes` bytes claims, read from its first bytes
+// (`head`, at least kLosslessHeaderBytes of them) and checked against what a frame of
+// that length can hold: its chunk table must fit, so the claim is at most 64 MiB per
+// table entry. Throws kInvalidInput when the claim is impossible or `head` no header.
+uint64_t lossless_claimed_size(std::span<const uint8_t> head, uint64_t frame_bytes);
+
+// Where a streaming decode reads its frame: fill exactly `n` bytes or throw.
+using LosslessSource = std::function<void(uint8_t* dst, size_t n)>;
+// Where it hands the decoded bytes: consecutive pieces, each a fresh buffer the sink may
+// keep; their concatenation is the frame's content.
+using LosslessSink = std::function<void(Buffer piece)>;
+
+// Decode a frame of `frame_bytes` bytes read in order from `source`, a batch of chunks
+// at a time, so that memory stays bounded by a batch (16 MiB, or one chunk of up to
+// 64 MiB), not by what the frame decodes to. The header's claims are checked against
+// `frame_bytes` and `expected_bytes` (the decoded size the caller was promised) before
+// anything is allocated for them, and each chunk's checksum before its bytes reach the
+// sink. Throws kInvalidInput on any corruption, with the frame partly delivered.
+void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
+                                const LosslessSink& sink, int threads = 0);
 
 }  // namespace tk::codec

@@ -182,8 +182,8 @@ Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size,
                             std::to_string(expected_size),
                         ow);
   std::span<const uint8_t> frame = bytes.subspan(kStoreObjectHeaderBytes);
-  // The frame must claim the size the header does before anything of that size is
-  // allocated.
+  // The frame must decode to what the header says (and can, given its length: its
+  // chunk table is in the file) before anything is allocated for it.
   try {
     if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
   } catch (const Error& e) {

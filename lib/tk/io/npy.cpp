@@ -222,6 +222,30 @@ class NpyWriter final : public TensorWriter {
     written_ = true;
   }
 
+  // The header says only dtype and shape, so the data can follow in pieces.
+  bool begin_pieces(size_t index) override {
+    if (!begun_ || index != 0 || written_ || piece_left_) return false;
+    out_->write(npy_make_header(info_.dtype, info_.shape));
+    piece_left_ = dtype_storage_bytes(info_.dtype, shape_numel(info_.shape));
+    in_pieces_ = true;
+    return true;
+  }
+
+  void write_piece(std::span<const uint8_t> bytes) override {
+    if (!in_pieces_) throw internal_error("write_piece() without a successful begin_pieces()", out_->name());
+    if (bytes.size() > piece_left_) throw usage_error("more bytes written than declared", out_->name());
+    out_->write(bytes);
+    piece_left_ -= bytes.size();
+  }
+
+  void end_pieces() override {
+    if (!in_pieces_) throw internal_error("end_pieces() without a successful begin_pieces()", out_->name());
+    if (piece_left_ != 0)
+      throw usage_error(std::to_string(piece_left_) + " bytes fewer written than declared", out_->name());
+    in_pieces_ = false;
+    written_ = true;
+  }
+
   void finish() override {
     if (!begun_) throw internal_error("finish() before begin()", out_->name());
     if (!written_) throw internal_error("tensor '" + info_.name + "' was declared but never written", out_->name());
@@ -231,7 +255,8 @@ class NpyWriter final : public TensorWriter {
  private:
   std::unique_ptr<OutputStream> out_;
   TensorInfo info_;
-  bool begun_ = false, written_ = false;
+  bool begun_ = false, written_ = false, in_pieces_ = false;
+  uint64_t piece_left_ = 0;
 };
 
 }  // namespace

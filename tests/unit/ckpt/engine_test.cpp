@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
+#include "tk/ckpt/manifest.h"
 #include "tk/io/tensor_file.h"
 
 namespace tk::ckpt {
@@ -413,6 +414,34 @@ TEST(Checkpoint, IncrementalRefersToTheStepHoldingTheBytes) {
   for (const auto& s : ck->list()) kept.push_back(s.step);
   EXPECT_EQ(kept, (std::vector<uint64_t>{1, 2, 4}));
   expect_same(state, ck->restore(4));
+}
+
+TEST(Checkpoint, ClaimsAreCheckedAgainstTheShardBeforeAllocating) {
+  // A manifest (checksum right) that claims a 4 TiB raw tensor: its shard holds a few
+  // KB, so restore and verify refuse it as invalid input instead of allocating it.
+  test::TempDir tmp;
+  const std::string dir = tmp.path() + "/ck";
+  {
+    auto ck = Checkpointer::open(dir);
+    ck->save(1, {{"w", random_tensor(DType::kF32, {1000}, 1)}});  // incompressible: stored raw
+  }
+  const std::string manifest_path = dir + "/" + step_dir_name(1) + "/" + kManifestName;
+  Manifest m = read_manifest(dir + "/" + step_dir_name(1));
+  ASSERT_EQ(m.info.entries.size(), 1u);
+  TensorEntry& e = m.info.entries[0];
+  ASSERT_EQ(e.encoding, "raw");
+  e.shape = {int64_t{1} << 40};
+  e.nbytes = e.stored_bytes = uint64_t{4} << 40;
+  const std::vector<uint8_t> text = manifest_encode(m);
+  stdfs::remove(manifest_path);
+  std::ofstream(manifest_path, std::ios::binary).write(reinterpret_cast<const char*>(text.data()), text.size());
+  auto ck = Checkpointer::open(dir);
+  EXPECT_EQ(test::kind_of([&] { ck->restore(1); }), ErrorKind::kInvalidInput);
+  VerifyReport report = ck->verify(1);
+  ASSERT_FALSE(report.problems.empty());
+  bool truncated = false;
+  for (const auto& p : report.problems) truncated |= p.find("truncated") != std::string::npos;
+  EXPECT_TRUE(truncated) << report.problems[0];
 }
 
 }  // namespace

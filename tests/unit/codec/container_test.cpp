@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -14,6 +15,9 @@
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace tk::codec {
 namespace {
@@ -344,6 +348,67 @@ TEST(Container, BitxXorMatchesScalar) {
     bitx_xor(a, b, out);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] ^ b[i]);
   }
+}
+
+TEST(Container, ExtractHandsATensorOverInBoundedPieces) {
+  // 24 MiB of mostly zero f32 in 1 MiB chunks: two batches, from a file and a pipe.
+  Tensor big = Tensor::zeros(DType::kF32, {6 << 20});
+  const Tensor noise = random_tensor(DType::kF32, {1000}, 4);
+  std::memcpy(big.mutable_data() + (20 << 20), noise.data(), noise.nbytes());
+  const Bytes tkz = compress(safetensors_bytes({{"small", noise}, {"big", big}}));
+  test::TempDir dir;
+  const std::string path = dir.write("m.tkz", tkz);
+  for (bool from_file : {true, false}) {
+    auto in = from_file ? io::InputStream::open(path) : memory_stream(tkz);
+    Bytes got;
+    size_t largest = 0;
+    TkzTensorSink sink;
+    sink.begin = [&](const io::TensorInfo& info) { EXPECT_EQ(info.nbytes, big.nbytes()); };
+    sink.piece = [&](std::span<const uint8_t> p) {
+      got.insert(got.end(), p.begin(), p.end());
+      largest = std::max(largest, p.size());
+    };
+    tkz_extract_stream(*in, "big", {}, sink);
+    ASSERT_EQ(got.size(), big.nbytes());
+    EXPECT_EQ(std::memcmp(got.data(), big.data(), got.size()), 0);
+    EXPECT_LE(largest, size_t{16} << 20);
+  }
+}
+
+// `tkz` with the footer's original size changed by `delta` and its checksum recomputed:
+// a container whose every checksum holds but whose footer lies.
+Bytes with_footer_original_size(Bytes tkz, int64_t delta) {
+  uint8_t* footer = tkz.data() + tkz.size() - 80;
+  uint64_t index_offset, index_bytes, original;
+  std::memcpy(&index_offset, footer, 8);
+  std::memcpy(&index_bytes, footer + 8, 8);
+  std::memcpy(&original, footer + 24, 8);
+  original += static_cast<uint64_t>(delta);
+  std::memcpy(footer + 24, &original, 8);
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, tkz.data() + index_offset, index_bytes);
+  XXH3_64bits_update(&state, footer, 64);
+  const uint64_t sum = XXH3_64bits_digest(&state);
+  std::memcpy(footer + 64, &sum, 8);
+  return tkz;
+}
+
+TEST(Container, AFooterClaimingAnotherSizeIsRefusedEverywhere) {
+  const Bytes tkz = compress(safetensors_bytes(every_dtype()));
+  test::TempDir dir;
+  for (int64_t delta : {-1, 1}) {
+    const Bytes bad = with_footer_original_size(tkz, delta);
+    const std::string path = dir.write("bad.tkz", bad);
+    for (bool from_file : {true, false}) {
+      auto in = [&] { return from_file ? io::InputStream::open(path) : memory_stream(bad); };
+      EXPECT_EQ(kind_of([&] { tkz_list(*in()); }), ErrorKind::kInvalidInput) << from_file;
+      EXPECT_EQ(kind_of([&] { tkz_extract(*in(), "scalar", {}); }), ErrorKind::kInvalidInput) << from_file;
+    }
+    EXPECT_FALSE(error_where(bad).empty());
+  }
+  // The unchanged container passes the same checks.
+  EXPECT_NO_THROW(tkz_list(*memory_stream(with_footer_original_size(tkz, 0))));
 }
 
 }  // namespace

@@ -275,5 +275,96 @@ TEST(Lossless, RandomDamageNeverCrashes) {
   }
 }
 
+// ---- bounded (streaming) decode and the claims checked before it ----
+
+// Decode `frame` through lossless_decompress_stream from memory; `pieces` gets the size
+// of every piece handed over.
+std::vector<uint8_t> stream_decode(const std::vector<uint8_t>& frame, uint64_t expected, int threads,
+                                   std::vector<size_t>* pieces = nullptr, size_t* read = nullptr) {
+  size_t at = 0;
+  std::vector<uint8_t> out;
+  lossless_decompress_stream(
+      [&](uint8_t* dst, size_t n) {
+        if (n > frame.size() - at) throw invalid_input("truncated");
+        std::memcpy(dst, frame.data() + at, n);
+        at += n;
+        if (read) *read = at;
+      },
+      frame.size(), expected,
+      [&](Buffer piece) {
+        out.insert(out.end(), piece.data(), piece.data() + piece.size());
+        if (pieces) pieces->push_back(piece.size());
+      },
+      threads);
+  return out;
+}
+
+TEST(LosslessStream, DecodesLikeTheWholeFrameInBoundedPieces) {
+  // 24 MiB of mostly zero bf16 (quick to code) with a noisy stretch: two batches of
+  // 16 MiB in 1 MiB chunks and in 4 KiB chunks, one chunk of 64 MiB.
+  std::vector<uint8_t> bytes((24u << 20) + 6, 0);
+  const std::vector<uint8_t> noise = weights(DType::kBF16, 1 << 20, 5);
+  std::memcpy(bytes.data() + (17u << 20), noise.data(), noise.size());
+  for (uint32_t chunk : {1u << 20, 4096u, 64u << 20}) {
+    LosslessOptions options;
+    options.chunk_bytes = chunk;
+    const std::vector<uint8_t> frame = lossless_compress(DType::kBF16, bytes, options);
+    for (int threads : {1, 0}) {
+      std::vector<size_t> pieces;
+      EXPECT_TRUE(stream_decode(frame, bytes.size(), threads, &pieces) == bytes) << chunk;
+      for (size_t p : pieces) EXPECT_LE(p, std::max<size_t>(16u << 20, chunk)) << chunk;
+      EXPECT_EQ(pieces.size(), chunk == (64u << 20) ? 1u : 2u) << chunk;
+    }
+  }
+}
+
+TEST(LosslessStream, RefusesWhatTheCallerWasNotPromised) {
+  const std::vector<uint8_t> bytes = weights(DType::kF32, 5000, 3);
+  const std::vector<uint8_t> frame = lossless_compress(DType::kF32, bytes);
+  size_t read = 0;
+  EXPECT_EQ(kind_of([&] { stream_decode(frame, bytes.size() + 4, 1, nullptr, &read); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(read, kHeaderBytes);  // the header alone was read
+  std::vector<uint8_t> bad = frame;
+  bad[bad.size() - 1] ^= 1;
+  EXPECT_EQ(kind_of([&] { stream_decode(bad, bytes.size(), 1); }), ErrorKind::kInvalidInput);
+}
+
+// A frame header claiming `elements` bytes of U8 in chunks of `chunk_bytes`.
+std::vector<uint8_t> u8_header(uint64_t elements, uint32_t chunk_bytes, uint32_t chunks) {
+  std::vector<uint8_t> h(kHeaderBytes, 0);
+  std::memcpy(h.data(), "TKLZ", 4);
+  h[4] = 1;
+  h[5] = static_cast<uint8_t>(DType::kU8);
+  h[6] = 1;
+  std::memcpy(h.data() + 8, &elements, 8);
+  std::memcpy(h.data() + 16, &chunk_bytes, 4);
+  std::memcpy(h.data() + 20, &chunks, 4);
+  return h;
+}
+
+TEST(LosslessClaims, AClaimMustFitTheFramesLength) {
+  // 4 GiB in 64 chunks of 64 MiB: a table of 64 entries of 13 bytes, one constant
+  // byte per chunk. The claim holds for a frame that long, not for one byte less.
+  const std::vector<uint8_t> h = u8_header(uint64_t{4} << 30, 64u << 20, 64);
+  const uint64_t table = 64 * (8 + 5);
+  EXPECT_EQ(lossless_claimed_size(h, kHeaderBytes + table + 64), uint64_t{4} << 30);
+  EXPECT_EQ(lossless_claimed_size(h, kHeaderBytes + table), uint64_t{4} << 30);
+  EXPECT_EQ(kind_of([&] { lossless_claimed_size(h, kHeaderBytes + table - 1); }), ErrorKind::kInvalidInput);
+  // The chunk count follows from the size; small chunks need a long table.
+  EXPECT_EQ(kind_of([&] { lossless_claimed_size(u8_header(uint64_t{4} << 30, 64u << 20, 63), 1 << 20); }),
+            ErrorKind::kInvalidInput);
+  EXPECT_EQ(kind_of([&] { lossless_claimed_size(u8_header(uint64_t{4} << 30, 256, 1u << 24), 1 << 20); }),
+            ErrorKind::kInvalidInput);
+  EXPECT_EQ(kind_of([&] { lossless_claimed_size(u8_header(UINT64_MAX, 64u << 20, 0), 1 << 20); }),
+            ErrorKind::kInvalidInput);
+  EXPECT_EQ(kind_of([&] { lossless_claimed_size({h.data(), 31}, 1 << 20); }), ErrorKind::kInvalidInput);
+  // And a stream decode of such a frame reads its header and nothing more.
+  std::vector<uint8_t> frame = u8_header(uint64_t{4} << 30, 256, 1u << 24);
+  frame.resize(4096, 0);
+  size_t read = 0;
+  EXPECT_EQ(kind_of([&] { stream_decode(frame, uint64_t{4} << 30, 1, nullptr, &read); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(read, kHeaderBytes);
+}
+
 }  // namespace
 }  // namespace tk::codec

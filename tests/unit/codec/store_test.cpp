@@ -327,6 +327,26 @@ TEST_F(StoreTest, CorruptObjectIsNamed) {
   }
 }
 
+TEST_F(StoreTest, AnObjectsClaimedSizeIsCheckedAgainstItsFrameFirst) {
+  // An object whose header claims 2^50 bytes (and a manifest expecting them): the frame
+  // decodes to far less, which is found before anything of the claim is allocated.
+  std::vector<NamedBytes> m = model(1500);
+  Store store = Store::open(dir(), true);
+  store.add(file("m.safetensors", safetensors_file(m)), {});
+  const StoreSegment& s = tensor_segment(manifest("m.safetensors"), "layer2.weight");
+  std::string path = StoreObjects(dir()).path(s.key);
+  std::vector<uint8_t> obj;
+  {
+    std::ifstream in(path, std::ios::binary);
+    obj.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const uint64_t claim = uint64_t{1} << 50;
+  std::memcpy(obj.data() + 8, &claim, 8);
+  stdfs::remove(path);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(obj.data()), obj.size());
+  EXPECT_EQ(test::kind_of([&] { StoreObjects(dir()).load(s.key, claim, "t"); }), ErrorKind::kInvalidInput);
+}
+
 TEST_F(StoreTest, CorruptBaseOfABitxObjectIsNamed) {
   std::vector<NamedBytes> base = model(1550);
   Store store = Store::open(dir(), true);

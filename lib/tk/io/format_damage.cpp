@@ -1,0 +1,64 @@
+#include "tk/io/format_damage.h"
+
+#include <fmt/format.h>
+
+#include "tk/io/safetensors.h"
+
+namespace tk::io {
+
+namespace {
+
+uint64_t load_le(std::span<const uint8_t> bytes, size_t at, size_t width) {
+  uint64_t v = 0;
+  for (size_t i = width; i-- > 0;) v = (v << 8) | bytes[at + i];
+  return v;
+}
+
+bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::optional<FormatDamage> safetensors_damage(std::span<const uint8_t> head, uint64_t size) {
+  size_t i = 8;
+  while (i < head.size() && is_space(head[i])) ++i;
+  if (i >= head.size() || head[i] != '{') return std::nullopt;
+  const uint64_t n = load_le(head, 0, 8);
+  // Detection refused it, so the length is what is wrong; say how.
+  const char* why = n > size - 8 ? "beyond the end of the file" : n > kSafetensorsMaxHeader ? "beyond the 100 MB limit"
+                                                                                         : "too short for a header";
+  return FormatDamage{FileFormat::kSafetensors, fmt::format("its header length {} is {}", n, why)};
+}
+
+// The superblock (HDF5 file format specification, section II.A) holds the end-of-file
+// address as its third address, after a fixed part of 24 bytes (version 0), 28
+// (version 1) or 12 (versions 2 and 3). Addresses are relative to the base address,
+// the first of them.
+std::optional<FormatDamage> hdf5_damage(std::span<const uint8_t> head, uint64_t size) {
+  auto damage = [](std::string why) { return FormatDamage{FileFormat::kHdf5, std::move(why)}; };
+  if (head.size() < 12) return damage("its superblock is cut short");
+  const int version = head[8];
+  if (version > 3) return damage(fmt::format("its superblock version {} is unknown", version));
+  const size_t offset_bytes = version <= 1 ? head[13] : head[9];
+  if (offset_bytes != 2 && offset_bytes != 4 && offset_bytes != 8) return std::nullopt;  // 16: not checked
+  const size_t fixed = version == 0 ? 24 : version == 1 ? 28 : 12;
+  const size_t eof_at = fixed + 2 * offset_bytes;
+  if (head.size() < eof_at + offset_bytes || size < eof_at + offset_bytes)
+    return damage("its superblock is cut short");
+  const uint64_t undefined = offset_bytes == 8 ? UINT64_MAX : (uint64_t{1} << (8 * offset_bytes)) - 1;
+  const uint64_t base = load_le(head, fixed, offset_bytes);
+  const uint64_t eof = load_le(head, eof_at, offset_bytes);
+  if (eof == undefined || base == undefined) return std::nullopt;
+  if (eof > size || base > size - eof)
+    return damage(fmt::format("its superblock puts the end of the file at byte {} and it has {} (truncated?)",
+                              base + eof, size));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<FormatDamage> format_damage(FileFormat detected, std::span<const uint8_t> head, uint64_t size) {
+  head = head.first(std::min(head.size(), kFormatDamageHead));
+  if (detected == FileFormat::kHdf5) return hdf5_damage(head, size);
+  if (detected == FileFormat::kUnknown && head.size() >= 9) return safetensors_damage(head, size);
+  return std::nullopt;
+}
+
+}  // namespace tk::io

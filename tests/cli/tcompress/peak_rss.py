@@ -1,0 +1,21 @@
+# Run a command, count the bytes it writes to stdout, and report its peak resident set
+# size against a limit: peak_rss.py LIMIT_MB [--stdin FILE] CMD [ARG...]
+# Prints "N bytes out, exit RC, peak RSS under LIMIT MB" (or "... over LIMIT MB: X MB").
+import resource
+import subprocess
+import sys
+
+limit_mb = int(sys.argv[1])
+args = sys.argv[2:]
+stdin = subprocess.DEVNULL
+if args[0] == "--stdin":
+    stdin = open(args[1], "rb")
+    args = args[2:]
+proc = subprocess.Popen(args, stdin=stdin, stdout=subprocess.PIPE)
+count = 0
+while chunk := proc.stdout.read(1 << 20):
+    count += len(chunk)
+rc = proc.wait()
+peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
+verdict = f"under {limit_mb} MB" if peak_mb < limit_mb else f"over {limit_mb} MB: {peak_mb:.0f} MB"
+print(f"{count} bytes out, exit {rc}, peak RSS {verdict}")

@@ -78,8 +78,8 @@ const TensorEntry& StepReader::source_entry(uint64_t step, const TensorEntry& en
   throw invalid_input("base tensor missing from step " + std::to_string(src.info.step), tensor_where(step, entry.name));
 }
 
-uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
-  std::string where = tensor_where(step, e.name);
+fs::File StepReader::open_stored(uint64_t step, const TensorEntry& e) const {
+  const std::string where = tensor_where(step, e.name);
   std::string path = step_path(root_, step) + "/" + e.shard;
   fs::File file = [&] {
     try {
@@ -90,6 +90,12 @@ uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<
   }();
   uint64_t size = fs::file_size(file);
   if (e.offset > size || e.stored_bytes > size - e.offset) throw invalid_input("shard " + e.shard + " is truncated", where);
+  return file;
+}
+
+uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
+  const std::string where = tensor_where(step, e.name);
+  fs::File file = open_stored(step, e);
   bool raw = e.encoding == "raw" || e.encoding == "xor";
   if (raw) {
     if (e.stored_bytes != out.size()) throw invalid_input("stored size does not match", where);
@@ -127,17 +133,8 @@ void StepReader::check_entry_claims(uint64_t step, const TensorEntry& e) const {
 }
 
 void StepReader::check_stored_claims(uint64_t step, const TensorEntry& e) const {
-  std::string where = tensor_where(step, e.name);
-  std::string path = step_path(root_, step) + "/" + e.shard;
-  fs::File file = [&] {
-    try {
-      return fs::open_read(path);
-    } catch (const Error& err) {
-      throw invalid_input(std::string("shard missing or unreadable: ") + err.what(), where);
-    }
-  }();
-  uint64_t size = fs::file_size(file);
-  if (e.offset > size || e.stored_bytes > size - e.offset) throw invalid_input("shard " + e.shard + " is truncated", where);
+  const std::string where = tensor_where(step, e.name);
+  fs::File file = open_stored(step, e);
   if (e.encoding == "raw" || e.encoding == "xor") {
     if (e.stored_bytes != e.nbytes) throw invalid_input("stored size does not match", where);
     return;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
 
 namespace tk::ckpt {
@@ -38,6 +39,9 @@ class StepReader {
   // Both return the XXH3 of what they wrote to `out`; read_entry has checked it.
   uint64_t read_entry(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
   uint64_t read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  // The shard holding `entry` of step `step`, opened, with the entry's range checked
+  // inside it (kInvalidInput "shard ... is truncated" otherwise).
+  fs::File open_stored(uint64_t step, const TensorEntry& entry) const;
   void check_entry_claims(uint64_t step, const TensorEntry& entry) const;
   void check_stored_claims(uint64_t step, const TensorEntry& entry) const;
   // The entry of the same tensor in the step `entry` (of step `step`) takes bytes from.

@@ -139,6 +139,7 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
   const size_t id = static_cast<size_t>(it - c.st.tensors.begin());
   const io::TensorInfo& info = *it;
 
+  bool in_sink = false;
   try {
     // Locate the record: through the index on a file (checked against the header and
     // footer first), by reading the records in order on a pipe.
@@ -179,11 +180,19 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
         throw invalid_input(options.base->name() + " is not the base this container was made against");
     }
     check_payload_claims(in, r);
+    // The sink's own errors (an output that refuses the tensor) keep their location.
+    in_sink = true;
     sink.begin(info);
-    decode_record(in, r, &info, options, [&](Buffer piece) { sink.piece({piece.data(), piece.size()}); });
+    in_sink = false;
+    decode_record(in, r, &info, options, [&](Buffer piece) {
+      in_sink = true;
+      sink.piece({piece.data(), piece.size()});
+      in_sink = false;
+    });
     if (!seekable) finish_sequential(in, c, in_begin, std::move(seen));
     return info;
   } catch (const Error& e) {
+    if (in_sink) throw;
     throw Error(e.kind(), e.what(), in.name() + ": tensor '" + info.name + "'");
   }
 }

@@ -230,10 +230,16 @@ void check_index(const Container& c, const std::vector<IndexEntry>& index, const
                  const std::string& where) {
   auto tensor_where = [&](size_t id) { return where + ": tensor '" + c.st.tensors[id].name + "'"; };
   std::vector<bool> listed(c.st.tensors.size(), false);
-  uint64_t offset = c.header_bytes;                         // where the next record must start
-  uint64_t original = c.header.original_header.size();      // bytes the records restore
+  // Every record lies between the file header and the end record, which the index
+  // follows: bounded so, no sum below overflows.
+  if (footer.index_offset < c.header_bytes + kRecordHeaderBytes)
+    throw invalid_input("container footer does not match the record layout", where);
+  const uint64_t end_record = footer.index_offset - kRecordHeaderBytes;
+  uint64_t offset = c.header_bytes;                     // where the next record must start
+  uint64_t original = c.header.original_header.size();  // bytes the records restore
   for (const IndexEntry& e : index) {
-    if (e.offset != offset || e.stored > UINT64_MAX - offset - 2 * kRecordHeaderBytes)
+    if (e.offset != offset || end_record - offset < kRecordHeaderBytes ||
+        e.stored > end_record - offset - kRecordHeaderBytes)
       throw invalid_input("container index does not match the record layout", where);
     offset += kRecordHeaderBytes + e.stored;
     if (e.kind == Kind::kTensor) {
@@ -249,8 +255,7 @@ void check_index(const Container& c, const std::vector<IndexEntry>& index, const
   }
   for (size_t id = 0; id < listed.size(); ++id)
     if (!listed[id]) throw invalid_input("container index lacks the tensor", tensor_where(id));
-  if (footer.index_offset != offset + kRecordHeaderBytes)
-    throw invalid_input("container footer does not match the record layout", where);
+  if (offset != end_record) throw invalid_input("container footer does not match the record layout", where);
   if (footer.original_bytes != original)
     throw invalid_input(fmt::format("container footer claims {} original bytes, its records hold {}",
                                     footer.original_bytes, original),

@@ -13,7 +13,7 @@ import json
 import struct
 import sys
 
-_xxh = ctypes.CDLL(ctypes.util.find_library("xxhash"))
+_xxh = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")  # libxxhash-dev (install-deps)
 _xxh.XXH3_64bits_withSeed.restype = ctypes.c_uint64
 _xxh.XXH3_64bits_withSeed.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
 _xxh.XXH3_createState.restype = ctypes.c_void_p

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/input.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tbench.h"
@@ -134,7 +135,7 @@ std::vector<Input> file_inputs(cli::Tool& tool, const std::vector<std::string>& 
   std::vector<Input> inputs;
   cli::TensorSelection selection = tool.options().selection();
   for (const auto& path : paths) {
-    auto reader = io::open_reader(path);
+    auto reader = cli::open_reader(tool, path);
     size_t before = inputs.size();
     for (size_t i = 0; i < reader->tensors().size(); ++i) {
       const auto& info = reader->tensors()[i];
@@ -298,7 +299,7 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
       } catch (const Error& e) {
         // A missing codec skips its cells; anything else fails the cell, not the run.
         r.status = e.kind() == ErrorKind::kUnavailable ? "skipped" : "failed";
-        r.note = e.what() + (e.where().empty() ? std::string() : " (" + e.where() + ")");
+        r.note = e.message() + (e.where().empty() ? std::string() : " (" + e.where() + ")");
         r.metrics.clear();
         if (r.status == "skipped") ++skipped;
         else ++failed;

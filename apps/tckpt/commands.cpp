@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/report.h"
@@ -68,7 +69,7 @@ int run_save(cli::Tool& tool, const SaveOptions& o) {
   std::vector<ckpt::NamedTensor> tensors;
   std::set<std::string> names;
   for (const auto& path : inputs) {
-    auto reader = io::open_reader(path);
+    auto reader = cli::open_reader(tool, path);
     for (size_t i = 0; i < reader->tensors().size(); ++i) {
       const auto& info = reader->tensors()[i];
       if (!selection.selects(info.name)) continue;
@@ -194,9 +195,14 @@ int run_verify(cli::Tool& tool, const StepOptions& o) {
     tool.summary(fmt::format("{} verified", cli::count_noun(steps.size(), "step", "steps")));
     return cli::kExitOk;
   }
-  // All but the last problem as lines of their own; the last becomes the error itself.
-  for (size_t i = 0; i + 1 < problems.size(); ++i) tool.warning(problems[i]);
-  throw invalid_input(problems.back() + (problems.size() > 1 ? fmt::format(" ({} problems)", problems.size()) : ""));
+  // One error, one line (DESIGN.md), however many findings one damaged file causes: the
+  // first problem and a count of the others, which -v lists one line each and --json
+  // carries in full.
+  for (size_t i = 1; i < problems.size(); ++i) tool.verbose(1, "also: " + problems[i]);
+  throw invalid_input(problems.front() + (problems.size() > 1 ? fmt::format(" (and {} more {}; -v or --json lists them)",
+                                                                            problems.size() - 1,
+                                                                            problems.size() > 2 ? "problems" : "problem")
+                                                              : ""));
 }
 
 int run_gc(cli::Tool& tool, const GcOptions& o) {

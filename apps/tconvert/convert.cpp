@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -48,7 +49,7 @@ Plan make_plan(cli::Tool& tool, const ConvertOptions& o, std::optional<DType> ca
   Plan plan;
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) throw usage_error("standard input can be read only once");
   for (const auto& path : o.inputs) {
-    plan.readers.push_back(io::open_reader(path));
+    plan.readers.push_back(cli::open_reader(tool, path));
     plan.sources.push_back({plan.readers.back().get(), io::input_display_name(path)});
   }
   cli::TensorSelection selection = tool.options().selection();

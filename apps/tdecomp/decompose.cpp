@@ -1,6 +1,7 @@
 // tdecomp cp | tucker | tt | rescal: read, decompose each selected tensor, write, report.
 #include <fmt/format.h>
 
+#include "cli/input.h"
 #include "cli/progress.h"
 #include "input.h"
 #include "settings.h"
@@ -53,7 +54,7 @@ decomp::CpOptions cp_options(const Job& job, int rank) {
 
 // --init-file: the CP factors stored for this tensor (or the file's only CP model).
 void load_init_file(const Job& job, decomp::CpOptions& c) {
-  auto reader = io::open_reader(job.o.init_file);
+  auto reader = cli::open_reader(job.tool, job.o.init_file);
   auto tk = reader->metadata().find(cli::kTkMetadataKey);
   auto models = decomp::parse_decomp_metadata(tk == reader->metadata().end() ? std::nullopt
                                                                              : std::optional<std::string>(tk->second));
@@ -231,6 +232,7 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
     outcomes = decompose_tns(tool, o, s, input, progress);
   } else {
     auto reader = input.open_reader();
+    cli::warn_skipped(tool, *reader, o.input);
     metadata = reader->metadata();
     const std::string file = io::input_display_name(o.input);
     for (size_t index : selected_tensors(*reader, tool.options().selection())) {

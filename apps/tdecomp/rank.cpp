@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "cli/input.h"
+#include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -121,6 +123,7 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
     sources.push_back(densify(sparse, tns_tensor_name(o.input), file));
   } else {
     auto reader = input.open_reader();
+    cli::warn_skipped(tool, *reader, o.input);
     for (size_t index : selected_tensors(*reader, common.selection())) sources.push_back(read_source(*reader, index, file));
   }
   if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
@@ -143,7 +146,7 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
       throw e.with_context(src.where);
     }
     progress.clear();
-    text += fmt::format("{} ({} {}): chosen rank {}\n", src.name, o.method, shape_to_string(src.tensor.shape()), sel.chosen);
+    text += fmt::format("{} ({} {}): chosen rank {}\n", cli::escape_text(src.name), o.method, shape_to_string(src.tensor.shape()), sel.chosen);
     text += table(sel, cp);
     results.push_back(selection_json(src.name, sel, cp));
     if (!o.svg.empty()) write_text_file(o.svg, cli::render_svg(chart(src.name, sel)));

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/report.h"
@@ -75,7 +76,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = float_dtype_parse(o.dtype, "--dtype");
 
-  auto reader = io::open_reader(o.input);
+  auto reader = cli::open_reader(tool, o.input);
   const std::string file = io::input_display_name(o.input);
   std::vector<Decomposition> models = load_decompositions(tool, *reader, file);
   io::Metadata metadata = reader->metadata();
@@ -120,7 +121,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
 
 int run_tt_round(cli::Tool& tool, const DecompOptions& o) {
   Settings s = settings_parse(tool, o);
-  auto reader = io::open_reader(o.input);
+  auto reader = cli::open_reader(tool, o.input);
   const std::string file = io::input_display_name(o.input);
   std::vector<Outcome> outcomes;
   decomp::TtOptions options;

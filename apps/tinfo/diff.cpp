@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/report.h"
@@ -119,8 +120,8 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
   const cli::CommonOptions& common = tool.options();
   cli::check_binary_input({options.a, options.b}, cli::stdin_is_terminal());
   if (options.a == "-" && options.b == "-") throw usage_error("standard input can be read only once");
-  auto reader_a = io::open_reader(options.a);
-  auto reader_b = io::open_reader(options.b);
+  auto reader_a = cli::open_reader(tool, options.a);
+  auto reader_b = cli::open_reader(tool, options.b);
   const auto& infos_a = reader_a->tensors();
   const auto& infos_b = reader_b->tensors();
   cli::TensorSelection selection = common.selection();

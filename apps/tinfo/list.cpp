@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input.h"
+#include "cli/display_text.h"
 #include "cli/metadata_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
@@ -38,8 +40,9 @@ struct Listing {
   json doc;
 };
 
-Listing list_file(const std::string& path, const ListOptions& options, cli::TensorSelection& selection) {
-  auto reader = io::open_reader(path);
+Listing list_file(const cli::Tool& tool, const std::string& path, const ListOptions& options,
+                  cli::TensorSelection& selection) {
+  auto reader = cli::open_reader(tool, path);
   const auto& infos = reader->tensors();
   std::vector<size_t> selected;
   uint64_t bytes = 0;
@@ -70,7 +73,7 @@ Listing list_file(const std::string& path, const ListOptions& options, cli::Tens
     tensors.push_back(std::move(t));
   }
 
-  std::string display = io::input_display_name(path);
+  std::string display = cli::escape_text(io::input_display_name(path));
   std::string count = selected.size() == infos.size()
                           ? cli::count_noun(infos.size(), "tensor", "tensors")
                           : fmt::format("{} of {}", selected.size(), cli::count_noun(infos.size(), "tensor", "tensors"));
@@ -96,7 +99,7 @@ int run_list(cli::Tool& tool, const ListOptions& options) {
   cli::check_binary_input(options.files, cli::stdin_is_terminal());
   cli::TensorSelection selection = common.selection();
   std::vector<Listing> listings;
-  for (const auto& path : options.files) listings.push_back(list_file(path, options, selection));
+  for (const auto& path : options.files) listings.push_back(list_file(tool, path, options, selection));
   selection.check_all_patterns_used();
 
   if (common.text_report()) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/input.h"
 #include "cli/output.h"
 #include "cli/provenance.h"
 #include "cli/std_streams.h"
@@ -58,7 +59,7 @@ Tensor restore(const std::string& name, const quant::LayoutRecord& record, DType
     scheme->dequantize(q, values.data());
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input(e.what(), "tensor '" + name + "'");
+    throw invalid_input(e.message(), "tensor '" + name + "'");
   }
   Tensor out = Tensor::empty(dtype, record.shape);
   cast_array(DType::kF32, values.data(), dtype, out.mutable_data(), n);
@@ -75,7 +76,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   cli::check_output_not_directory(args.output);
   cli::check_output_not_input({args.input}, args.output);
 
-  auto reader = io::open_reader(args.input);
+  auto reader = cli::open_reader(tool, args.input);
   const std::string where = io::input_display_name(args.input);
   io::Metadata metadata = reader->metadata();
   auto tk_value = metadata.find(cli::kTkMetadataKey);

@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "cli/input.h"
 #include "cli/output.h"
 #include "cli/provenance.h"
 #include "cli/progress.h"
 #include "cli/std_streams.h"
+#include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "measure.h"
 #include "plan.h"
@@ -32,8 +34,9 @@ void explain(const QuantArgs& args, const std::vector<PlanEntry>& plan) {
                                                 : args.candidates);
   }
   for (const PlanEntry& e : plan) {
-    text += e.quantize ? fmt::format("{}: {} ({})\n", e.info.name, e.scheme, e.reason)
-                       : fmt::format("{}: pass through ({})\n", e.info.name, e.reason);
+    std::string name = cli::escape_text(e.info.name);
+    text += e.quantize ? fmt::format("{}: {} ({})\n", name, e.scheme, e.reason)
+                       : fmt::format("{}: pass through ({})\n", name, e.reason);
   }
   std::fputs(text.c_str(), stderr);
 }
@@ -77,15 +80,18 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
-  Source src(io::open_reader(args.input));
+  Source src(cli::open_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();
+  // Notices are said once the run has succeeded: a failing run prints its one error
+  // line and nothing else (DESIGN.md, "CLI contract").
+  std::vector<std::string> notices;
   for (const PlanEntry& e : plan) {
     if (!dtype_is_float(e.info.dtype) && e.reason != "not selected") {
-      tool.summary(fmt::format("notice: {} ({}) is not a float tensor; passed through unchanged", e.info.name,
-                               dtype_name(e.info.dtype)));
+      notices.push_back(fmt::format("notice: {} ({}) is not a float tensor; passed through unchanged", e.info.name,
+                                    dtype_name(e.info.dtype)));
     }
   }
   cli::Progress progress(common.show_progress, tool.name());
@@ -104,8 +110,8 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     auto padded = m.q.params.find("padded_cols");
     int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
     if (padded != m.q.params.end() && padded->second != std::to_string(cols)) {
-      tool.summary(fmt::format("{}: {} columns padded to {} (recorded in the metadata)", e.info.name, cols,
-                               padded->second));
+      notices.push_back(
+          fmt::format("{}: {} columns padded to {} (recorded in the metadata)", e.info.name, cols, padded->second));
     }
     results.push_back({&e, std::move(m)});
   }
@@ -119,6 +125,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     sha256 = w.sha256;
     out_bytes = w.bytes;
   }
+  for (const std::string& n : notices) tool.summary(n);
   report_quantize(tool, args, plan, results, sha256, out_bytes);
   return cli::kExitOk;
 }

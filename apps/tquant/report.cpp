@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "cli/report.h"
 #include "results.h"
@@ -53,9 +54,9 @@ std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Re
   if (args.dry_run) {
     text += "dry run: nothing written\n";
   } else if (sha256) {
-    text += fmt::format("output: {} ({}), sha256 {}\n", args.output, cli::format_bytes(out_bytes), *sha256);
+    text += fmt::format("output: {} ({}), sha256 {}\n", cli::escape_text(args.output), cli::format_bytes(out_bytes), *sha256);
   } else {
-    text += fmt::format("output: {} ({} of tensor data)\n", args.output == "-" ? "<stdout>" : args.output,
+    text += fmt::format("output: {} ({} of tensor data)\n", args.output == "-" ? "<stdout>" : cli::escape_text(args.output),
                         cli::format_bytes(out_bytes));
   }
   return text;

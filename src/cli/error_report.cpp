@@ -32,7 +32,7 @@ ErrorReport error_report(const std::exception_ptr& error, const std::string& com
     std::rethrow_exception(error);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kIo && stdout_broken) return {kExitBrokenPipe, {}};
-    std::string text = e.what();
+    std::string text = e.message();
     if (!e.where().empty()) text += " (" + e.where() + ")";
     return {exit_code_for(e.kind()), text};
   } catch (const CLI::ParseError& e) {

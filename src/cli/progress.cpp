@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/display_text.h"
 #include "cli/number_format.h"
 
 namespace tk::cli {
@@ -33,7 +34,8 @@ void Progress::show(std::string_view text, bool force) {
   last_ = now;
   drawn_ = true;
   // "\r" returns to the line start, "\033[K" erases what a longer previous line left.
-  std::fprintf(stderr, "\r%s: %.*s\033[K", label_.c_str(), static_cast<int>(text.size()), text.data());
+  std::string shown = escape_text(text);
+  std::fprintf(stderr, "\r%s: %s\033[K", label_.c_str(), shown.c_str());
   std::fflush(stderr);
 }
 

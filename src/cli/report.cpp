@@ -5,28 +5,41 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "cli/display_text.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
 namespace tk::cli {
 
+namespace {
+
+// Columns on screen of an escaped cell: one per code point (continuation bytes take none).
+size_t display_width(const std::string& cell) {
+  size_t width = 0;
+  for (unsigned char c : cell) width += (c & 0xc0) != 0x80;
+  return width;
+}
+
+}  // namespace
+
 TextTable::TextTable(std::vector<std::string> header) : header_(std::move(header)) {}
 
 void TextTable::add_row(std::vector<std::string> cells) {
   if (cells.size() != header_.size()) throw internal_error("table row has the wrong number of cells");
+  for (auto& cell : cells) cell = escape_text(cell);
   rows_.push_back(std::move(cells));
 }
 
 std::string TextTable::render() const {
   std::vector<size_t> width(header_.size());
-  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = display_width(header_[c]);
   for (const auto& row : rows_)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
   std::string out;
   auto append = [&](const std::vector<std::string>& row) {
     for (size_t c = 0; c < row.size(); ++c) {
       out += row[c];
-      if (c + 1 < row.size()) out.append(width[c] - row[c].size() + 2, ' ');
+      if (c + 1 < row.size()) out.append(width[c] - display_width(row[c]) + 2, ' ');
     }
     out += '\n';
   };

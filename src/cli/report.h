@@ -19,6 +19,7 @@ class TextTable {
   explicit TextTable(std::vector<std::string> header);
 
   // Add a row; it must have as many cells as the header (throws kInternal otherwise).
+  // Cells are shown through escape_text (display_text.h): one row is one line.
   void add_row(std::vector<std::string> cells);
   size_t rows() const { return rows_.size(); }
 
@@ -36,7 +37,9 @@ void write_stdout(std::string_view text);
 
 // Write `doc` as indented JSON followed by a newline to `path`: "-" is stdout, anything
 // else a file written through a temporary name and renamed when complete (devices and
-// FIFOs are written directly).
+// FIFOs are written directly). Strings carry the real characters (controls escaped as
+// JSON requires); bytes that are not UTF-8, which JSON cannot carry, become U+FFFD
+// (HDF5, .npz or GGUF names may hold them; safetensors names are UTF-8 by definition).
 void write_json(const nlohmann::json& doc, const std::string& path);
 
 }  // namespace tk::cli

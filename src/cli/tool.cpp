@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <new>
 
+#include "cli/display_text.h"
 #include "cli/error_report.h"
 #include "cli/report.h"
 #include "cli/signals.h"
@@ -11,6 +12,16 @@
 
 namespace tk::cli {
 
+namespace {
+
+// One line on stderr: "TOOL: PREFIXTEXT", the text escaped (display_text.h) so that
+// names from files cannot break the line or reach the terminal as controls.
+void print_line(const std::string& tool, const char* prefix, std::string_view text) {
+  std::string line = tool + ": " + prefix + escape_text(text) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace
 
 Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", [this] { return version_text(name_); }, "Print the version and features");
@@ -67,24 +78,20 @@ int Tool::report(const std::exception_ptr& error) {
   return r.exit_code;
 }
 
-void Tool::print_error(std::string_view text) const {
-  std::fprintf(stderr, "%s: error: %.*s\n", name_.c_str(), static_cast<int>(text.size()), text.data());
-}
+void Tool::print_error(std::string_view text) const { print_line(name_, "error: ", text); }
 
 ProvenanceEntry Tool::provenance() const { return {name_, tk_version(), args_}; }
 
 void Tool::summary(std::string_view text) const {
   if (options_.quiet) return;
-  std::fprintf(stderr, "%s: %.*s\n", name_.c_str(), static_cast<int>(text.size()), text.data());
+  print_line(name_, "", text);
 }
 
 void Tool::verbose(int level, std::string_view text) const {
   if (options_.verbose < level) return;
-  std::fprintf(stderr, "%s: %.*s\n", name_.c_str(), static_cast<int>(text.size()), text.data());
+  print_line(name_, "", text);
 }
 
-void Tool::warning(std::string_view text) const {
-  std::fprintf(stderr, "%s: warning: %.*s\n", name_.c_str(), static_cast<int>(text.size()), text.data());
-}
+void Tool::warning(std::string_view text) const { print_line(name_, "warning: ", text); }
 
 }  // namespace tk::cli

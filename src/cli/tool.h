@@ -50,6 +50,7 @@ class Tool {
   // {name, version, args} for the output metadata.
   ProvenanceEntry provenance() const;
 
+  // These print one line each, TEXT through escape_text (display_text.h).
   // "TOOL: TEXT" on stderr, unless -q.
   void summary(std::string_view text) const;
   // "TOOL: TEXT" on stderr when -v was given at least `level` times.

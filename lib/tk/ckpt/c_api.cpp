@@ -61,7 +61,7 @@ template <typename Body> int guarded(Body&& body) noexcept {
     return body();
   } catch (const tk::Error& e) {
     return fail(status_for(e.kind()), [&] {
-      std::string text = e.what();
+      std::string text = e.message();
       if (!e.where().empty()) text += " (" + e.where() + ")";
       return text;
     });
@@ -101,7 +101,7 @@ tk::ckpt::NamedTensor borrow_tensor(const tk_ckpt_tensor& t, size_t index, bool 
   try {
     expected = tk::dtype_storage_bytes(*dtype, tk::shape_numel(shape));
   } catch (const tk::Error& e) {
-    throw usage_error(std::string(e.what()) + " for shape " + tk::shape_to_string(shape), where);
+    throw usage_error(std::string(e.message()) + " for shape " + tk::shape_to_string(shape), where);
   }
   if (t.nbytes != expected) {
     throw usage_error("nbytes is " + std::to_string(t.nbytes) + " but " + tk::dtype_name(*dtype) + " " +

@@ -676,7 +676,7 @@ VerifyReport Engine::verify(uint64_t step) const {
   try {
     reader = std::make_unique<StepReader>(dir_, step);
   } catch (const Error& err) {
-    report.problems.push_back((err.where().empty() ? "" : err.where() + ": ") + err.what());
+    report.problems.push_back((err.where().empty() ? "" : err.where() + ": ") + err.message());
     return report;
   }
   report.problems = reader->check_layout();
@@ -689,7 +689,7 @@ VerifyReport Engine::verify(uint64_t step) const {
       std::unique_ptr<uint8_t[]> buf(new uint8_t[entries[i].nbytes]);
       reader->read(entries[i], {buf.get(), entries[i].nbytes});
     } catch (const Error& err) {
-      problems[i] = (err.where().empty() ? "" : err.where() + ": ") + err.what();
+      problems[i] = (err.where().empty() ? "" : err.where() + ": ") + err.message();
     } catch (const std::exception& err) {
       problems[i] = tensor_where(step, entries[i].name) + ": " + err.what();
     }

@@ -56,7 +56,7 @@ StepReader::StepReader(std::string root, uint64_t step) : root_(std::move(root))
         auto [it, inserted] = sources_.emplace(*e.source_step, load_step(root_, *e.source_step));
         todo.push_back(&it->second);
       } catch (const Error& err) {
-        throw invalid_input("base step " + std::to_string(*e.source_step) + " is missing or damaged (" + err.what() + ")",
+        throw invalid_input("base step " + std::to_string(*e.source_step) + " is missing or damaged (" + err.message() + ")",
                             tensor_where(m->info.step, e.name));
       }
     }
@@ -85,7 +85,7 @@ fs::File StepReader::open_stored(uint64_t step, const TensorEntry& e) const {
     try {
       return fs::open_read(path);
     } catch (const Error& err) {
-      throw invalid_input(std::string("shard missing or unreadable: ") + err.what(), where);
+      throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), where);
     }
   }();
   uint64_t size = fs::file_size(file);
@@ -116,7 +116,7 @@ uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<
     if (codec::lossless_decoded_size(frame) != out.size()) throw invalid_input("decoded size does not match");
     codec::lossless_decompress(frame, out, 1);
   } catch (const Error& err) {
-    throw invalid_input(std::string("corrupt data: ") + err.what(), where);
+    throw invalid_input(std::string("corrupt data: ") + err.message(), where);
   }
   return XXH3_64bits(out.data(), out.size());
 }
@@ -209,7 +209,7 @@ std::vector<std::string> StepReader::check_layout() const {
           problems.push_back(tensor_where(manifest_.info.step, e.name) + ": offset or size in " + sh.file + " disagrees with the manifest");
       }
     } catch (const Error& err) {
-      std::string msg = err.what();
+      std::string msg = err.message();
       problems.push_back(where + ": " + msg);
     }
   }

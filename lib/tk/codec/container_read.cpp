@@ -104,7 +104,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
       position += r.decoded;
       seen.push_back({info ? info->name : std::string(), r.kind, r.codec, r.id, offset, r.decoded, r.stored});
     } catch (const Error& e) {
-      throw Error(e.kind(), e.what(), c.where(in, expected));
+      throw Error(e.kind(), e.message(), c.where(in, expected));
     }
   }
   if (next_tensor != c.st.tensors.size())
@@ -193,7 +193,7 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
     return info;
   } catch (const Error& e) {
     if (in_sink) throw;
-    throw Error(e.kind(), e.what(), in.name() + ": tensor '" + info.name + "'");
+    throw Error(e.kind(), e.message(), in.name() + ": tensor '" + info.name + "'");
   }
 }
 
@@ -256,7 +256,7 @@ TkzListing tkz_list(io::InputStream& in) {
       try {
         r = read_record_header(in);
       } catch (const Error& e) {
-        throw Error(e.kind(), e.what(), in.name());
+        throw Error(e.kind(), e.message(), in.name());
       }
       if (r.kind == Kind::kEnd) {
         end = r;
@@ -267,7 +267,7 @@ TkzListing tkz_list(io::InputStream& in) {
         info = c.check_record(r);
         check_payload_claims(in, r);
       } catch (const Error& e) {
-        throw Error(e.kind(), e.what(), c.where(in, r.kind == Kind::kTensor ? std::optional<size_t>(r.id) : std::nullopt));
+        throw Error(e.kind(), e.message(), c.where(in, r.kind == Kind::kTensor ? std::optional<size_t>(r.id) : std::nullopt));
       }
       in.skip(r.stored, "record");
       seen.push_back({info ? info->name : std::string(), r.kind, r.codec, r.id, offset, r.decoded, r.stored});

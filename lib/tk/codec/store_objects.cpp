@@ -207,7 +207,7 @@ Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size,
     }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input(std::string("corrupt object: ") + e.what(), ow);
+    throw invalid_input(std::string("corrupt object: ") + e.message(), ow);
   }
   if (verify && sha256({out.data(), out.size()}) != key) throw invalid_input("corrupt object: SHA-256 mismatch", ow);
   return out;

@@ -19,7 +19,7 @@ const char* error_kind_name(ErrorKind kind) {
 Error Error::with_context(const std::string& outer) const {
   if (outer.empty()) return *this;
   std::string where = where_.empty() ? outer : outer + ": " + where_;
-  return Error(kind_, what(), std::move(where));
+  return Error(kind_, message_, std::move(where));
 }
 
 Error errno_error(const std::string& what, const std::string& where, int errnum) {

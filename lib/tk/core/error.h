@@ -19,14 +19,17 @@ enum class ErrorKind {
 // Name of a kind for messages and JSON ("usage", "invalid input", ...).
 const char* error_kind_name(ErrorKind kind);
 
-// Exception thrown by every library function. what() is the message without location;
-// where() names the file, tensor or offset concerned (may be empty).
+// Exception thrown by every library function. message() is the message without
+// location; where() names the file, tensor or offset concerned (may be empty). Both may
+// hold any bytes of a name read from a file, NUL included: use message(), not what(),
+// which as a C string ends at the first NUL.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string message, std::string where = {})
-      : std::runtime_error(std::move(message)), kind_(kind), where_(std::move(where)) {}
+      : std::runtime_error(message), kind_(kind), message_(std::move(message)), where_(std::move(where)) {}
 
   ErrorKind kind() const noexcept { return kind_; }
+  const std::string& message() const noexcept { return message_; }
   const std::string& where() const noexcept { return where_; }
 
   // Return a copy of this error with `outer` prepended to the location, so that an error
@@ -36,6 +39,7 @@ class Error : public std::runtime_error {
 
  private:
   ErrorKind kind_;
+  std::string message_;
   std::string where_;
 };
 

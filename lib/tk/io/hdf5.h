@@ -8,9 +8,14 @@
 // several threads at once: use one reader or writer from one thread at a time.
 
 // Reading: every dataset of a representable type, found recursively, is a tensor named
-// by its path without the leading '/'; others (strings, references, other compounds,
-// datasets without data, virtual or external storage) are skipped and listed,
-// comma-separated, under the metadata key "hdf5.skipped". String and numeric scalar
+// by its path without the leading '/'; a dataset hard-linked under several names is a
+// tensor under each. Others (strings, references, other compounds, complex128, datasets
+// without data, virtual or external storage) and soft, external and user-defined links
+// are skipped: listed with the reason in TensorReader::skipped() and, comma-separated,
+// under the metadata key "hdf5.skipped". A group reached again through another hard link
+// (a cycle) is skipped the same way. Groups nested more than 64 deep are kInvalidInput;
+// the walk opens each group relative to its parent, so it is linear in the number of
+// links. String and numeric scalar
 // attributes of the root group are the metadata; attributes of datasets are not read.
 // A malformed file or dataset is kInvalidInput; a dataset needing a filter this process
 // lacks (e.g. blosc) is listed and fails with kUnavailable when read.
@@ -28,7 +33,9 @@ namespace tk::io {
 std::unique_ptr<TensorReader> hdf5_open(std::unique_ptr<InputStream> in, const ReadOptions& options);
 
 // Write HDF5 to `out`: directly to its temporary file, or built in memory and copied
-// to the stream for stdout.
+// to the stream for stdout. HDF5 names are C strings, so a tensor name, metadata key
+// or value holding a NUL is refused with kInvalidInput (naming the tensor it would
+// collide with when cut there).
 std::unique_ptr<TensorWriter> hdf5_writer(std::unique_ptr<OutputStream> out, const WriteOptions& options);
 
 // Register the zstd filter (id 32015) with the HDF5 library of this process, once.

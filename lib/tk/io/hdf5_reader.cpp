@@ -1,13 +1,16 @@
 // HDF5 reader: every dataset of a supported type is a tensor named by its path without
 // the leading '/'; root-group attributes (strings, numeric scalars as text) are the
 // file metadata; attributes of datasets are not exposed (tk_dtype / tk_shape, which
-// describe our narrow float types, are consumed here). Datasets that cannot be a tensor
-// are listed, comma-separated, under the metadata key "hdf5.skipped".
+// describe our narrow float types, are consumed here). Datasets and links that cannot
+// be a tensor are listed with the reason in skipped(), and their names, comma-separated,
+// under the metadata key "hdf5.skipped".
 #include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <set>
 #include <vector>
 
 #include <unistd.h>
@@ -31,6 +34,9 @@ using hdf5::Hid;
 constexpr uint64_t kSizeSlack = uint64_t(64) << 20;
 constexpr uint64_t kMaxExpansion = 32768;
 constexpr int kMaxTkShapeRank = 32;
+// Groups nested deeper than this are refused: real files have a handful of levels, and
+// the bound keeps paths and the walk small whatever a file claims.
+constexpr int kMaxGroupDepth = 64;
 
 struct DatasetEntry {
   std::string path;             // absolute HDF5 path of the dataset
@@ -99,8 +105,9 @@ class Hdf5Reader final : public TensorReader {
  private:
   std::string where(const std::string& tensor) const { return name_ + ": tensor '" + tensor + "'"; }
   void open_file(std::unique_ptr<InputStream> in);
-  void list_datasets();
-  void add_dataset(const std::string& name);
+  void walk_group(hid_t group, const std::string& prefix, int depth);
+  void add_dataset(hid_t group, const std::string& link, const std::string& name);
+  void skip(const std::string& name, std::string reason);
   void check_size(hid_t dset, hid_t dcpl, uint64_t file_bytes, const std::string& name);
   void read_root_attributes();
   void add_attribute(hid_t root, const char* attr_name);
@@ -111,18 +118,24 @@ class Hdf5Reader final : public TensorReader {
   SpoolFile spool_;  // the copy of a pipe; outlives file_
   Hid file_;
   std::vector<DatasetEntry> entries_;
-  std::vector<std::string> skipped_;
+  std::map<haddr_t, std::string> groups_seen_;  // address -> the path it was listed under
 };
 
 Hdf5Reader::Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions&) {
   hdf5::init();
   name_ = in->name();
   open_file(std::move(in));
-  list_datasets();
+  Hid root(hdf5::check(H5Gopen2(file_.get(), "/", H5P_DEFAULT), ErrorKind::kInvalidInput,
+                       "cannot open the root group", name_));
+  H5O_info_t info;
+  hdf5::check_status(H5Oget_info2(root.get(), &info, H5O_INFO_BASIC), ErrorKind::kInvalidInput,
+                     "cannot read the root group", name_);
+  groups_seen_[info.addr] = "/";
+  walk_group(root.get(), "", 0);
   read_root_attributes();
   if (!skipped_.empty()) {
     std::string list;
-    for (const auto& s : skipped_) list += (list.empty() ? "" : ",") + s;
+    for (const auto& s : skipped_) list += (list.empty() ? "" : ",") + s.name;
     metadata_["hdf5.skipped"] = list;
   }
 }
@@ -161,29 +174,90 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
   if (!file_.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "not a readable HDF5 file", name_);
 }
 
-struct VisitState {
-  Hdf5Reader* reader;
+// The links of one group, in name order, as H5Literate reports them.
+struct GroupLinks {
+  std::vector<std::pair<std::string, H5L_type_t>> links;
   std::exception_ptr failure;
-  std::vector<std::string> datasets;
 };
 
-herr_t visit_object(hid_t, const char* name, const H5O_info_t* info, void* data) {
-  auto* state = static_cast<VisitState*>(data);
+herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  auto* out = static_cast<GroupLinks*>(data);
   try {
-    if (info->type == H5O_TYPE_DATASET && std::strcmp(name, ".") != 0) state->datasets.emplace_back(name);
+    out->links.emplace_back(name, info->type);
   } catch (...) {
-    state->failure = std::current_exception();
+    out->failure = std::current_exception();
     return -1;
   }
   return 0;
 }
 
-void Hdf5Reader::list_datasets() {
-  VisitState state{this, nullptr, {}};
-  herr_t rc = H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, visit_object, &state, H5O_INFO_BASIC);
-  if (state.failure) std::rethrow_exception(state.failure);
-  if (rc < 0) throw hdf5::error(ErrorKind::kInvalidInput, "corrupt HDF5 group structure", name_);
-  for (const auto& name : state.datasets) add_dataset(name);
+// The target path of the soft link `link` of `group`, or "" when it cannot be read.
+std::string soft_link_target(hid_t group, const std::string& link) {
+  H5L_info_t info;
+  if (H5Lget_info(group, link.c_str(), &info, H5P_DEFAULT) < 0 || info.u.val_size == 0 ||
+      info.u.val_size > (1 << 16)) {
+    H5Eclear2(H5E_DEFAULT);
+    return {};
+  }
+  std::string target(info.u.val_size, '\0');
+  if (H5Lget_val(group, link.c_str(), target.data(), target.size(), H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return {};
+  }
+  target.resize(std::strlen(target.c_str()));
+  return target;
+}
+
+void Hdf5Reader::skip(const std::string& name, std::string reason) {
+  skipped_.push_back({name, std::move(reason)});
+}
+
+// List the links of `group` (whose path is `prefix`, "" for the root) and descend into
+// its subgroups, each opened relative to its parent: the walk costs one step per link,
+// however deep the groups nest. A group reached again through another hard link (a
+// cycle, or a shared subtree) is listed once; a dataset reached through several hard
+// links is a tensor under each name, so no name is lost.
+void Hdf5Reader::walk_group(hid_t group, const std::string& prefix, int depth) {
+  GroupLinks found;
+  herr_t rc = H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &found);
+  if (found.failure) std::rethrow_exception(found.failure);
+  const std::string here = prefix.empty() ? name_ : name_ + ": group '" + prefix + "'";
+  if (rc < 0) throw hdf5::error(ErrorKind::kInvalidInput, "corrupt HDF5 group structure", here);
+  for (const auto& [link, type] : found.links) {
+    const std::string path = prefix.empty() ? link : prefix + "/" + link;
+    if (type == H5L_TYPE_SOFT) {
+      std::string target = soft_link_target(group, link);
+      skip(path, target.empty() ? "soft link, not followed" : "soft link to '" + target + "', not followed");
+      continue;
+    }
+    if (type == H5L_TYPE_EXTERNAL) {
+      skip(path, "external link to another file, not followed");
+      continue;
+    }
+    if (type != H5L_TYPE_HARD) {
+      skip(path, "user-defined link, not followed");
+      continue;
+    }
+    H5O_info_t info;
+    if (H5Oget_info_by_name2(group, link.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+      throw hdf5::error(ErrorKind::kInvalidInput, "cannot read an object", name_ + ": '" + path + "'");
+    if (info.type == H5O_TYPE_DATASET) {
+      add_dataset(group, link, path);
+    } else if (info.type == H5O_TYPE_GROUP) {
+      auto [seen, fresh] = groups_seen_.emplace(info.addr, path);
+      if (!fresh) {
+        skip(path, "another name of group '" + seen->second + "', listed there");
+        continue;
+      }
+      if (depth + 1 > kMaxGroupDepth)
+        throw invalid_input("groups nested deeper than " + std::to_string(kMaxGroupDepth) + " levels",
+                            name_ + ": group '" + path + "'");
+      Hid child(hdf5::check(H5Gopen2(group, link.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+                            "cannot open group", name_ + ": group '" + path + "'"));
+      walk_group(child.get(), path, depth + 1);
+    }
+    // Named datatypes (our committed bfloat16 among them) are not data.
+  }
 }
 
 // Read a string attribute (fixed or variable length, scalar or one element) of `obj`.
@@ -217,9 +291,9 @@ std::optional<std::string> read_string_attribute(hid_t attr, uint64_t limit, con
   return text;
 }
 
-void Hdf5Reader::add_dataset(const std::string& name) {
+void Hdf5Reader::add_dataset(hid_t group, const std::string& link, const std::string& name) {
   const std::string loc = where(name);
-  Hid dset(hdf5::check(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+  Hid dset(hdf5::check(H5Dopen2(group, link.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
                        "cannot open dataset", loc));
   Hid type(hdf5::check(H5Dget_type(dset.get()), ErrorKind::kInvalidInput, "cannot read the datatype", loc));
   Hid space(hdf5::check(H5Dget_space(dset.get()), ErrorKind::kInvalidInput, "cannot read the dataspace", loc));
@@ -230,10 +304,14 @@ void Hdf5Reader::add_dataset(const std::string& name) {
   H5D_layout_t layout = H5Pget_layout(dcpl.get());
   // Unrepresentable types, datasets without data, virtual datasets and data in external
   // files (which would let a file make us read arbitrary paths) are skipped.
-  if (!dtype || (space_class != H5S_SCALAR && space_class != H5S_SIMPLE) || layout == H5D_VIRTUAL ||
-      H5Pget_external_count(dcpl.get()) != 0) {
+  std::string skip_reason;
+  if (!dtype) skip_reason = hdf5::describe_unsupported_type(type.get());
+  else if (space_class != H5S_SCALAR && space_class != H5S_SIMPLE) skip_reason = "dataset without data (empty dataspace)";
+  else if (layout == H5D_VIRTUAL) skip_reason = "virtual dataset, not read";
+  else if (H5Pget_external_count(dcpl.get()) != 0) skip_reason = "data in external files, not read";
+  if (!skip_reason.empty()) {
     H5Eclear2(H5E_DEFAULT);
-    skipped_.push_back(name);
+    skip(name, std::move(skip_reason));
     return;
   }
   Shape shape;

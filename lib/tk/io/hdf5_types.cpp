@@ -219,7 +219,42 @@ bool is_h5py_complex64(hid_t type) {
   return true;
 }
 
+// h5py's complex128: as complex64, with f64 members at 0 and 8.
+bool is_h5py_complex128(hid_t type) {
+  if (H5Tget_size(type) != 16 || H5Tget_nmembers(type) != 2) return false;
+  const char* names[2] = {"r", "i"};
+  for (unsigned i = 0; i < 2; ++i) {
+    if (member_name(type, i) != names[i] || H5Tget_member_offset(type, i) != 8 * i) return false;
+    Hid member(H5Tget_member_type(type, i));
+    if (!member.valid() || H5Tget_class(member.get()) != H5T_FLOAT) return false;
+    if (classify_float(member.get()) != DType::kF64) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string describe_unsupported_type(hid_t type) {
+  std::string what;
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: what = "integer data of a non-standard size or layout"; break;
+    case H5T_FLOAT: what = "floating-point data of a non-standard format"; break;
+    case H5T_STRING: what = "string data"; break;
+    case H5T_COMPOUND:
+      what = is_h5py_complex128(type) ? "complex128 data (no tensor dtype holds it)" : "compound (record) data";
+      break;
+    case H5T_ENUM: what = "enum data other than h5py's bool"; break;
+    case H5T_REFERENCE: what = "object or region references"; break;
+    case H5T_OPAQUE: what = "opaque data"; break;
+    case H5T_BITFIELD: what = "bitfield data"; break;
+    case H5T_VLEN: what = "variable-length sequences"; break;
+    case H5T_ARRAY: what = "array-typed elements"; break;
+    case H5T_TIME: what = "time data"; break;
+    default: what = "data of an unknown type class"; break;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return what;
+}
 
 std::optional<DType> classify_type(hid_t type) {
   std::optional<DType> result;

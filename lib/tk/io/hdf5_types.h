@@ -74,6 +74,10 @@ Hid make_type(DType dtype);
 // Byte order is not part of the answer: big-endian data is converted on read.
 std::optional<DType> classify_type(hid_t type);
 
+// Why a dataset of file type `type`, for which classify_type found no dtype, is not a
+// tensor: "string data", "complex128 data (no tensor dtype holds it)", ...
+std::string describe_unsupported_type(hid_t type);
+
 // True for the dtypes stored as uint8 with a `tk_dtype` attribute.
 bool is_narrow_float(DType dtype);
 

@@ -5,6 +5,7 @@
 // as a 1-D array of their packed bytes plus an int64 `tk_shape` attribute).
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -20,9 +21,29 @@ using hdf5::Hid;
 constexpr H5Z_filter_t kZstdFilterId = 32015;
 constexpr uint64_t kMaxChunkBytes = uint64_t(1) << 30;  // HDF5 allows < 4 GiB per chunk
 
-// Check that `names` can all be dataset paths of one file: non-empty components, no
-// "." or "..", no duplicates, and no dataset that is also a group of another.
+// HDF5 names are C strings: a name holding a NUL would be stored cut at it, as another
+// name, perhaps one that another tensor has. Such a name is refused (it comes from the
+// input, so kInvalidInput), naming the tensor it would collide with when there is one.
+void check_no_nul(const std::vector<TensorInfo>& infos) {
+  std::map<std::string, const std::string*> stored;  // the name HDF5 would store -> one tensor
+  for (const auto& info : infos)
+    if (info.name.find('\0') == std::string::npos) stored.emplace(info.name, &info.name);
+  for (const auto& info : infos) {
+    size_t nul = info.name.find('\0');
+    if (nul == std::string::npos) continue;
+    auto [other, fresh] = stored.emplace(info.name.substr(0, nul), &info.name);
+    if (!fresh)
+      throw invalid_input("tensor names '" + *other->second + "' and '" + info.name +
+                              "' are the same name in HDF5, which ends a name at its first NUL",
+                          "tensor '" + info.name + "'");
+    throw invalid_input("HDF5 cannot store a tensor name that holds a NUL", "tensor '" + info.name + "'");
+  }
+}
+
+// Check that `names` can all be dataset paths of one file: no NUL, non-empty components,
+// no "." or "..", no duplicates, and no dataset that is also a group of another.
 void check_names(const std::vector<TensorInfo>& infos) {
+  check_no_nul(infos);
   std::set<std::string> names;
   for (const auto& info : infos) {
     const std::string& n = info.name;
@@ -154,6 +175,10 @@ void write_string_attribute(hid_t obj, const std::string& key, const std::string
 void Hdf5Writer::write_metadata(const Metadata& metadata) {
   for (const auto& [key, value] : metadata) {
     if (key.empty()) throw usage_error("HDF5 cannot store a metadata entry with an empty key", out_->name());
+    // Attribute names and string values are C strings in HDF5 (see check_no_nul).
+    if (key.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+      throw invalid_input("HDF5 cannot store a metadata key or value that holds a NUL",
+                          out_->name() + ": metadata '" + key + "'");
     write_string_attribute(file_.get(), key, value, out_->name() + ": metadata '" + key + "'");
   }
 }

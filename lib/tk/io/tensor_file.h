@@ -31,6 +31,12 @@ struct TensorInfo {
   uint64_t nbytes = 0;  // dtype_storage_bytes(dtype, numel(shape))
 };
 
+// An object of a file that is not a tensor and was left out, and why ("string data").
+struct SkippedObject {
+  std::string name;    // its path in the file, as a tensor would be named
+  std::string reason;  // a phrase for a message
+};
+
 enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz };
 
 const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", ...
@@ -49,6 +55,9 @@ class TensorReader {
   // Tensors in storage order.
   const std::vector<TensorInfo>& tensors() const { return infos_; }
   const Metadata& metadata() const { return metadata_; }
+  // The objects left out because they cannot be tensors (HDF5: strings, compounds, soft
+  // links, ...), in file order. The library does not tell the user; the caller does.
+  const std::vector<SkippedObject>& skipped() const { return skipped_; }
   // Index of the tensor named `name`, if any.
   std::optional<size_t> find(std::string_view name) const;
 
@@ -70,6 +79,7 @@ class TensorReader {
  protected:
   std::vector<TensorInfo> infos_;
   Metadata metadata_;
+  std::vector<SkippedObject> skipped_;
 };
 
 class TensorWriter {

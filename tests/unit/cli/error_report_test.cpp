@@ -38,6 +38,13 @@ TEST(ErrorReport, LibraryErrorsGiveWhatAndWhere) {
   EXPECT_EQ(report_of(runtime_error("no convergence")).exit_code, 1);
 }
 
+TEST(ErrorReport, KeepsNamesWholeThroughANul) {
+  using namespace std::string_literals;
+  Error e = invalid_input("tensor 'a\0b' is bad"s, "f.safetensors: tensor 'a\0b'"s).with_context("outer");
+  EXPECT_EQ(e.message(), "tensor 'a\0b' is bad"s);
+  EXPECT_EQ(report_of(e).message, "tensor 'a\0b' is bad (outer: f.safetensors: tensor 'a\0b')"s);
+}
+
 TEST(ErrorReport, IoErrorOnABrokenPipeIsQuiet) {
   ErrorReport r = report_of(io_error("write failed: Broken pipe", "<stdout>"), /*broken=*/true);
   EXPECT_EQ(r.exit_code, kExitBrokenPipe);

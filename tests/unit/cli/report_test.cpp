@@ -72,6 +72,17 @@ TEST(MetadataText, JsonValuesOnOneCompactLineInTheirOrder) {
   EXPECT_EQ(metadata_value_text("42"), "42");  // scalars stay as written
   EXPECT_EQ(metadata_value_text("two\nlines\t!"), "two\\nlines\\t!");
   EXPECT_EQ(metadata_value_text(std::string("a\x01", 2)), "a\\x01");
+  // Names and values from files never reach the terminal as controls or break a line.
+  EXPECT_EQ(metadata_value_text("\x1b]0;title\a"), "\\x1b]0;title\\x07");
+  EXPECT_EQ(metadata_value_text("[\"\xc2\x9b\"]"), "[\"\\u009b\"]");
+  EXPECT_EQ(metadata_lines({{"k\ney", "v"}}), "  k\\ney: v\n");
+}
+
+TEST(TextTable, EscapesControlsInCells) {
+  TextTable t({"name"});
+  t.add_row({"a\x1b[2Jb"});
+  t.add_row({std::string("c\0d", 3)});
+  EXPECT_EQ(t.render(), "name\na\\x1b[2Jb\nc\\0d\n");
 }
 
 TEST(MetadataText, LinesAreIndentedKeyValuePairs) {

@@ -189,6 +189,34 @@ TEST(Hdf5, RefusesNamesThatCannotBePaths) {
   EXPECT_FALSE(fs::exists(s.path("bad.h5")));
 }
 
+// HDF5 ends names at a NUL: "a\0b" would be stored as "a". Refused as invalid input,
+// naming both tensors when the cut name is another tensor's.
+TEST(Hdf5, RefusesNamesHoldingANul) {
+  using namespace std::string_literals;
+  Scratch s;
+  auto declare = [&](std::vector<std::string> names, Metadata metadata = {}) {
+    std::vector<TensorInfo> infos;
+    for (auto& n : names) infos.push_back({n, DType::kU8, {1}, 1});
+    hdf5_writer(OutputStream::open(s.path("nul.h5")), {})->begin(infos, metadata);
+  };
+  try {
+    declare({"a\0b"s, "a"});
+    ADD_FAILURE() << "accepted a colliding name";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(e.message().find("'a' and 'a\0b'"s), std::string::npos) << e.message();
+  }
+  try {
+    declare({"x\0y"s});
+    ADD_FAILURE() << "accepted a NUL";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.where(), "tensor 'x\0y'"s);
+  }
+  EXPECT_THROW(declare({"a"}, {{"k\0ey"s, "v"}}), Error);
+  EXPECT_FALSE(fs::exists(s.path("nul.h5")));
+}
+
 TEST(Hdf5, LeavesNoFileWhenATensorIsMissing) {
   Scratch s;
   auto writer = hdf5_writer(OutputStream::open(s.path("out.h5")), {});

@@ -1,0 +1,22 @@
+// Opening tensor files in a tool: the library lists what a file holds that cannot be a
+// tensor (TensorReader::skipped()) and says nothing; the tool tells the user, so that
+// nothing is lost in silence.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/tool.h"
+#include "tk/io/tensor_file.h"
+
+namespace tk::cli {
+
+// Warn on stderr, one line per object `reader` left out of the file at `path`:
+// "TOOL: warning: skipped 'NAME': REASON (FILE)". Printed even with -q: data is missing.
+void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::string& path);
+
+// io::open_reader(path, options), then warn_skipped.
+std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::string& path,
+                                              const io::ReadOptions& options = {});
+
+}  // namespace tk::cli

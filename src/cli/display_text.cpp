@@ -45,9 +45,10 @@ void append_hex_byte(std::string& out, uint8_t b) {
   out += buf;
 }
 
-}  // namespace
-
-std::string escape_text(std::string_view bytes) {
+// Walk `bytes` one UTF-8 sequence at a time: a byte that starts no well-formed sequence
+// goes out as "\xHH"; each sequence is handed to `emit(out, code, sequence)`.
+template <typename Emit>
+std::string transcode(std::string_view bytes, Emit emit) {
   std::string out;
   out.reserve(bytes.size());
   for (size_t i = 0; i < bytes.size();) {
@@ -57,6 +58,16 @@ std::string escape_text(std::string_view bytes) {
       append_hex_byte(out, static_cast<uint8_t>(bytes[i++]));
       continue;
     }
+    emit(out, code, bytes.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string escape_text(std::string_view bytes) {
+  return transcode(bytes, [](std::string& out, char32_t code, std::string_view seq) {
     switch (code) {
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
@@ -65,35 +76,24 @@ std::string escape_text(std::string_view bytes) {
       case '\0': out += "\\0"; break;
       default:
         if (is_hidden_control(code))
-          for (size_t k = 0; k < len; ++k) append_hex_byte(out, static_cast<uint8_t>(bytes[i + k]));
+          for (char b : seq) append_hex_byte(out, static_cast<uint8_t>(b));
         else
-          out.append(bytes.substr(i, len));
+          out += seq;
     }
-    i += len;
-  }
-  return out;
+  });
 }
 
 std::string escape_json_text(std::string_view json) {
-  std::string out;
-  out.reserve(json.size());
-  for (size_t i = 0; i < json.size();) {
-    char32_t code = 0;
-    size_t len = utf8_sequence(json, i, &code);
-    if (len == 0) {  // not from a dump; keep it unambiguous anyway
-      append_hex_byte(out, static_cast<uint8_t>(json[i++]));
-      continue;
-    }
+  // Malformed bytes cannot come from a dump; transcode keeps them unambiguous anyway.
+  return transcode(json, [](std::string& out, char32_t code, std::string_view seq) {
     if (code >= 0x7f && is_hidden_control(code)) {
       char buf[16];
       std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(code));
       out += buf;
     } else {
-      out.append(json.substr(i, len));
+      out += seq;
     }
-    i += len;
-  }
-  return out;
+  });
 }
 
 }  // namespace tk::cli

@@ -206,28 +206,17 @@ bool is_h5py_bool(hid_t type) {
   return true;
 }
 
-// h5py's complex64: a compound of size 8 with "r" at 0 and "i" at 4, both f32.
-bool is_h5py_complex64(hid_t type) {
-  if (H5Tget_size(type) != 8 || H5Tget_nmembers(type) != 2) return false;
+// h5py's complex numbers: a compound of two floats of `member`, "r" at 0 and "i" right
+// after it (complex64: f32, size 8; complex128: f64, size 16).
+bool is_h5py_complex(hid_t type, DType member_dtype) {
+  size_t half = static_cast<size_t>(dtype_bits(member_dtype)) / 8;
+  if (H5Tget_size(type) != 2 * half || H5Tget_nmembers(type) != 2) return false;
   const char* names[2] = {"r", "i"};
   for (unsigned i = 0; i < 2; ++i) {
-    if (member_name(type, i) != names[i] || H5Tget_member_offset(type, i) != 4 * i) return false;
+    if (member_name(type, i) != names[i] || H5Tget_member_offset(type, i) != half * i) return false;
     Hid member(H5Tget_member_type(type, i));
     if (!member.valid() || H5Tget_class(member.get()) != H5T_FLOAT) return false;
-    if (classify_float(member.get()) != DType::kF32) return false;
-  }
-  return true;
-}
-
-// h5py's complex128: as complex64, with f64 members at 0 and 8.
-bool is_h5py_complex128(hid_t type) {
-  if (H5Tget_size(type) != 16 || H5Tget_nmembers(type) != 2) return false;
-  const char* names[2] = {"r", "i"};
-  for (unsigned i = 0; i < 2; ++i) {
-    if (member_name(type, i) != names[i] || H5Tget_member_offset(type, i) != 8 * i) return false;
-    Hid member(H5Tget_member_type(type, i));
-    if (!member.valid() || H5Tget_class(member.get()) != H5T_FLOAT) return false;
-    if (classify_float(member.get()) != DType::kF64) return false;
+    if (classify_float(member.get()) != member_dtype) return false;
   }
   return true;
 }
@@ -241,7 +230,7 @@ std::string describe_unsupported_type(hid_t type) {
     case H5T_FLOAT: what = "floating-point data of a non-standard format"; break;
     case H5T_STRING: what = "string data"; break;
     case H5T_COMPOUND:
-      what = is_h5py_complex128(type) ? "complex128 data (no tensor dtype holds it)" : "compound (record) data";
+      what = is_h5py_complex(type, DType::kF64) ? "complex128 data (no tensor dtype holds it)" : "compound (record) data";
       break;
     case H5T_ENUM: what = "enum data other than h5py's bool"; break;
     case H5T_REFERENCE: what = "object or region references"; break;
@@ -265,7 +254,7 @@ std::optional<DType> classify_type(hid_t type) {
       if (is_h5py_bool(type)) result = DType::kBool;
       break;
     case H5T_COMPOUND:
-      if (is_h5py_complex64(type)) result = DType::kC64;
+      if (is_h5py_complex(type, DType::kF32)) result = DType::kC64;
       break;
     default: break;
   }

@@ -101,7 +101,13 @@ std::vector<uint8_t> manifest_encode(const Manifest& m) {
   json tensors = json::array();
   for (const auto& e : s.entries) tensors.push_back(entry_to_json(e));
   j["tensors"] = tensors;
-  std::string body = j.dump();
+  std::string body;
+  try {
+    body = j.dump();
+  } catch (const json::type_error&) {
+    // Names from HDF5 or .npz files may be any bytes; JSON holds only UTF-8.
+    throw invalid_input("a tensor name or metadata value is not valid UTF-8, which the manifest cannot hold");
+  }
   j["checksum"] = hash_hex(XXH3_64bits(body.data(), body.size()));
   std::string text = j.dump(1) + "\n";
   return {text.begin(), text.end()};

@@ -47,19 +47,9 @@ size_t utf8_invalid_at(std::span<const uint8_t> b) {
 
 std::string tensor_where(std::string_view name) {
   constexpr size_t kMaxShown = 96;
-  static const char kHex[] = "0123456789abcdef";
   std::string out = "tensor '";
-  size_t i = 0;
-  for (; i < name.size() && i < kMaxShown; ++i) {
-    auto c = static_cast<unsigned char>(name[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  size_t i = std::min(name.size(), kMaxShown);
+  out.append(name.substr(0, i));  // the CLI escapes it for display (src/cli/display_text.h)
   if (i < name.size()) {
     // Do not end inside a UTF-8 sequence.
     while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();

@@ -18,8 +18,8 @@ inline bool utf8_valid(std::string_view s) {
   return utf8_invalid_at({reinterpret_cast<const uint8_t*>(s.data()), s.size()}) == s.size();
 }
 
-// "tensor 'name'" for error locations: control bytes escaped as \xNN and very long
-// names shortened, so that an error message always stays on one line.
+// "tensor 'name'" for error locations, very long names shortened. The bytes are kept as
+// they are: the tools escape every message they print (src/cli/display_text.h).
 std::string tensor_where(std::string_view name);
 
 // Rank of a dtype in the reference implementation's Dtype enum (BOOL lowest, U64

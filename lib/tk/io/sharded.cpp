@@ -26,22 +26,12 @@ struct ShardIndex {
   std::map<std::string, std::string> weight_map;  // tensor -> shard file name
 };
 
-// A name from the file, quoted for a one-line message: control bytes as \xNN, long
-// names shortened.
+// A name from the file, quoted for a message, long names shortened. The bytes are kept
+// as they are: the tools escape every message they print (src/cli/display_text.h).
 std::string quote_name(std::string_view name) {
   constexpr size_t kMax = 200;
   std::string out = "'";
-  for (size_t i = 0; i < name.size() && i < kMax; ++i) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    if (c < 0x20 || c == 0x7f) {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  out.append(name.substr(0, std::min(name.size(), kMax)));
   if (name.size() > kMax) out += "...";
   return out + "'";
 }

@@ -90,7 +90,12 @@ std::string layout_metadata_merge(const std::optional<std::string>& previous,
   json tensors = json::object();
   for (const auto& [name, r] : records) tensors[name] = record_json(r);
   doc["quant"] = {{"version", kLayoutVersion}, {"tensors", std::move(tensors)}};
-  return doc.dump();
+  try {
+    return doc.dump();
+  } catch (const json::type_error&) {
+    // Names from HDF5 or .npz files may be any bytes; JSON holds only UTF-8.
+    throw invalid_input("a tensor name or metadata value is not valid UTF-8, which the JSON metadata cannot hold");
+  }
 }
 
 std::string layout_metadata_strip(const std::string& tk_value) {

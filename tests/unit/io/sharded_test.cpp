@@ -207,7 +207,7 @@ TEST(Sharded, MalformedIndexes) {
       {R"({"weight_map": {}})", m + "\"weight_map\" is empty"},
       {R"({"weight_map": {"w": 1}})", m + "shard of tensor 'w' is not a string"},
       {R"({"weight_map": {"w": "a.safetensors"}, "metadata": "x"})", m + "\"metadata\" is not an object"},
-      {R"({"weight_map": {"w\n": "a.safetensors"}})", "tensor 'w\\x0a' listed in the index is missing from shard "
+      {R"({"weight_map": {"w\n": "a.safetensors"}})", "tensor 'w\n' listed in the index is missing from shard "
                                                       "'a.safetensors'"},
   };
   for (const auto& [json, message] : cases) {

@@ -221,7 +221,7 @@ RandomAccess open_random_access(io::InputStream& in) {
       throw invalid_input("corrupt container footer");
     ra.index = parse_index({ra.file.data() + ra.footer.index_offset, ra.footer.index_bytes}, footer_bytes, ra.footer);
   } catch (const Error& e) {
-    throw Error(e.kind(), e.what(), in.name());
+    throw Error(e.kind(), e.message(), in.name());
   }
   return ra;
 }

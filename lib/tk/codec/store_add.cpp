@@ -276,7 +276,7 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
       corrupt.insert(s.key);
-      r.replaced_objects.push_back(std::string(e.what()) + " (" + e.where() + ")");
+      r.replaced_objects.push_back(e.message() + " (" + e.where() + ")");
     }
   }
 

@@ -188,7 +188,7 @@ Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size,
     if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input(std::string("corrupt object: ") + e.what(), ow);
+    throw invalid_input("corrupt object: " + e.message(), ow);
   }
   Buffer out;
   if (h.kind == StoreObjectKind::kBitx) {

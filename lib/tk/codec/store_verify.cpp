@@ -16,7 +16,7 @@ namespace {
 namespace fs = store_fs;
 namespace layout = store_layout;
 
-std::string error_line(const Error& e) { return e.where().empty() ? e.what() : std::string(e.what()) + " (" + e.where() + ")"; }
+std::string error_line(const Error& e) { return e.where().empty() ? e.message() : e.message() + " (" + e.where() + ")"; }
 
 enum class ObjectState { kGood, kBad, kMissing, kBadBase };
 
@@ -43,7 +43,7 @@ class ObjectChecker {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
       st = ObjectState::kBad;
-      why_.insert_or_assign(key, Error(e.kind(), e.what(), objects_.path(key)));
+      why_.insert_or_assign(key, Error(e.kind(), e.message(), objects_.path(key)));
     }
     state_[key] = st;
     return st;

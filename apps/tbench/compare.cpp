@@ -11,6 +11,7 @@
 #include "cli/report.h"
 #include "tbench.h"
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 
 namespace tk::tbench {
 namespace {
@@ -22,8 +23,8 @@ json load_results(const std::string& path) {
   if (!in) throw errno_error("failed to open for reading", path, errno);
   std::ostringstream text;
   text << in.rdbuf();
-  json doc = json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw invalid_input("not a JSON document", path);
+  json doc = json_parse(text.str(), "tbench results", path);
+  if (!doc.is_object()) throw invalid_input("not a JSON object", path);
   if (!doc.contains("schema") || !doc["schema"].is_string())
     throw invalid_input("not a tbench result file (no \"schema\")", path);
   std::string schema = doc["schema"].get<std::string>();

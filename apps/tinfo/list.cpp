@@ -40,8 +40,10 @@ struct Listing {
   json doc;
 };
 
+// The JSON object is built only when `with_json`: for a header of 10^6 tensors it costs
+// more than reading the header.
 Listing list_file(const cli::Tool& tool, const std::string& path, const ListOptions& options,
-                  cli::TensorSelection& selection) {
+                  cli::TensorSelection& selection, bool with_json) {
   auto reader = cli::open_reader(tool, path);
   const auto& infos = reader->tensors();
   std::vector<size_t> selected;
@@ -63,13 +65,14 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     const io::TensorInfo& info = infos[selected[k]];
     std::vector<std::string> row = {info.name, dtype_name(info.dtype), shape_to_string(info.shape),
                                     std::to_string(info.nbytes)};
-    json t = {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}, {"bytes", info.nbytes}};
     if (options.stats) {
       auto cells = stats_cells(stats[k]);
       row.insert(row.end(), cells.begin(), cells.end());
-      t["stats"] = stats_json(stats[k]);
     }
     table.add_row(std::move(row));
+    if (!with_json) continue;
+    json t = {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}, {"bytes", info.nbytes}};
+    if (options.stats) t["stats"] = stats_json(stats[k]);
     tensors.push_back(std::move(t));
   }
 
@@ -85,6 +88,7 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     listing.text += reader->metadata().empty() ? "metadata: none\n" : "metadata:\n";
     listing.text += cli::metadata_lines(reader->metadata());
   }
+  if (!with_json) return listing;
   json metadata = json::object();
   for (const auto& [key, value] : reader->metadata()) metadata[key] = value;
   listing.doc = {{"path", path}, {"format", io::format_name(reader->format())}, {"bytes", bytes},
@@ -99,7 +103,8 @@ int run_list(cli::Tool& tool, const ListOptions& options) {
   cli::check_binary_input(options.files, cli::stdin_is_terminal());
   cli::TensorSelection selection = common.selection();
   std::vector<Listing> listings;
-  for (const auto& path : options.files) listings.push_back(list_file(tool, path, options, selection));
+  for (const auto& path : options.files)
+    listings.push_back(list_file(tool, path, options, selection, common.json.has_value()));
   selection.check_all_patterns_used();
 
   if (common.text_report()) {

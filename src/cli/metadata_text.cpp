@@ -1,15 +1,20 @@
 #include "cli/metadata_text.h"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
+
+#include "tk/core/json_parse_internal.h"
 
 #include "cli/display_text.h"
 
 namespace tk::cli {
 
 std::string metadata_value_text(const std::string& value) {
-  auto parsed = nlohmann::ordered_json::parse(value, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_discarded() && (parsed.is_object() || parsed.is_array()))
-    return escape_json_text(parsed.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  // Objects and arrays compact on one line; anything else, and any value the JSON
+  // policy refuses (malformed, nested too deep, duplicate keys), as the raw string.
+  std::string_view first = value;
+  first.remove_prefix(std::min(first.find_first_not_of(" \t\r\n"), first.size()));
+  if (first.starts_with('{') || first.starts_with('['))
+    if (std::optional<std::string> compact = json_compact_if_valid(value)) return escape_json_text(*compact);
   return escape_text(value);
 }
 

@@ -1,7 +1,8 @@
 // File metadata in text reports: one "  key: value" line per key, in key order. Values
 // that hold a JSON object or array are shown re-serialised compactly on one line (key
-// order kept, DEL and C1 controls as \uXXXX); any other value, and every key, through
-// escape_text (display_text.h), so that one entry is always one line.
+// order kept, DEL and C1 controls as \uXXXX); any other value, any value the JSON policy
+// refuses (malformed, nested deeper than kJsonMaxDepth, duplicate keys), and every key,
+// through escape_text (display_text.h), so that one entry is always one line.
 #pragma once
 
 #include <string>

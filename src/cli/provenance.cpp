@@ -2,14 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tk/core/json_parse_internal.h"
+
 namespace tk::cli {
 
 std::string provenance_merge(const std::optional<std::string>& previous, const ProvenanceEntry& entry) {
   using nlohmann::json;
   json tk = json::object();
   if (previous) {
-    json parsed = json::parse(*previous, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object()) tk = std::move(parsed);
+    // A value that is not a JSON object within the policy (not JSON, or nested too
+    // deep) is kept verbatim as a string.
+    std::optional<json> parsed = json_parse_if_valid(*previous);
+    if (parsed && parsed->is_object()) tk = std::move(*parsed);
     else tk["previous"] = *previous;
   }
   json& provenance = tk["provenance"];

@@ -3,10 +3,10 @@
 #include <xxhash.h>
 
 #include <charconv>
-#include <nlohmann/json.hpp>
 
 #include "tk/ckpt/fileops.h"
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 
 namespace tk::ckpt {
 
@@ -114,8 +114,8 @@ std::vector<uint8_t> manifest_encode(const Manifest& m) {
 }
 
 Manifest manifest_decode(std::span<const uint8_t> bytes, const std::string& where) {
-  json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw invalid_input("manifest is not valid JSON", where);
+  json j = json_parse({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "checkpoint manifest", where);
+  if (!j.is_object()) throw invalid_input("checkpoint manifest is not a JSON object", where);
   Manifest m;
   try {
     if (j.value("format", "") != kManifestFormat) throw invalid_input("not a tensorkit checkpoint manifest", where);

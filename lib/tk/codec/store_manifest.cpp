@@ -4,6 +4,7 @@
 
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 
 namespace tk::codec {
 
@@ -85,8 +86,8 @@ std::vector<uint8_t> store_manifest_serialize(const StoreManifest& m) {
 }
 
 StoreManifest store_manifest_parse(std::span<const uint8_t> bytes, const std::string& where) {
-  json doc = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw invalid_input("manifest is not JSON", where);
+  json doc = json_parse({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "store manifest", where);
+  if (!doc.is_object()) throw invalid_input("store manifest is not a JSON object", where);
   if (parse_string(doc, "format", where, true) != kFormat) throw invalid_input("not a store manifest", where);
   if (!doc.contains("version") || doc["version"] != kVersion) throw invalid_input("unknown manifest version", where);
   StoreManifest m;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 
 namespace tk::decomp {
 
@@ -110,10 +111,11 @@ json decomp_json(const Decomposition& d) {
   return j;
 }
 
+// The tk value to merge into: anything but a JSON object within the policy counts as none.
 json parse_object(const std::optional<std::string>& text) {
   if (!text) return json::object();
-  json j = json::parse(*text, nullptr, false);
-  return j.is_object() ? j : json::object();
+  std::optional<json> j = json_parse_if_valid(*text);
+  return j && j->is_object() ? std::move(*j) : json::object();
 }
 
 }  // namespace
@@ -248,7 +250,8 @@ Tensor part_tensor(const Decomposition& d, const Part& part) {
 }
 
 std::vector<Decomposition> parse_decomp_metadata(const std::optional<std::string>& tk_value) {
-  json tk = parse_object(tk_value);
+  json tk = tk_value ? json_parse(*tk_value, "metadata value 'tk'") : json::object();
+  if (!tk.is_object()) tk = json::object();
   if (!tk.contains("decomp") || !tk["decomp"].is_object() || tk["decomp"].empty())
     throw invalid_input("no tdecomp metadata (not a tdecomp output)");
   std::vector<Decomposition> out;

@@ -4,13 +4,13 @@
 #include <array>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_set>
 
-#include <nlohmann/json.hpp>
-
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
 
@@ -98,38 +98,17 @@ namespace {
 using nlohmann::json;
 using detail::tensor_where;
 
-// serde_json's recursion limit: documents nested deeper than this are rejected.
-constexpr int kMaxJsonDepth = 127;
-
-// Tracks nesting and keys while nlohmann parses, to reject what its DOM would silently
-// merge: duplicate top-level keys (tensor names, __metadata__) and duplicate fields of a
+// Tracks keys while the header is parsed, to reject what a DOM would silently merge:
+// duplicate top-level keys (tensor names, __metadata__) and duplicate fields of a
 // tensor entry (which the reference rejects).
-struct ParseGuard {
-  int depth = 0;
+struct KeyGuard {
   std::string top_key;
   std::unordered_set<std::string> top_keys;
   std::array<bool, 3> seen_field{};
 
-  bool operator()(int, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (++depth > kMaxJsonDepth)
-          throw invalid_input("invalid JSON in header: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        if (depth == 2) seen_field = {};
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        --depth;
-        break;
-      case json::parse_event_t::key:
-        if (depth == 1) on_top_key(parsed.get_ref<const std::string&>());
-        else if (depth == 2 && top_key != "__metadata__") on_entry_field(parsed.get_ref<const std::string&>());
-        break;
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
+  void operator()(int depth, const std::string& key) {
+    if (depth == 1) on_top_key(key);
+    else if (depth == 2 && top_key != "__metadata__") on_entry_field(key);
   }
 
   void on_top_key(const std::string& key) {
@@ -138,6 +117,7 @@ struct ParseGuard {
       throw invalid_input("duplicate tensor name", tensor_where(key));
     }
     top_key = key;
+    seen_field = {};
   }
 
   void on_entry_field(const std::string& key) {
@@ -149,20 +129,6 @@ struct ParseGuard {
     }
   }
 };
-
-// nlohmann's messages start with "[json.exception.parse_error.101] "; keep the rest,
-// bounded and on one line.
-std::string json_error_text(const char* what) {
-  std::string s = what;
-  if (s.rfind("[json.exception.", 0) == 0) {
-    size_t close = s.find("] ");
-    if (close != std::string::npos) s.erase(0, close + 2);
-  }
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  if (s.size() > 200) s = s.substr(0, 200) + "...";
-  return s;
-}
 
 const json& require_field(const json& entry, const char* field, const std::string& where) {
   auto it = entry.find(field);
@@ -179,10 +145,7 @@ uint64_t unsigned_value(const json& v, const char* what, const std::string& wher
   throw invalid_input(std::string("expected an unsigned integer in ") + what + ", got " + v.type_name(), where);
 }
 
-struct Entry {
-  TensorInfo info;
-  uint64_t begin = 0, end = 0;
-};
+using Entry = detail::HeaderEntry;
 
 Entry parse_entry(const std::string& name, const json& value) {
   const std::string where = tensor_where(name);
@@ -235,6 +198,29 @@ Metadata parse_metadata(const json& value) {
   return out;
 }
 
+}  // namespace
+
+// Each member is checked as soon as it is read and then dropped, so that the DOM of one
+// entry is all that is held besides the table. The first error by key order wins, as
+// if the members had been checked after the whole text, sorted by name.
+void detail::header_table_from_members(std::string_view text, std::vector<Entry>& entries, Metadata& metadata) {
+  std::optional<std::pair<std::string, Error>> first_error;
+  auto on_member = [&](std::string&& key, json&& value) {
+    if (first_error && key > first_error->first) return;
+    try {
+      if (key == "__metadata__") metadata = parse_metadata(value);
+      else entries.push_back(parse_entry(key, value));
+    } catch (const Error& e) {
+      first_error.emplace(std::move(key), e);
+    }
+  };
+  std::optional<json> not_object = json_parse_members(text, "header", KeyGuard{}, on_member);
+  if (not_object) throw invalid_input(std::string("header is not a JSON object but ") + not_object->type_name());
+  if (first_error) throw first_error->second;
+}
+
+namespace {
+
 void append_json_string(std::string& out, std::string_view s) {
   // serde_json's escaping: the short escapes, \u00XX (lowercase) for other control
   // characters, everything else (DEL and non-ASCII UTF-8 included) as is.
@@ -268,47 +254,33 @@ void append_json_string(std::string& out, std::string_view s) {
 SafetensorsHeader safetensors_parse_header(std::span<const uint8_t> bytes) {
   size_t bad = detail::utf8_invalid_at(bytes);
   if (bad != bytes.size()) throw invalid_input("header is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-  // nlohmann skips a byte order mark; serde_json (the reference) does not.
-  if (bytes.size() >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF)
-    throw invalid_input("invalid JSON in header: starts with a byte order mark");
-
-  // nlohmann stops at a NUL byte as if the input ended there; JSON allows none
-  // (control characters inside strings must be escaped).
-  if (auto nul = std::find(bytes.begin(), bytes.end(), uint8_t{0}); nul != bytes.end())
-    throw invalid_input("invalid JSON in header: NUL byte at offset " + std::to_string(nul - bytes.begin()));
-
-  json root;
-  try {
-    root = json::parse(bytes.begin(), bytes.end(), ParseGuard{}, /*allow_exceptions=*/true);
-  } catch (const json::exception& e) {
-    throw invalid_input("invalid JSON in header: " + json_error_text(e.what()));
-  }
-  if (!root.is_object()) throw invalid_input(std::string("header is not a JSON object but ") + root.type_name());
-
+  // The usual header is read straight into the table; any other goes member by member.
   SafetensorsHeader header;
   std::vector<Entry> entries;
-  entries.reserve(root.size());
-  for (const auto& [key, value] : root.items()) {
-    if (key == "__metadata__") header.metadata = parse_metadata(value);
-    else entries.push_back(parse_entry(key, value));
+  std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (!detail::header_table_from_events(text, entries, header.metadata)) {
+    entries.clear();
+    header.metadata.clear();
+    detail::header_table_from_members(text, entries, header.metadata);
   }
 
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.begin, a.end, a.info.name) < std::tie(b.begin, b.end, b.info.name);
   });
   uint64_t cursor = 0;
+  header.offsets.reserve(entries.size());
+  header.tensors.reserve(entries.size());
   for (Entry& e : entries) {
-    const std::string where = tensor_where(e.info.name);
-    auto range = "data offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
-    if (e.end < e.begin) throw invalid_input(range + " end before they begin", where);
-    if (e.begin < cursor)
-      throw invalid_input(range + " overlap the previous tensor, which ends at " + std::to_string(cursor), where);
-    if (e.begin > cursor)
-      throw invalid_input(range + " leave a hole after the previous tensor, which ends at " + std::to_string(cursor), where);
+    auto fail = [&](const std::string& problem) {
+      return invalid_input("data offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] " + problem,
+                           tensor_where(e.info.name));
+    };
+    if (e.end < e.begin) throw fail("end before they begin");
+    if (e.begin < cursor) throw fail("overlap the previous tensor, which ends at " + std::to_string(cursor));
+    if (e.begin > cursor) throw fail("leave a hole after the previous tensor, which ends at " + std::to_string(cursor));
     if (e.end - e.begin != e.info.nbytes)
-      throw invalid_input(range + " hold " + std::to_string(e.end - e.begin) + " bytes but " + dtype_name(e.info.dtype) +
-                              " " + shape_to_string(e.info.shape) + " needs " + std::to_string(e.info.nbytes),
-                          where);
+      throw fail("hold " + std::to_string(e.end - e.begin) + " bytes but " + dtype_name(e.info.dtype) + " " +
+                 shape_to_string(e.info.shape) + " needs " + std::to_string(e.info.nbytes));
     cursor = e.end;
     header.offsets.push_back(e.begin);
     header.tensors.push_back(std::move(e.info));

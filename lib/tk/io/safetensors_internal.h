@@ -6,8 +6,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tk/core/dtype.h"
+#include "tk/io/tensor_file.h"
 
 namespace tk::io::detail {
 
@@ -21,6 +23,23 @@ inline bool utf8_valid(std::string_view s) {
 // "tensor 'name'" for error locations, very long names shortened. The bytes are kept as
 // they are: the tools escape every message they print (src/cli/display_text.h).
 std::string tensor_where(std::string_view name);
+
+// One tensor entry of a header, before the offsets are checked against each other.
+struct HeaderEntry {
+  TensorInfo info;
+  uint64_t begin = 0, end = 0;
+};
+
+// The header's tensor table built straight from parse events, for the usual header:
+// every entry an object with a known dtype, a shape of unsigned integers and two data
+// offsets, no duplicate name or field, metadata null or an object of strings. Returns
+// false, having filled nothing reliable, for any other header that parses (the caller
+// then parses it member by member, which names the problem); throws the JSON policy's
+// error for one that does not.
+bool header_table_from_events(std::string_view text, std::vector<HeaderEntry>& entries, Metadata& metadata);
+// The same for any header, member by member through a DOM of one entry at a time:
+// throws kInvalidInput naming the first problem (by key order, as the reference).
+void header_table_from_members(std::string_view text, std::vector<HeaderEntry>& entries, Metadata& metadata);
 
 // Rank of a dtype in the reference implementation's Dtype enum (BOOL lowest, U64
 // highest); its writer stores tensors by this rank, descending, then by name.

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <map>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
 #include "tk/io/safetensors.h"
 
 namespace tk::io {
@@ -53,30 +53,6 @@ bool plain_file_name(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-json parse_json_rejecting_duplicates(const std::string& text, const std::string& where) {
-  std::vector<std::set<std::string>> keys;  // keys seen in each open object
-  std::string duplicate;
-  auto check = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key && !keys.empty()) {
-      const auto& k = parsed.get_ref<const std::string&>();
-      if (!keys.back().insert(k).second && duplicate.empty()) duplicate = k;
-    }
-    return true;
-  };
-  json j;
-  try {
-    j = json::parse(text, check);
-  } catch (const json::exception& e) {
-    throw invalid_input(std::string("malformed shard index: ") + e.what(), where);
-  }
-  if (!duplicate.empty()) throw invalid_input("malformed shard index: duplicate key " + quote_name(duplicate), where);
-  return j;
-}
-
 ShardIndex parse_index(const std::string& index_path) {
   auto in = InputStream::open(index_path);
   if (in->size() && *in->size() > kShardIndexMaxBytes)
@@ -84,8 +60,7 @@ ShardIndex parse_index(const std::string& index_path) {
   Buffer bytes = in->read_all();
   if (bytes.size() > kShardIndexMaxBytes)
     throw invalid_input("shard index larger than " + std::to_string(kShardIndexMaxBytes) + " bytes", index_path);
-  json j = parse_json_rejecting_duplicates(
-      std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()), index_path);
+  json j = json_parse({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "shard index", index_path);
 
   if (!j.is_object()) throw invalid_input("malformed shard index: not a JSON object", index_path);
   ShardIndex index;

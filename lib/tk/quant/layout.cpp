@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tk/core/json_parse_internal.h"
 #include "tk/io/tensor_file.h"
 
 namespace tk::quant {
@@ -80,9 +81,9 @@ std::string layout_metadata_merge(const std::optional<std::string>& previous,
                                   const std::map<std::string, LayoutRecord>& records) {
   json doc = json::object();
   if (previous) {
-    json parsed = json::parse(*previous, nullptr, false);
-    if (parsed.is_object()) {
-      doc = std::move(parsed);
+    std::optional<json> parsed = json_parse_if_valid(*previous);
+    if (parsed && parsed->is_object()) {
+      doc = std::move(*parsed);
     } else {
       doc["previous"] = *previous;
     }
@@ -99,14 +100,14 @@ std::string layout_metadata_merge(const std::optional<std::string>& previous,
 }
 
 std::string layout_metadata_strip(const std::string& tk_value) {
-  json doc = json::parse(tk_value, nullptr, false);
-  if (!doc.is_object()) return tk_value;
-  doc.erase("quant");
-  return doc.dump();
+  std::optional<json> doc = json_parse_if_valid(tk_value);
+  if (!doc || !doc->is_object()) return tk_value;
+  doc->erase("quant");
+  return doc->dump();
 }
 
 std::map<std::string, LayoutRecord> layout_metadata_parse(const std::string& tk_value) {
-  json doc = json::parse(tk_value, nullptr, false);
+  json doc = json_parse(tk_value, "metadata value 'tk'");
   if (!doc.is_object()) throw invalid_input("the tk metadata is not a JSON object");
   auto quant = doc.find("quant");
   if (quant == doc.end() || !quant->is_object()) {

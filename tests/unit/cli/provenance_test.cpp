@@ -39,6 +39,17 @@ TEST(Provenance, NonObjectJsonIsKeptUnderPrevious) {
   EXPECT_EQ(merged["provenance"].size(), 1u);
 }
 
+// JSON nested deeper than the policy allows is kept as text: merging it as an object
+// would give a document that no one can dump without recursing 10^5 levels.
+TEST(Provenance, TooDeepJsonIsKeptUnderPrevious) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "0" + std::string(100000, '}');
+  json merged = json::parse(provenance_merge(deep, kEntry));
+  EXPECT_EQ(merged["previous"], deep);
+  EXPECT_EQ(merged["provenance"], json::array({kEntryJson}));
+}
+
 TEST(Provenance, NonArrayProvenanceBecomesTheFirstElement) {
   json merged = json::parse(provenance_merge(std::string(R"({"provenance":"old"})"), kEntry));
   EXPECT_EQ(merged["provenance"], json::array({"old", kEntryJson}));

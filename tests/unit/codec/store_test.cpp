@@ -507,7 +507,9 @@ TEST(StoreManifest, RejectsMalformedManifests) {
   };
   for (auto bad : {text("\"size\": 10", "\"size\": 11"), text("\"offset\": 0", "\"offset\": 1"),
                    text("\"kind\": \"opaque\"", "\"kind\": \"x\""), text("\"version\": 1", "\"version\": 2"),
-                   text("\"key\": \"00", "\"key\": \"zz"), text("{", "[")}) {
+                   text("\"key\": \"00", "\"key\": \"zz"), text("{", "["),
+                   text("\"name\": \"m\"", "\"name\": \"m\", \"name\": \"n\""),
+                   text("\"base\": \"\"", "\"base\": " + std::string(100000, '[') + std::string(100000, ']'))}) {
     EXPECT_EQ(kind_of([&] { store_manifest_parse(bad, "m"); }), ErrorKind::kInvalidInput);
   }
 }

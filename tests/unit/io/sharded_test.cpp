@@ -192,7 +192,7 @@ TEST(Sharded, DuplicateNames) {
                "tensor 'w' is stored in both shard 'a.safetensors' and shard 'b.safetensors'", index);
   index = dir.write("j.json", index_json(R"({"w": "a.safetensors", "w": "a.safetensors"})"));
   expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput,
-               "malformed shard index: duplicate key 'w'", index);
+               "invalid JSON in shard index: duplicate key \"w\"", index);
 }
 
 TEST(Sharded, MalformedIndexes) {
@@ -221,7 +221,7 @@ TEST(Sharded, MalformedIndexes) {
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    EXPECT_EQ(std::string(e.what()).rfind(m, 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("invalid JSON in shard index: ", 0), 0u) << e.what();
   }
   index = dir.write("k.json", index_json(R"({"w": "not.safetensors"})"));
   expect_error_exact([&] { sharded_open(index, {}); }, ErrorKind::kInvalidInput, "shard is not a safetensors file",

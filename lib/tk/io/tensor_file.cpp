@@ -78,17 +78,22 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
   // safetensors: u64 little-endian header length, then JSON starting with '{'
   // (the reference reader accepts leading whitespace).
+  bool json_after_prefix = false;
   if (head.size() >= 9) {
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
     size_t i = 8;
     while (i < head.size() && is_space(head[i])) ++i;
-    if (n >= 2 && n <= kSafetensorsMaxHeader && i < head.size() && head[i] == '{') return FileFormat::kSafetensors;
+    json_after_prefix = i < head.size() && head[i] == '{';
+    if (n >= 2 && n <= kSafetensorsMaxHeader && json_after_prefix) return FileFormat::kSafetensors;
   }
   // A JSON object at the start: a shard index.
   size_t i = 0;
   while (i < head.size() && is_space(head[i])) ++i;
   if (i < head.size() && head[i] == '{') return FileFormat::kShardIndex;
+  // A length prefix out of bounds before the JSON is still safetensors, so that its
+  // reader names the problem ("header length ... exceeds the limit").
+  if (json_after_prefix) return FileFormat::kSafetensors;
   return FileFormat::kUnknown;
 }
 
@@ -137,7 +142,9 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
       case FileFormat::kNpy:
         return npy_open(std::move(in), path == "-" ? std::string("tensor") : path_stem(path), options);
       case FileFormat::kShardIndex:
-        if (path == "-") throw usage_error("a sharded index must be opened by path, not from stdin");
+        // An index names files beside it: from a stream it could only resolve them
+        // against the working directory.
+        if (path == "-") throw invalid_input("a sharded index cannot be read from stdin (the input starts with '{')");
         in.reset();
         return sharded_open(path, options);
       case FileFormat::kTkz:

@@ -204,6 +204,9 @@ TEST(FormatDetect, ByContent) {
   EXPECT_EQ(detect(std::string("\x89HDF\r\n\x1a\n\0\0", 10)), FileFormat::kHdf5);
   EXPECT_EQ(detect(std::string("\x93NUMPY\x01\x00", 8)), FileFormat::kNpy);
   EXPECT_EQ(detect("  {\"weight_map\": {}}"), FileFormat::kShardIndex);
+  // Out-of-bounds lengths are still safetensors, for the reader to name the problem.
+  EXPECT_EQ(detect(std::string("\x00\x00\x00\x10\x00\x00\x00\x00{}", 10)), FileFormat::kSafetensors);
+  EXPECT_EQ(detect(std::string("\x01\x00\x00\x00\x00\x00\x00\x00{", 9)), FileFormat::kSafetensors);
   EXPECT_EQ(detect("hello"), FileFormat::kUnknown);
   EXPECT_EQ(detect(""), FileFormat::kUnknown);
 }

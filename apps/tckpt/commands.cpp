@@ -108,9 +108,11 @@ int run_save(cli::Tool& tool, const SaveOptions& o) {
   return cli::kExitOk;
 }
 
+// A step whose manifest cannot be read is listed as "invalid" with the others, and
+// the listing then fails with that error (exit 3).
 int run_ls(cli::Tool& tool, const StepOptions& o) {
   auto ck = open_read_only(o.dir);
-  std::vector<ckpt::StepInfo> steps = ck->list();
+  std::vector<ckpt::StepListing> steps = ck->list_each();
   std::set<uint64_t> durable;
   if (!o.durable.empty()) {
     auto tier = open_read_only(o.durable);
@@ -118,7 +120,18 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
   }
   cli::TextTable table({"STEP", "CREATED", "TENSORS", "SIZE", "STORED", "STATE", "PARENT"});
   json rows = json::array();
-  for (const auto& s : steps) {
+  std::vector<const Error*> invalid;
+  for (const auto& listed : steps) {
+    if (listed.error) {
+      invalid.push_back(&*listed.error);
+      table.add_row({std::to_string(listed.step), "-", "-", "-", "-", "invalid", "-"});
+      const Error& e = *listed.error;
+      rows.push_back({{"step", listed.step},
+                      {"state", "invalid"},
+                      {"error", (e.where().empty() ? "" : e.where() + ": ") + e.what()}});
+      continue;
+    }
+    const ckpt::StepInfo& s = *listed.info;
     bool flushed = durable.count(s.step) > 0;
     std::string state = flushed ? "flushed" : "committed";
     table.add_row({std::to_string(s.step), s.created, std::to_string(s.tensors), cli::format_bytes(s.logical_bytes),
@@ -134,6 +147,10 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
   }
   if (tool.options().text_report()) cli::write_stdout(table.render());
   if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", rows}}, *tool.options().json);
+  if (!invalid.empty()) {
+    std::string count = invalid.size() > 1 ? fmt::format(" (and {} more invalid steps)", invalid.size() - 1) : "";
+    throw Error(ErrorKind::kInvalidInput, invalid.front()->what() + count, invalid.front()->where());
+  }
   return cli::kExitOk;
 }
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "tk/core/error.h"
 #include "tk/core/tensor.h"
 
 namespace tk::ckpt {
@@ -120,6 +121,13 @@ struct StepInfo {
   std::vector<TensorEntry> entries;
 };
 
+// One committed step as listed: its manifest, or the error reading it raised.
+struct StepListing {
+  uint64_t step = 0;
+  std::optional<StepInfo> info;
+  std::optional<Error> error;  // set when info is not
+};
+
 struct VerifyReport {
   uint64_t step = 0;
   size_t tensors_checked = 0;
@@ -171,8 +179,12 @@ class Checkpointer {
   virtual std::optional<uint64_t> latest() const = 0;
   // Committed step numbers, ascending, without reading their manifests.
   virtual std::vector<uint64_t> steps() const = 0;
-  // Committed steps, oldest first, read from their manifests.
+  // Committed steps, oldest first, read from their manifests; throws the first
+  // manifest's error that cannot be read.
   virtual std::vector<StepInfo> list() const = 0;
+  // The same, but a step whose manifest cannot be read (damaged, hostile) is listed with
+  // its error instead of hiding the steps after it.
+  virtual std::vector<StepListing> list_each() const = 0;
   // One step's manifest; throws kInvalidInput when the step does not exist or its
   // manifest is damaged.
   virtual StepInfo info(uint64_t step) const = 0;

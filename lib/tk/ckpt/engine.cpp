@@ -79,6 +79,7 @@ class Engine final : public Checkpointer {
   std::optional<uint64_t> latest() const override;
   std::vector<uint64_t> steps() const override { return committed_steps(dir_); }
   std::vector<StepInfo> list() const override;
+  std::vector<StepListing> list_each() const override;
   StepInfo info(uint64_t step) const override;
   std::vector<NamedTensor> restore(uint64_t step) const override;
   void restore_into(uint64_t step, std::span<NamedTensor> targets) const override;
@@ -603,11 +604,14 @@ std::optional<uint64_t> Engine::latest() const {
   return steps.back();
 }
 
-std::vector<StepInfo> Engine::list() const {
-  std::vector<StepInfo> steps = list_steps(dir_);
+std::vector<StepInfo> Engine::list() const { return listed_infos(list_each()); }
+
+std::vector<StepListing> Engine::list_each() const {
+  std::vector<StepListing> steps = list_steps_each(dir_);
   if (!options_.durable_dir.empty()) {
     auto durable = committed_steps(options_.durable_dir);
-    for (auto& s : steps) s.durable = std::binary_search(durable.begin(), durable.end(), s.step);
+    for (auto& s : steps)
+      if (s.info) s.info->durable = std::binary_search(durable.begin(), durable.end(), s.step);
   }
   return steps;
 }

@@ -106,9 +106,28 @@ void uncommit_step(const std::string& dir, uint64_t step) noexcept {
   }
 }
 
-std::vector<StepInfo> list_steps(const std::string& dir) {
+std::vector<StepInfo> list_steps(const std::string& dir) { return listed_infos(list_steps_each(dir)); }
+
+std::vector<StepInfo> listed_infos(std::vector<StepListing> listed) {
   std::vector<StepInfo> steps;
-  for (uint64_t s : committed_steps(dir)) steps.push_back(read_manifest(dir + "/" + step_dir_name(s)).info);
+  for (StepListing& s : listed) {
+    if (s.error) throw *s.error;
+    steps.push_back(std::move(*s.info));
+  }
+  return steps;
+}
+
+std::vector<StepListing> list_steps_each(const std::string& dir) {
+  std::vector<StepListing> steps;
+  for (uint64_t s : committed_steps(dir)) {
+    StepListing& listed = steps.emplace_back();
+    listed.step = s;
+    try {
+      listed.info = read_manifest(dir + "/" + step_dir_name(s)).info;
+    } catch (const Error& e) {
+      listed.error = e;
+    }
+  }
   return steps;
 }
 

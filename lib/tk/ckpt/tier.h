@@ -29,8 +29,12 @@ void remove_step(const std::string& dir, uint64_t step);
 // rename aside fails too, unlink its manifest (which un-commits it) and remove the rest;
 // then point `latest` at what is left. Best effort, never throws.
 void uncommit_step(const std::string& dir, uint64_t step) noexcept;
-// Manifests of every committed step, oldest first.
+// Manifests of every committed step, oldest first: the first that cannot be read
+// throws (list_steps), or each is listed with its error (list_steps_each).
 std::vector<StepInfo> list_steps(const std::string& dir);
+std::vector<StepListing> list_steps_each(const std::string& dir);
+// The infos of a listing; throws the first step's error.
+std::vector<StepInfo> listed_infos(std::vector<StepListing> listed);
 // The steps a step needs to be read: its parent and every step its entries take bytes
 // from (references and XOR bases).
 std::vector<uint64_t> step_dependencies(const StepInfo& step);

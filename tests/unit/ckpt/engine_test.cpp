@@ -239,6 +239,27 @@ TEST(Checkpoint, CorruptionIsReportedNamingTheTensor) {
   EXPECT_FALSE(ck->verify(3).ok());
 }
 
+// A manifest nested 10^5 levels deep is refused, by list() as a whole and by
+// list_each() for that step only; verify fails that step and passes the others.
+TEST(Checkpoint, DeepManifestIsListedAsInvalid) {
+  test::TempDir tmp;
+  std::string dir = tmp.path() + "/ck";
+  auto ck = Checkpointer::open(dir);
+  for (uint64_t step : {1, 2, 3}) ck->save(step, make_state(step));
+  std::ofstream(dir + "/step-2/manifest.json") << std::string(100000, '[') << std::string(100000, ']');
+  test::expect_error_exact([&] { ck->list(); }, ErrorKind::kInvalidInput,
+                           "invalid JSON in checkpoint manifest: nested deeper than 127 levels",
+                           dir + "/step-2/manifest.json");
+  std::vector<StepListing> listed = ck->list_each();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_TRUE(listed[0].info && !listed[0].error && listed[0].info->step == 1);
+  EXPECT_TRUE(!listed[1].info && listed[1].error && listed[1].step == 2);
+  EXPECT_TRUE(listed[2].info && listed[2].info->step == 3);
+  EXPECT_TRUE(ck->verify(1).ok());
+  EXPECT_FALSE(ck->verify(2).ok());
+  EXPECT_TRUE(ck->verify(3).ok());
+}
+
 TEST(Checkpoint, RestoreIntoCallerBuffers) {
   test::TempDir tmp;
   auto ck = Checkpointer::open(tmp.path() + "/ck");

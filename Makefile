@@ -5,7 +5,7 @@
 BUILD    ?= build
 NATIVE   ?= 1
 JOBS     ?= $(shell nproc)
-FUZZ_SECONDS ?= 300
+FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
@@ -45,12 +45,18 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
-# libFuzzer on the safetensors parser for FUZZ_SECONDS (clang).
+# Every libFuzzer target (tests/fuzz) for FUZZ_SECONDS each (clang), each from its
+# committed seeds (tests/fuzz/corpus/NAME) in a working corpus under fuzz-corpus/NAME.
+FUZZ_TARGETS := safetensors tkz json ckpt_manifest store_manifest
 fuzz: deps
 	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_FUZZ=ON
-	@cmake --build build-fuzz -j$(JOBS) --target fuzz_safetensors
+	@cmake --build build-fuzz -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@mkdir -p fuzz-corpus/safetensors && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
-	./build-fuzz/tests/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 fuzz-corpus/safetensors
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p fuzz-corpus/$$t; cp -n tests/fuzz/corpus/$$t/* fuzz-corpus/$$t/ 2>/dev/null || true; \
+	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)"; \
+	  ./build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 fuzz-corpus/$$t; \
+	done
 
 # Crash-consistency proof of the checkpoint engine: 200 SIGKILLs at random points of a
 # saving writer, then faults injected into every write, fsync and rename of a save.

@@ -183,13 +183,18 @@ class ContainerWriter {
 }  // namespace
 
 TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const TkzCompressOptions& options) {
-  const io::FileFormat format = io::detect_format(in);
+  io::FileFormat format = io::detect_format(in);
   if (format == io::FileFormat::kTkz) throw usage_error("input is already a .tkz container", in.name());
   if (options.opaque_record_bytes == 0) throw usage_error("opaque record size must be positive");
   // A damaged tensor file is told apart by its first bytes and its size: known now for
   // a file (so that a refusal comes first), at the end for a pipe.
   const std::span<const uint8_t> peeked = in.peek(io::kFormatDamageHead);
   const std::vector<uint8_t> head(peeked.begin(), peeked.end());
+  // Detection calls a file with an out-of-bounds header length safetensors, so that
+  // readers name the length; here it is kept as opaque bytes, with the warning below.
+  const uint64_t size_hint = in.size() ? *in.size() - in.position() : UINT64_MAX;
+  if (format == io::FileFormat::kSafetensors && io::format_damage(format, head, size_hint))
+    format = io::FileFormat::kUnknown;
   std::string damage;
   auto check_damage = [&](uint64_t size) {
     if (auto d = io::format_damage(format, head, size)) {

@@ -21,9 +21,12 @@ std::optional<FormatDamage> safetensors_damage(std::span<const uint8_t> head, ui
   while (i < head.size() && is_space(head[i])) ++i;
   if (i >= head.size() || head[i] != '{') return std::nullopt;
   const uint64_t n = load_le(head, 0, 8);
-  // Detection refused it, so the length is what is wrong; say how.
+  // Detection takes such a file for safetensors (so that its reader names the length)
+  // or for nothing; either way only the length can be wrong. Say how, if it is.
   const char* why = n > size - 8 ? "beyond the end of the file" : n > kSafetensorsMaxHeader ? "beyond the 100 MB limit"
-                                                                                         : "too short for a header";
+                    : n < 2                                                             ? "too short for a header"
+                                                                                        : nullptr;
+  if (why == nullptr) return std::nullopt;
   return FormatDamage{FileFormat::kSafetensors, fmt::format("its header length {} is {}", n, why)};
 }
 
@@ -57,7 +60,8 @@ std::optional<FormatDamage> hdf5_damage(std::span<const uint8_t> head, uint64_t 
 std::optional<FormatDamage> format_damage(FileFormat detected, std::span<const uint8_t> head, uint64_t size) {
   head = head.first(std::min(head.size(), kFormatDamageHead));
   if (detected == FileFormat::kHdf5) return hdf5_damage(head, size);
-  if (detected == FileFormat::kUnknown && head.size() >= 9) return safetensors_damage(head, size);
+  if ((detected == FileFormat::kUnknown || detected == FileFormat::kSafetensors) && head.size() >= 9 && size >= 8)
+    return safetensors_damage(head, size);
   return std::nullopt;
 }
 

@@ -22,8 +22,9 @@ struct FormatDamage {
 
 // Why a file of `size` bytes whose first bytes are `head` (up to kFormatDamageHead of
 // them), detected as `detected`, looks like a tensor file that does not parse:
-//  - safetensors: detected as no format, but bytes 8.. open a JSON object, so only the
-//    8-byte header length is wrong (beyond the file or the 100 MB limit);
+//  - safetensors: bytes 8.. open a JSON object but the 8-byte header length is out of
+//    bounds (beyond the file, over the 100 MB limit, or under 2), whether detection took
+//    it for safetensors (it does, so that readers name the length) or for nothing;
 //  - HDF5: the superblock is cut short, of an unknown version, or ends the file past
 //    its last byte (a truncated copy).
 // nullopt when the file looks like what it was detected as (or like nothing known).

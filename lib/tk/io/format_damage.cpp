@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tk/io/safetensors.h"
+#include "tk/io/safetensors_internal.h"
 
 namespace tk::io {
 
@@ -14,13 +15,10 @@ uint64_t load_le(std::span<const uint8_t> bytes, size_t at, size_t width) {
   return v;
 }
 
-bool is_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 std::optional<FormatDamage> safetensors_damage(std::span<const uint8_t> head, uint64_t size) {
-  size_t i = 8;
-  while (i < head.size() && is_space(head[i])) ++i;
-  if (i >= head.size() || head[i] != '{') return std::nullopt;
-  const uint64_t n = load_le(head, 0, 8);
+  const std::optional<detail::SafetensorsPrefix> prefix = detail::safetensors_prefix(head);
+  if (!prefix || !prefix->json_follows) return std::nullopt;
+  const uint64_t n = prefix->header_bytes;
   // Detection takes such a file for safetensors (so that its reader names the length)
   // or for nothing; either way only the length can be wrong. Say how, if it is.
   const char* why = n > size - 8 ? "beyond the end of the file" : n > kSafetensorsMaxHeader ? "beyond the 100 MB limit"

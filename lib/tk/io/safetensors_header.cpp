@@ -45,6 +45,16 @@ size_t utf8_invalid_at(std::span<const uint8_t> b) {
   return n;
 }
 
+std::optional<SafetensorsPrefix> safetensors_prefix(std::span<const uint8_t> head) {
+  if (head.size() < 9) return std::nullopt;
+  SafetensorsPrefix p;
+  for (int i = 7; i >= 0; --i) p.header_bytes = (p.header_bytes << 8) | head[i];
+  size_t i = 8;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) ++i;
+  p.json_follows = i < head.size() && head[i] == '{';
+  return p;
+}
+
 std::string tensor_where(std::string_view name) {
   constexpr size_t kMaxShown = 96;
   std::string out = "tensor '";

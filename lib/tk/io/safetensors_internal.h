@@ -1,8 +1,9 @@
-// Helpers shared by the safetensors header parser, reader and writer (not a public
-// interface: include only from lib/tk/io/safetensors_*.cpp and tests).
+// Helpers shared by the safetensors header parser, reader and writer, and by format
+// detection (not a public interface: include only from lib/tk/io and tests).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,15 @@ size_t utf8_invalid_at(std::span<const uint8_t> bytes);
 inline bool utf8_valid(std::string_view s) {
   return utf8_invalid_at({reinterpret_cast<const uint8_t*>(s.data()), s.size()}) == s.size();
 }
+
+// The start of a safetensors file: the 8-byte little-endian header length and whether a
+// JSON object follows it (after whitespace, which the reference reader allows). Format
+// detection and damage reports read it alike; nullopt for fewer than 9 bytes.
+struct SafetensorsPrefix {
+  uint64_t header_bytes = 0;
+  bool json_follows = false;
+};
+std::optional<SafetensorsPrefix> safetensors_prefix(std::span<const uint8_t> head);
 
 // "tensor 'name'" for error locations, very long names shortened. The bytes are kept as
 // they are: the tools escape every message they print (src/cli/display_text.h).

@@ -9,6 +9,7 @@
 #include "tk/io/hdf5.h"
 #include "tk/io/npy.h"
 #include "tk/io/safetensors.h"
+#include "tk/io/safetensors_internal.h"
 #include "tk/io/sharded.h"
 
 namespace tk::io {
@@ -76,17 +77,11 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 8 && std::memcmp(head.data(), kHdf5Magic, 8) == 0) return FileFormat::kHdf5;
   if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
-  // safetensors: u64 little-endian header length, then JSON starting with '{'
-  // (the reference reader accepts leading whitespace).
-  bool json_after_prefix = false;
-  if (head.size() >= 9) {
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | head[i];
-    size_t i = 8;
-    while (i < head.size() && is_space(head[i])) ++i;
-    json_after_prefix = i < head.size() && head[i] == '{';
-    if (n >= 2 && n <= kSafetensorsMaxHeader && json_after_prefix) return FileFormat::kSafetensors;
-  }
+  // safetensors: u64 little-endian header length, then JSON starting with '{'.
+  const std::optional<detail::SafetensorsPrefix> prefix = detail::safetensors_prefix(head);
+  const bool json_after_prefix = prefix && prefix->json_follows;
+  if (json_after_prefix && prefix->header_bytes >= 2 && prefix->header_bytes <= kSafetensorsMaxHeader)
+    return FileFormat::kSafetensors;
   // A JSON object at the start: a shard index.
   size_t i = 0;
   while (i < head.size() && is_space(head[i])) ++i;

@@ -135,10 +135,15 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
     const LossyFrameInfo claim = lossy_inspect(frame);
     if (claim.dtype != info->dtype || claim.shape != info->shape)
       throw invalid_input("lossy frame does not match the tensor's dtype and shape");
-    Tensor t = lossy_decode(frame);
-    if (t.dtype() != info->dtype || t.shape() != info->shape || t.nbytes() != r.decoded)
-      throw invalid_input("lossy frame does not match the tensor's dtype and shape");
-    deliver(t.buffer(), sink);
+    uint64_t done = 0;
+    lossy_decode_stream(
+        frame,
+        [&](Buffer piece) {
+          done += piece.size();
+          sink(std::move(piece));
+        },
+        options.threads);
+    if (done != r.decoded) throw internal_error("lossy record decoded to another size");
     return;
   }
 

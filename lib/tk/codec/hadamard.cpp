@@ -37,26 +37,39 @@ void check_padded(uint64_t padded_cols) {
 
 enum class Direction { kForward, kInverse };
 
-void transform_rows(float* data, uint64_t rows, uint64_t padded_cols, uint64_t seed, Direction direction) {
+// Transform columns [first, first + count) of `rows` rows whose full length is
+// `padded_cols`; the rows hold just those columns, contiguously.
+void transform_rows(float* data, uint64_t rows, uint64_t padded_cols, uint64_t first, uint64_t count, uint64_t seed,
+                    Direction direction) {
   check_padded(padded_cols);
-  const std::vector<float> signs = hadamard_signs(seed, padded_cols);
-  const std::vector<uint32_t> blocks = hadamard_blocks(padded_cols);
+  std::vector<uint32_t> blocks;
+  uint64_t at = 0;
+  for (uint32_t n : hadamard_blocks(padded_cols)) {
+    if (at >= first && at < first + count) blocks.push_back(n);
+    at += n;
+  }
+  uint64_t covered = 0;
+  for (uint32_t n : blocks) covered += n;
+  if (first % kHadamardMaxBlock != 0 || first + count > padded_cols || covered != count)
+    throw internal_error("Hadamard rotation: columns " + std::to_string(first) + "+" + std::to_string(count) +
+                         " do not fall on block boundaries");
+  const std::vector<float> signs = hadamard_signs(seed, first, count);
   const auto one_row = [&](float* row) {
     if (direction == Direction::kForward)
-      for (uint64_t c = 0; c < padded_cols; ++c) row[c] *= signs[c];
+      for (uint64_t c = 0; c < count; ++c) row[c] *= signs[c];
     uint64_t begin = 0;
     for (uint32_t n : blocks) {
       walsh_hadamard(row + begin, n);
       begin += n;
     }
     if (direction == Direction::kInverse)
-      for (uint64_t c = 0; c < padded_cols; ++c) row[c] *= signs[c];
+      for (uint64_t c = 0; c < count; ++c) row[c] *= signs[c];
   };
-  if (rows * padded_cols >= (uint64_t{1} << 16)) {
+  if (rows * count >= (uint64_t{1} << 16)) {
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) one_row(data + static_cast<uint64_t>(r) * padded_cols);
+    for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) one_row(data + static_cast<uint64_t>(r) * count);
   } else {
-    for (uint64_t r = 0; r < rows; ++r) one_row(data + r * padded_cols);
+    for (uint64_t r = 0; r < rows; ++r) one_row(data + r * count);
   }
 }
 
@@ -83,9 +96,11 @@ std::vector<uint32_t> hadamard_blocks(uint64_t padded_cols) {
   return blocks;
 }
 
-std::vector<float> hadamard_signs(uint64_t seed, uint64_t count) {
+std::vector<float> hadamard_signs(uint64_t seed, uint64_t first, uint64_t count) {
+  if (first % 64 != 0) throw internal_error("Hadamard signs must start at a multiple of 64 columns");
   std::vector<float> signs(count);
-  uint64_t state = seed;
+  // splitmix64 is a counter: the word of columns [64 w, 64 w + 64) is the w-th output.
+  uint64_t state = seed + first / 64 * 0x9E3779B97F4A7C15ull;
   uint64_t bits = 0;
   for (uint64_t c = 0; c < count; ++c) {
     if (c % 64 == 0) bits = splitmix64(state);
@@ -101,11 +116,16 @@ void walsh_hadamard(float* x, uint64_t n) {
 }
 
 void hadamard_rotate(float* data, uint64_t rows, uint64_t padded_cols, uint64_t seed) {
-  transform_rows(data, rows, padded_cols, seed, Direction::kForward);
+  transform_rows(data, rows, padded_cols, 0, padded_cols, seed, Direction::kForward);
 }
 
 void hadamard_unrotate(float* data, uint64_t rows, uint64_t padded_cols, uint64_t seed) {
-  transform_rows(data, rows, padded_cols, seed, Direction::kInverse);
+  transform_rows(data, rows, padded_cols, 0, padded_cols, seed, Direction::kInverse);
+}
+
+void hadamard_unrotate_columns(float* data, uint64_t rows, uint64_t padded_cols, uint64_t first, uint64_t count,
+                               uint64_t seed) {
+  transform_rows(data, rows, padded_cols, first, count, seed, Direction::kInverse);
 }
 
 }  // namespace tk::codec

@@ -24,14 +24,22 @@ uint64_t hadamard_padded_cols(uint64_t cols);
 // as often as it fits. 1008 -> 512 256 128 64 32 16; 3072 -> 1024 1024 1024.
 std::vector<uint32_t> hadamard_blocks(uint64_t padded_cols);
 
-// The random signs (+1 / -1) of the first `count` columns for `seed`.
-std::vector<float> hadamard_signs(uint64_t seed, uint64_t count);
+// The random signs (+1 / -1) of columns [first, first + count) for `seed`; `first` is a
+// multiple of 64.
+std::vector<float> hadamard_signs(uint64_t seed, uint64_t first, uint64_t count);
 
 // Rotate `rows` rows of `padded_cols` floats each (row-major, contiguous) in place.
 // Rows run in parallel (OpenMP) when there are many.
 void hadamard_rotate(float* data, uint64_t rows, uint64_t padded_cols, uint64_t seed);
 // Undo hadamard_rotate with the same seed (exact up to float rounding).
 void hadamard_unrotate(float* data, uint64_t rows, uint64_t padded_cols, uint64_t seed);
+
+// Undo the rotation of columns [first, first + count) of rows `padded_cols` long, for
+// rows that hold just those columns (`count` floats each, contiguous). The range must
+// fall on block boundaries: `first` a multiple of kHadamardMaxBlock, and `first + count`
+// one too or the end of the row. Lets a decoder unrotate a long row piece by piece.
+void hadamard_unrotate_columns(float* data, uint64_t rows, uint64_t padded_cols, uint64_t first, uint64_t count,
+                               uint64_t seed);
 
 // Orthonormal fast Walsh-Hadamard transform of n floats (n a power of two); its own
 // inverse.

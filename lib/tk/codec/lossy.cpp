@@ -88,19 +88,17 @@ std::vector<float> load_matrix(const Tensor& t, const View& v) {
   return m;
 }
 
-Tensor store_matrix(const std::vector<float>& m, const View& v, DType dtype, const Shape& shape) {
-  Tensor t = Tensor::empty(dtype, shape);
-  const uint64_t width = dtype_storage_bytes(dtype, 1);
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < static_cast<int64_t>(v.rows); ++r) {
-    const uint64_t row = static_cast<uint64_t>(r);
-    cast_array(DType::kF32, m.data() + row * v.padded, dtype, t.mutable_data() + row * v.cols * width,
-               row_values(v, row), {.saturate = true});
-  }
-  return t;
-}
-
 // ---- the method payloads ----
+
+struct Header {
+  LossyMethod method = LossyMethod::kQuant;
+  DType dtype = DType::kF32;
+  bool rotated = false;
+  Shape shape;
+  uint64_t seed = 0;
+  LossyReport error;  // rel_rmse, sqnr_db, max_abs_error
+};
+
 
 struct Payload {
   LossyMethod method = LossyMethod::kQuant;
@@ -108,15 +106,158 @@ struct Payload {
   detail::VideoPayload video;
 };
 
-// The matrix back from a payload, unrotated.
-std::vector<float> reconstruct(const Payload& p, const View& v, bool rotated, uint64_t seed, int threads) {
-  std::vector<float> m(v.rows * v.padded, 0.0f);
-  if (p.method == LossyMethod::kQuant)
-    detail::quant_decode(p.quant, m.data(), m.size(), threads);
-  else
-    detail::video_payload_decode(p.video, m.data(), v.rows, v.padded, threads);
-  if (rotated) hadamard_unrotate(m.data(), v.rows, v.padded, seed);
-  return m;
+// ---- decoding, a unit at a time ----
+//
+// The matrix is decoded in units of at most kUnitCells cells, in row-major order: bands
+// of whole rows, or pieces of one row when a row is longer. Each unit is decoded,
+// unrotated and cast on its own, so a decode holds one unit and what its method keeps
+// around it (a quant chunk; the frame rows of the video tiling it spans), whatever size
+// the frame claims for its tensor.
+constexpr uint64_t kUnitCells = uint64_t{1} << 23;
+
+class CellSource {
+ public:
+  virtual ~CellSource() = default;
+  // Cells of rows [row, row + rows), columns [col, col + cols), row after row.
+  virtual void fill(uint64_t row, uint64_t rows, uint64_t col, uint64_t cols, float* out) = 0;
+};
+
+// Quant cells come in chunks of kQuantChunk in row-major order. Chunks inside a unit are
+// decoded in place; one that a unit ends inside is kept for the next unit.
+class QuantCells final : public CellSource {
+ public:
+  QuantCells(const detail::QuantPayload& payload, const View& v, int threads)
+      : payload_(payload), padded_(v.padded), cells_(v.rows * v.padded), threads_(threads) {}
+
+  void fill(uint64_t row, uint64_t rows, uint64_t col, uint64_t cols, float* out) override {
+    constexpr uint64_t K = detail::kQuantChunk;
+    const uint64_t a = row * padded_ + col, b = a + rows * cols;
+    std::vector<detail::QuantChunkTarget> targets;
+    std::vector<std::pair<uint64_t, std::vector<float>>> edges;  // chunks the unit holds in part
+    bool use_kept = false;
+    for (uint64_t c = a / K; c * K < b; ++c) {
+      const uint64_t begin = c * K, end = std::min(begin + K, cells_);
+      if (begin >= a && end <= b)
+        targets.push_back({c, out + (begin - a)});
+      else if (c == kept_chunk_)
+        use_kept = true;
+      else
+        edges.emplace_back(c, std::vector<float>(end - begin));
+    }
+    for (auto& [c, values] : edges) targets.push_back({c, values.data()});
+    detail::quant_decode_chunks(payload_, cells_, targets, threads_);
+    const auto copy_part = [&](uint64_t c, const std::vector<float>& values) {
+      const uint64_t begin = c * K, lo = std::max(begin, a), hi = std::min(begin + values.size(), b);
+      std::memcpy(out + (lo - a), values.data() + (lo - begin), (hi - lo) * sizeof(float));
+    };
+    if (use_kept) copy_part(kept_chunk_, kept_);
+    for (const auto& [c, values] : edges) copy_part(c, values);
+    if (!edges.empty() && (edges.back().first + 1) * K > b) {
+      kept_chunk_ = edges.back().first;
+      kept_ = std::move(edges.back().second);
+    }
+  }
+
+ private:
+  const detail::QuantPayload& payload_;
+  uint64_t padded_, cells_;
+  int threads_;
+  uint64_t kept_chunk_ = UINT64_MAX;
+  std::vector<float> kept_;
+};
+
+// Video cells come from frames tiled over the matrix; the frame rows a unit spans are
+// decoded once and kept while later units still read them.
+class VideoCells final : public CellSource {
+ public:
+  VideoCells(const detail::VideoPayload& payload, const View& v, int threads)
+      : payload_(payload), padded_(v.padded), threads_(threads) {}
+
+  void fill(uint64_t row, uint64_t rows, uint64_t col, uint64_t cols, float* out) override {
+    const uint64_t height = payload_.height;
+    const uint64_t first = row / height, end = (row + rows - 1) / height + 1;
+    const uint64_t held_end = held_.first + held_.count;
+    if (first < held_.first || end > held_end) {
+      const bool keep = first >= held_.first && first < held_end;
+      const uint64_t from = keep ? held_end : first;
+      detail::VideoFrameRows fresh = detail::video_decode_frame_rows(payload_, padded_, from, end - from, threads_);
+      if (keep) {
+        const uint64_t per_row = held_.count ? held_.luma.size() / held_.count : 0;
+        held_.luma.erase(held_.luma.begin(), held_.luma.begin() + static_cast<ptrdiff_t>((first - held_.first) * per_row));
+        held_.luma.insert(held_.luma.end(), fresh.luma.begin(), fresh.luma.end());
+        held_.first = first;
+        held_.count = end - first;
+      } else {
+        held_ = std::move(fresh);
+      }
+    }
+    detail::video_cells(payload_, held_, padded_, row, rows, col, cols, out);
+  }
+
+ private:
+  const detail::VideoPayload& payload_;
+  uint64_t padded_;
+  int threads_;
+  detail::VideoFrameRows held_;
+};
+
+// Decode every unit of the matrix and hand the tensor's bytes to `sink` in order.
+void decode_units(const Header& h, const View& v, CellSource& source, uint64_t unit_cells, const LossySink& sink) {
+  if (unit_cells == 0 || unit_cells % kHadamardMaxBlock != 0)
+    throw internal_error("lossy decode unit of " + std::to_string(unit_cells) + " cells");
+  const uint64_t width = dtype_storage_bytes(h.dtype, 1);
+  const uint64_t band = v.padded <= unit_cells ? unit_cells / v.padded : 1;  // rows a unit
+  const uint64_t piece = std::min(v.padded, unit_cells);                     // columns a unit
+  std::vector<float> cells;
+  for (uint64_t row = 0; row < v.rows; row += band) {
+    const uint64_t rows = std::min(band, v.rows - row);
+    for (uint64_t col = 0; col < v.padded; col += piece) {
+      const uint64_t cols = std::min(piece, v.padded - col);
+      // Tensor values in the unit: each row's real columns (the rest is padding).
+      const auto real = [&](uint64_t r) {
+        const uint64_t n = row_values(v, row + r);
+        return n > col ? std::min(n - col, cols) : 0;
+      };
+      uint64_t values = 0;
+      for (uint64_t r = 0; r < rows; ++r) values += real(r);
+      if (values == 0) continue;
+      cells.resize(rows * cols);
+      source.fill(row, rows, col, cols, cells.data());
+      if (h.rotated) hadamard_unrotate_columns(cells.data(), rows, v.padded, col, cols, h.seed);
+      Buffer out = Buffer::allocate(values * width);
+      // Every row but the last of a near-square view is full: row r starts at r * real(0).
+#pragma omp parallel for schedule(static) if (rows * cols >= (uint64_t{1} << 16))
+      for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) {
+        const uint64_t i = static_cast<uint64_t>(r);
+        cast_array(DType::kF32, cells.data() + i * cols, h.dtype, out.mutable_data() + i * real(0) * width, real(i),
+                   {.saturate = true});
+      }
+      sink(std::move(out));
+    }
+  }
+}
+
+void decode_payload(const Header& h, const View& v, const Payload& p, int threads, const LossySink& sink,
+                    uint64_t unit_cells = kUnitCells) {
+  if (p.method == LossyMethod::kQuant) {
+    QuantCells cells(p.quant, v, threads);
+    decode_units(h, v, cells, unit_cells, sink);
+  } else {
+    VideoCells cells(p.video, v, threads);
+    decode_units(h, v, cells, unit_cells, sink);
+  }
+}
+
+// The tensor a payload decodes to.
+Tensor decode_tensor(const Header& h, const View& v, const Payload& p, int threads) {
+  Tensor t = Tensor::empty(h.dtype, h.shape);
+  uint64_t at = 0;
+  decode_payload(h, v, p, threads, [&](Buffer piece) {
+    std::memcpy(t.mutable_data() + at, piece.data(), piece.size());
+    at += piece.size();
+  });
+  if (at != t.nbytes()) throw internal_error("lossy frame decoded to another size");
+  return t;
 }
 
 // ---- writing and reading frames ----
@@ -158,15 +299,6 @@ class Reader {
  private:
   std::span<const uint8_t> bytes_;
   uint64_t at_ = 0;
-};
-
-struct Header {
-  LossyMethod method = LossyMethod::kQuant;
-  DType dtype = DType::kF32;
-  bool rotated = false;
-  Shape shape;
-  uint64_t seed = 0;
-  LossyReport error;  // rel_rmse, sqnr_db, max_abs_error
 };
 
 std::vector<uint8_t> write_frame(const Header& h, const Payload& p) {
@@ -354,7 +486,7 @@ std::vector<uint8_t> lossy_encode(const Tensor& tensor, const LossyOptions& opti
   }
 
   // Measure the error of what the decoder will produce.
-  const Tensor decoded = store_matrix(reconstruct(p, v, h.rotated, h.seed, options.threads), v, h.dtype, h.shape);
+  const Tensor decoded = decode_tensor(h, v, p, options.threads);
   const TensorDiff diff = tensor_diff(tensor, decoded);
   h.error.rel_rmse = diff.rel_error;
   h.error.sqnr_db = diff.sqnr_db;
@@ -377,7 +509,20 @@ Tensor lossy_decode(std::span<const uint8_t> frame) {
   View v;
   Payload p;
   read_frame(frame, h, v, p);
-  return store_matrix(reconstruct(p, v, h.rotated, h.seed, 0), v, h.dtype, h.shape);
+  return decode_tensor(h, v, p, 0);
+}
+
+void lossy_decode_stream(std::span<const uint8_t> frame, const LossySink& sink, int threads) {
+  detail::lossy_decode_units(frame, sink, threads, kUnitCells);
+}
+
+void detail::lossy_decode_units(std::span<const uint8_t> frame, const LossySink& sink, int threads,
+                                uint64_t unit_cells) {
+  Header h;
+  View v;
+  Payload p;
+  read_frame(frame, h, v, p);
+  decode_payload(h, v, p, threads, sink, unit_cells);
 }
 
 LossyFrameInfo lossy_inspect(std::span<const uint8_t> frame) {

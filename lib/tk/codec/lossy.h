@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,6 +54,14 @@ std::vector<uint8_t> lossy_encode(const Tensor& tensor, const LossyOptions& opti
 // Decode a frame from lossy_encode into a tensor of the original dtype and shape.
 // Throws kInvalidInput on a malformed frame, kUnavailable when the decoder is missing.
 Tensor lossy_decode(std::span<const uint8_t> frame);
+
+// Decode a frame piece by piece: `sink` receives the tensor's bytes in order. Memory is
+// bounded by a unit of 2^23 values and what the method keeps around it (quant: one
+// chunk of 2^22 values; video: the frame rows of its tiling the unit spans, at most 1024
+// rows of the tensor's row length at 2 bytes a sample), not by the size the frame
+// claims. Throws as lossy_decode does; pieces already delivered stay delivered.
+using LossySink = std::function<void(Buffer piece)>;
+void lossy_decode_stream(std::span<const uint8_t> frame, const LossySink& sink, int threads = 0);
 
 // What a frame says about itself, read without decoding: the stored error (rel_rmse,
 // sqnr_db, max_abs_error), values, bytes and bits_per_value; encode_seconds is 0.

@@ -33,9 +33,15 @@ uint64_t quant_chunk_count(uint64_t codes);
 
 // Choose the step whose codes' order-0 entropy is `code_bits` per value, and code.
 QuantPayload quant_encode(const float* values, uint64_t count, double code_bits, int threads);
-// Reconstruct `count` values. Throws kInvalidInput when a chunk does not decode to its
-// codes.
-void quant_decode(const QuantPayload& payload, float* values, uint64_t count, int threads);
+// Reconstruct the values of some chunks of a payload of `count` codes, each into its own
+// destination (room for kQuantChunk values, fewer for the last chunk), in parallel.
+// Throws kInvalidInput when a chunk does not decode to its codes.
+struct QuantChunkTarget {
+  uint64_t chunk = 0;
+  float* values = nullptr;
+};
+void quant_decode_chunks(const QuantPayload& payload, uint64_t count, std::span<const QuantChunkTarget> targets,
+                         int threads);
 
 // Per-(row, group of kVideoScaleGroup columns) scales map values onto luma around the
 // middle level; the matrix is tiled into frames of width x height samples, left to
@@ -62,8 +68,21 @@ uint64_t video_scale_count(uint64_t rows, uint64_t padded_cols);
 // rate.
 VideoPayload video_payload_encode(const float* matrix, uint64_t rows, uint64_t padded_cols,
                                   const LossyOptions& options, VideoCodec codec, uint64_t values);
-// Reconstruct the matrix. Throws kInvalidInput when the packets do not decode.
-void video_payload_decode(const VideoPayload& payload, float* matrix, uint64_t rows, uint64_t padded_cols,
-                          int threads);
+// Reconstruct rows [first_row, first_row + rows) of the matrix from the luma of the frame
+// rows that hold them (`luma`: frames [frame_row * across, ...) in order, as video_decode
+// writes them), columns [first_col, first_col + cols) of each, into `out` (rows x cols).
+struct VideoFrameRows {
+  uint64_t first = 0, count = 0;  // frame rows held
+  std::vector<uint16_t> luma;
+};
+// Decode frame rows [first, first + count) of the tiling.
+VideoFrameRows video_decode_frame_rows(const VideoPayload& payload, uint64_t padded_cols, uint64_t first,
+                                       uint64_t count, int threads);
+void video_cells(const VideoPayload& payload, const VideoFrameRows& frames, uint64_t padded_cols, uint64_t first_row,
+                 uint64_t rows, uint64_t first_col, uint64_t cols, float* out);
+
+// lossy_decode_stream with units of `unit_cells` cells (a multiple of
+// kHadamardMaxBlock) instead of 2^23: tests use small units to cross every boundary.
+void lossy_decode_units(std::span<const uint8_t> frame, const LossySink& sink, int threads, uint64_t unit_cells);
 
 }  // namespace tk::codec::detail

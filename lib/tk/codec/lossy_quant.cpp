@@ -178,26 +178,30 @@ QuantPayload quant_encode(const float* values, uint64_t count, double code_bits,
   return payload;
 }
 
-void quant_decode(const QuantPayload& payload, float* values, uint64_t count, int threads) {
+void quant_decode_chunks(const QuantPayload& payload, uint64_t count, std::span<const QuantChunkTarget> targets,
+                         int threads) {
   const uint64_t per_plane = quant_chunk_count(count);
   if (payload.planes < 1 || payload.planes > 4 || payload.chunks.size() != per_plane * payload.planes)
     throw invalid_input("quant codes of the wrong layout");
   const float step = payload.step;
   const auto& offsets = payload.offsets;
   std::exception_ptr error;
-#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads()) if (targets.size() > 1)
   {
     HuffmanDecoder decoder;
     std::vector<uint8_t> bytes;
     std::vector<uint32_t> codes;
 #pragma omp for schedule(dynamic)
-    for (int64_t c = 0; c < static_cast<int64_t>(per_plane); ++c) {
+    for (int64_t j = 0; j < static_cast<int64_t>(targets.size()); ++j) {
       try {
-        const uint64_t begin = static_cast<uint64_t>(c) * kQuantChunk, n = std::min(kQuantChunk, count - begin);
+        const uint64_t c = targets[static_cast<size_t>(j)].chunk;
+        float* values = targets[static_cast<size_t>(j)].values;
+        if (c >= per_plane) throw internal_error("quant chunk out of range");
+        const uint64_t n = std::min(kQuantChunk, count - c * kQuantChunk);
         bytes.resize(n);
         codes.assign(n, 0);
         for (int p = 0; p < payload.planes; ++p) {
-          decode_chunk(decoder, payload.chunks[p * per_plane + static_cast<uint64_t>(c)], bytes);
+          decode_chunk(decoder, payload.chunks[p * per_plane + c], bytes);
           for (uint64_t i = 0; i < n; ++i) codes[i] |= static_cast<uint32_t>(bytes[i]) << (8 * p);
         }
         for (uint64_t i = 0; i < n; ++i) {
@@ -205,7 +209,7 @@ void quant_decode(const QuantPayload& payload, float* values, uint64_t count, in
           const int32_t a = std::abs(q);
           const float magnitude =
               a == 0 ? 0.0f : (static_cast<float>(a) - offsets[std::min(a, kQuantOffsets) - 1]) * step;
-          values[begin + i] = q < 0 ? -magnitude : magnitude;
+          values[i] = q < 0 ? -magnitude : magnitude;
         }
       } catch (...) {
 #pragma omp critical(tk_lossy_quant_error)

@@ -154,25 +154,42 @@ VideoPayload video_payload_encode(const float* matrix, uint64_t rows, uint64_t p
   return v;
 }
 
-void video_payload_decode(const VideoPayload& v, float* matrix, uint64_t rows, uint64_t padded_cols, int threads) {
-  const uint64_t frames = v.packets.size();
-  if (frames == 0) return;
+VideoFrameRows video_decode_frame_rows(const VideoPayload& v, uint64_t padded_cols, uint64_t first, uint64_t count,
+                                       int threads) {
+  const uint64_t across = ceil_div(padded_cols, v.width);
   const uint64_t samples = uint64_t{v.width} * v.height;
-  std::vector<uint16_t> planes(frames * samples);
-  std::vector<std::span<const uint8_t>> packets(v.packets.begin(), v.packets.end());
+  const uint64_t begin = first * across, end = std::min<uint64_t>(v.packets.size(), (first + count) * across);
+  if (begin > end) throw internal_error("video frame rows out of range");
+  VideoFrameRows rows;
+  rows.first = first;
+  rows.count = count;
+  rows.luma.resize((end - begin) * samples);
+  if (end == begin) return rows;
+  std::vector<std::span<const uint8_t>> packets(v.packets.begin() + static_cast<ptrdiff_t>(begin),
+                                                v.packets.begin() + static_cast<ptrdiff_t>(end));
   video_decode(VideoParams{v.codec, v.bit_depth, static_cast<int>(v.width), static_cast<int>(v.height), 0, threads},
-               packets, planes.data());
+               packets, rows.luma.data());
+  return rows;
+}
+
+void video_cells(const VideoPayload& v, const VideoFrameRows& frames, uint64_t padded_cols, uint64_t first_row,
+                 uint64_t rows, uint64_t first_col, uint64_t cols, float* out) {
   const uint64_t across = ceil_div(padded_cols, v.width);
   const uint64_t groups = groups_per_row(padded_cols);
+  const uint64_t samples = uint64_t{v.width} * v.height;
   const float middle = static_cast<float>(1 << (v.bit_depth - 1));
-#pragma omp parallel for schedule(static)
+  if (first_row / v.height < frames.first || (first_row + rows - 1) / v.height >= frames.first + frames.count)
+    throw internal_error("video rows outside the decoded frames");
+#pragma omp parallel for schedule(static) if (rows * cols >= (uint64_t{1} << 16))
   for (int64_t r = 0; r < static_cast<int64_t>(rows); ++r) {
-    const uint64_t row = static_cast<uint64_t>(r);
-    const uint64_t frame_row = row / v.height * across, y = row % v.height;
-    for (uint64_t col = 0; col < padded_cols; ++col) {
+    const uint64_t row = first_row + static_cast<uint64_t>(r);
+    const uint64_t frame_row = (row / v.height - frames.first) * across, y = row % v.height;
+    const float* scales = v.scales.data() + row * groups;
+    float* dst = out + static_cast<uint64_t>(r) * cols;
+    for (uint64_t c = 0; c < cols; ++c) {
+      const uint64_t col = first_col + c;
       const uint64_t frame = frame_row + col / v.width, x = col % v.width;
-      const float luma = planes[frame * samples + y * v.width + x];
-      matrix[row * padded_cols + col] = (luma - middle) * v.scales[row * groups + col / kVideoScaleGroup];
+      dst[c] = (frames.luma[frame * samples + y * v.width + x] - middle) * scales[col / kVideoScaleGroup];
     }
   }
 }

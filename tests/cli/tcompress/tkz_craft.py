@@ -6,6 +6,8 @@
 #   tkz_craft.py overclaim OUT       a frame claiming 4 GiB with a table it cannot hold
 #   tkz_craft.py footer OUT          valid but for the footer's original size (one byte
 #                                    more than the records restore), checksums right
+#   tkz_craft.py lossy-bomb OUT MIB  valid: one F32 tensor of MIB MiB as a lossy quant
+#                                    frame (lossy.cpp) of constant zero chunks
 import ctypes
 import ctypes.util
 import hashlib
@@ -73,12 +75,28 @@ def constant_frame(value4, nbytes, chunk_bytes=64 * MIB, elements=None):
     return head + table + value4 * chunks
 
 
+def quant_zero_frame(values):
+    """A lossy quant frame of a 1-D F32 tensor whose codes are all zero: one plane, every
+    chunk of 2^22 codes the constant method (1) with the byte 0."""
+    cols = 1
+    while cols * cols < values:
+        cols += 1
+    rows = -(-values // cols)
+    padded = -(-cols // 16) * 16
+    chunks = -(-rows * padded // (1 << 22))
+    body = b"TKLY" + bytes([1, 3, F32, 0]) + struct.pack("<I", 1) + struct.pack("<q", values)
+    body += struct.pack("<Q", 0) + struct.pack("<ddd", 0.0, 0.0, 0.0)
+    body += struct.pack("<f", 1.0) + struct.pack("<16f", *([0.0] * 16)) + bytes([1])
+    body += struct.pack("<I", 2) * chunks + b"\x01\x00" * chunks
+    return body + struct.pack("<Q", xxh3(body))
+
+
 def record(kind, codec, rid, decoded, payload, content_hash):
     h = struct.pack("<BBHIQQQQ", kind, codec, 0, rid, decoded, len(payload), content_hash, 0)
     return h + struct.pack("<Q", xxh3(h))
 
 
-def container(tensor_bytes, frame, content_hash, sha, original_delta=0):
+def container(tensor_bytes, frame, content_hash, sha, original_delta=0, codec=1):
     """A safetensors source with one F32 tensor 'w' of tensor_bytes bytes."""
     js = json.dumps({"w": {"dtype": "F32", "shape": [tensor_bytes // 4], "data_offsets": [0, tensor_bytes]}}).encode()
     js += b" " * (-len(js) % 8)
@@ -86,10 +104,10 @@ def container(tensor_bytes, frame, content_hash, sha, original_delta=0):
     fh = b"TKZ" + bytes([1, 1, 0, 0, 0]) + struct.pack("<Q", len(original_header)) + bytes(32) + bytes(8)
     fh += original_header
     fh += struct.pack("<Q", xxh3(fh))
-    rec = record(1, 1, 0, tensor_bytes, frame, content_hash) + frame
+    rec = record(1, codec, 0, tensor_bytes, frame, content_hash) + frame
     original = len(original_header) + tensor_bytes
     end = record(0, 0, 1, original, b"", 0)
-    index = struct.pack("<I", 1) + b"w" + struct.pack("<BBIQQQ", 1, 1, 0, len(fh), tensor_bytes, len(frame))
+    index = struct.pack("<I", 1) + b"w" + struct.pack("<BBIQQQ", 1, codec, 0, len(fh), tensor_bytes, len(frame))
     index_offset = len(fh) + len(rec) + len(end)
     footer = struct.pack("<QQQQ", index_offset, len(index), 1, original + original_delta) + sha(original_header)
     footer += struct.pack("<Q", xxh3(index + footer)) + b"TKZINDEX"
@@ -104,7 +122,7 @@ def main():
         frame = constant_frame(value4, 256, chunk_bytes=256, elements=1 << 30)
         tkz = container(4 << 30, frame, 0, lambda h: bytes(32))
     else:
-        nbytes = (int(sys.argv[3]) if what == "bomb" else 1) * MIB
+        nbytes = (int(sys.argv[3]) if what in ("bomb", "lossy-bomb") else 1) * MIB
         content = Content(value4 * (MIB // 4), nbytes // MIB)
 
         def sha(original_header):
@@ -113,8 +131,12 @@ def main():
                 s.update(p)
             return s.digest()
 
-        tkz = container(nbytes, constant_frame(value4, nbytes), xxh3_of(content), sha,
-                        original_delta=1 if what == "footer" else 0)
+        if what == "lossy-bomb":
+            frame = quant_zero_frame(nbytes // 4)
+            tkz = container(nbytes, frame, xxh3(frame), sha, codec=5)
+        else:
+            tkz = container(nbytes, constant_frame(value4, nbytes), xxh3_of(content), sha,
+                            original_delta=1 if what == "footer" else 0)
     with open(out, "wb") as f:
         f.write(tkz)
 

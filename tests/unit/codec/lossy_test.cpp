@@ -13,6 +13,7 @@
 
 #include "test_util.h"
 #include "tk/codec/hadamard.h"
+#include "tk/codec/lossy_internal.h"
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
 #include "tk/core/stats.h"
@@ -91,8 +92,38 @@ TEST(Hadamard, RotationInverseIsExactToFloatPrecision) {
 }
 
 TEST(Hadamard, SignsDependOnTheSeed) {
-  EXPECT_EQ(hadamard_signs(1, 200), hadamard_signs(1, 200));
-  EXPECT_NE(hadamard_signs(1, 200), hadamard_signs(2, 200));
+  EXPECT_EQ(hadamard_signs(1, 0, 200), hadamard_signs(1, 0, 200));
+  EXPECT_NE(hadamard_signs(1, 0, 200), hadamard_signs(2, 0, 200));
+}
+
+TEST(Hadamard, SignsOfAColumnRangeAreThatRangeOfTheRow) {
+  const std::vector<float> row = hadamard_signs(9, 0, 4096);
+  const std::vector<float> part = hadamard_signs(9, 1024, 3000);
+  EXPECT_EQ(part, std::vector<float>(row.begin() + 1024, row.begin() + 4024));
+}
+
+// A decoder unrotates a long row piece by piece; the pieces must give exactly what the
+// whole row gives.
+TEST(Hadamard, UnrotatingColumnRangesMatchesTheWholeRow) {
+  const uint64_t rows = 3, padded = 3 * 1024 + 48;  // blocks 1024 1024 1024 32 16
+  const Tensor t = gaussian({static_cast<int64_t>(rows), static_cast<int64_t>(padded)}, DType::kF32, 3);
+  std::vector<float> whole(rows * padded);
+  std::memcpy(whole.data(), t.data(), t.nbytes());
+  hadamard_rotate(whole.data(), rows, padded, 5);
+  std::vector<float> pieces = whole;
+  hadamard_unrotate(whole.data(), rows, padded, 5);
+  for (auto [first, count] : {std::pair<uint64_t, uint64_t>{0, 1024}, {1024, 2048}, {3072, 48}}) {
+    std::vector<float> part(rows * count);
+    for (uint64_t r = 0; r < rows; ++r)
+      std::memcpy(part.data() + r * count, pieces.data() + r * padded + first, count * sizeof(float));
+    hadamard_unrotate_columns(part.data(), rows, padded, first, count, 5);
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t c = 0; c < count; ++c)
+        ASSERT_EQ(part[r * count + c], whole[r * padded + first + c]) << first << " " << r << " " << c;
+  }
+  std::vector<float> off(rows * 1000);
+  EXPECT_EQ(kind_of([&] { hadamard_unrotate_columns(off.data(), rows, padded, 1024, 1000, 5); }),
+            ErrorKind::kInternal);
 }
 
 TEST(Lossy, MethodNames) {
@@ -290,6 +321,52 @@ TEST(Lossy, MalformedFramesAreInvalidInput) {
   }
   EXPECT_EQ(kind_of([] { lossy_decode(std::vector<uint8_t>{}); }), ErrorKind::kInvalidInput);
   EXPECT_EQ(kind_of([] { lossy_decode(std::vector<uint8_t>(100, 0)); }), ErrorKind::kInvalidInput);
+}
+
+// A frame is decoded in units (bands of rows, or pieces of one long row) so that memory
+// does not follow the size a frame claims. Every unit size gives the bytes of the
+// whole-matrix decode (a unit larger than the matrix), across row pieces, bands, the
+// tail of a near-square view and, for quant, chunk boundaries inside a unit.
+TEST(Lossy, DecodingInUnitsGivesTheSameBytes) {
+  struct Case {
+    Shape shape;
+    bool quant_only;
+  };
+  const std::vector<Case> cases = {{{37, 3120}, false},  // rows longer than the small units
+                                   {{5000}, false},      // near-square view with a short last row
+                                   {{300, 64}, false},   // bands of many rows
+                                   {{2200, 2000}, true}, // two quant chunks, a boundary mid-row
+                                   {{3, (1 << 21) + 16}, true}};  // a chunk boundary inside a row piece
+  for (LossyMethod m : available_methods()) {
+    for (const Case& c : cases) {
+      if (c.quant_only && m != LossyMethod::kQuant) continue;
+      SCOPED_TRACE(std::string(lossy_method_name(m)) + " " + shape_to_string(c.shape));
+      const std::vector<uint8_t> frame = lossy_encode(gaussian(c.shape, DType::kBF16, 11), at_rate(m, 3));
+      std::vector<uint8_t> whole;
+      detail::lossy_decode_units(
+          frame, [&](Buffer piece) { whole.insert(whole.end(), piece.data(), piece.data() + piece.size()); }, 0,
+          uint64_t{1} << 30);
+      const Tensor reference = lossy_decode(frame);
+      ASSERT_EQ(whole.size(), reference.nbytes());
+      ASSERT_EQ(std::memcmp(whole.data(), reference.data(), whole.size()), 0);
+      for (uint64_t unit : {uint64_t{1024}, uint64_t{2048}, uint64_t{1} << 20}) {
+        std::vector<uint8_t> bytes;
+        size_t pieces = 0;
+        detail::lossy_decode_units(
+            frame,
+            [&](Buffer piece) {
+              EXPECT_LE(piece.size(), unit * 2) << unit;  // BF16: 2 bytes a value
+              bytes.insert(bytes.end(), piece.data(), piece.data() + piece.size());
+              ++pieces;
+            },
+            2, unit);
+        if (unit < 4096) {
+          EXPECT_GT(pieces, 1u) << unit;  // every case has more cells
+        }
+        ASSERT_EQ(bytes, whole) << unit;
+      }
+    }
+  }
 }
 
 }  // namespace

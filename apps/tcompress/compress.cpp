@@ -199,8 +199,9 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   json doc = {{"input", o.input}, {"output", o.output}};
   if (extract) {
-    // The tensor goes to the writer piece by piece where the format allows (safetensors),
-    // so memory stays bounded by a chunk; other formats take it whole.
+    // The tensor goes to the writer piece by piece (safetensors, .npy, HDF5), so memory
+    // stays bounded by a chunk; a writer that takes a tensor whole (an HDF5 scalar) gets
+    // it whole.
     io::WriteOptions write_options;
     write_options.format = format;
     std::unique_ptr<io::TensorWriter> writer;

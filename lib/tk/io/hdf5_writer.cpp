@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -92,15 +93,27 @@ class Hdf5Writer final : public TensorWriter {
     hdf5::init();
   }
   ~Hdf5Writer() override {
+    pieces_.reset();
     bf16_type_.reset();
     file_.reset();  // the OutputStream then removes its temporary file
   }
 
   std::vector<size_t> begin(const std::vector<TensorInfo>& infos, const Metadata& metadata) override;
   void write(size_t index, const Tensor& tensor) override;
+  bool begin_pieces(size_t index) override;
+  void write_piece(std::span<const uint8_t> bytes) override;
+  void end_pieces() override;
   void finish() override;
 
  private:
+  // A dataset being written: its file dataspace, dimensions and memory type.
+  struct Dataset {
+    std::string loc;
+    std::vector<hsize_t> dims;
+    Hid space, mem_type, dset;
+  };
+  Dataset create_dataset(size_t index);
+  void close_dataset(size_t index, Dataset& d);
   void create_file();
   void write_metadata(const Metadata& metadata);
   void commit_bf16_type();
@@ -115,6 +128,12 @@ class Hdf5Writer final : public TensorWriter {
   std::vector<TensorInfo> infos_;
   std::vector<bool> written_;
   bool began_ = false;
+  // The tensor written in pieces, if any.
+  std::optional<Dataset> pieces_;
+  size_t piece_index_ = 0;
+  size_t piece_element_ = 1;     // bytes of one element
+  uint64_t piece_written_ = 0;   // elements written
+  std::vector<uint8_t> carry_;   // bytes of an element split between pieces
 };
 
 void Hdf5Writer::create_file() {
@@ -218,37 +237,125 @@ void Hdf5Writer::write_narrow_attributes(hid_t dset, const TensorInfo& info, con
                      "cannot write attribute tk_shape", loc);
 }
 
-void Hdf5Writer::write(size_t index, const Tensor& tensor) {
+Hdf5Writer::Dataset Hdf5Writer::create_dataset(size_t index) {
   if (!began_) throw internal_error("write() before begin()", out_->name());
   if (index >= infos_.size()) throw internal_error("tensor index out of range", out_->name());
   const TensorInfo& info = infos_[index];
-  const std::string loc = out_->name() + ": tensor '" + info.name + "'";
-  if (written_[index]) throw internal_error("tensor written twice", loc);
-  if (tensor.dtype() != info.dtype || tensor.shape() != info.shape)
-    throw internal_error("tensor does not match its declaration", loc);
+  Dataset d;
+  d.loc = out_->name() + ": tensor '" + info.name + "'";
+  if (written_[index]) throw internal_error("tensor written twice", d.loc);
   hdf5::init();
 
-  bool packed = dtype_bits(info.dtype) < 8;
-  std::vector<hsize_t> dims;
-  if (packed) dims.push_back(info.nbytes);
-  else for (int64_t d : info.shape) dims.push_back(static_cast<hsize_t>(d));
-  Hid space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
-  if (!space.valid()) throw hdf5::error(ErrorKind::kInternal, "cannot create a dataspace", loc);
+  if (dtype_bits(info.dtype) < 8) d.dims.push_back(info.nbytes);
+  else for (int64_t dim : info.shape) d.dims.push_back(static_cast<hsize_t>(dim));
+  d.space = Hid(d.dims.empty() ? H5Screate(H5S_SCALAR)
+                               : H5Screate_simple(static_cast<int>(d.dims.size()), d.dims.data(), nullptr));
+  if (!d.space.valid()) throw hdf5::error(ErrorKind::kInternal, "cannot create a dataspace", d.loc);
 
-  Hid mem_type = hdf5::make_type(info.dtype);
-  hid_t file_type = info.dtype == DType::kBF16 ? bf16_type_.get() : mem_type.get();
-  Hid dcpl = dataset_properties(dims, H5Tget_size(mem_type.get()));
-  Hid lcpl(hdf5::check(H5Pcreate(H5P_LINK_CREATE), ErrorKind::kInternal, "cannot create a property list", loc));
+  d.mem_type = hdf5::make_type(info.dtype);
+  hid_t file_type = info.dtype == DType::kBF16 ? bf16_type_.get() : d.mem_type.get();
+  Hid dcpl = dataset_properties(d.dims, H5Tget_size(d.mem_type.get()));
+  Hid lcpl(hdf5::check(H5Pcreate(H5P_LINK_CREATE), ErrorKind::kInternal, "cannot create a property list", d.loc));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   H5Pset_char_encoding(lcpl.get(), H5T_CSET_UTF8);
-  Hid dset(H5Dcreate2(file_.get(), info.name.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
-  if (!dset.valid()) throw hdf5::error(ErrorKind::kIo, "cannot create dataset", loc);
-  if (info.nbytes > 0 &&
-      H5Dwrite(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data()) < 0)
-    throw hdf5::error(ErrorKind::kIo, "cannot write dataset", loc);
-  if (hdf5::is_narrow_float(info.dtype)) write_narrow_attributes(dset.get(), info, loc);
-  if (!dset.close()) throw hdf5::error(ErrorKind::kIo, "cannot close dataset", loc);
+  d.dset = Hid(H5Dcreate2(file_.get(), info.name.c_str(), file_type, d.space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
+  if (!d.dset.valid()) throw hdf5::error(ErrorKind::kIo, "cannot create dataset", d.loc);
+  return d;
+}
+
+void Hdf5Writer::close_dataset(size_t index, Dataset& d) {
+  const TensorInfo& info = infos_[index];
+  if (hdf5::is_narrow_float(info.dtype)) write_narrow_attributes(d.dset.get(), info, d.loc);
+  if (!d.dset.close()) throw hdf5::error(ErrorKind::kIo, "cannot close dataset", d.loc);
   written_[index] = true;
+}
+
+void Hdf5Writer::write(size_t index, const Tensor& tensor) {
+  Dataset d = create_dataset(index);
+  const TensorInfo& info = infos_[index];
+  if (tensor.dtype() != info.dtype || tensor.shape() != info.shape)
+    throw internal_error("tensor does not match its declaration", d.loc);
+  if (info.nbytes > 0 &&
+      H5Dwrite(d.dset.get(), d.mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.data()) < 0)
+    throw hdf5::error(ErrorKind::kIo, "cannot write dataset", d.loc);
+  close_dataset(index, d);
+}
+
+// Select elements [first, first + count) of a row-major dataspace of `dims`, as a union
+// of at most 2 x rank hyperslabs: at each step the largest block that starts where the
+// range is and fits in what is left.
+void select_flat_range(hid_t space, const std::vector<hsize_t>& dims, uint64_t first, uint64_t count,
+                       const std::string& loc) {
+  const size_t rank = dims.size();
+  std::vector<uint64_t> step(rank, 1);  // elements per step along each dimension
+  for (size_t i = rank - 1; i-- > 0;) step[i] = step[i + 1] * dims[i + 1];
+  hdf5::check_status(H5Sselect_none(space), ErrorKind::kInternal, "cannot select in a dataspace", loc);
+  std::vector<hsize_t> start(rank), block(rank);
+  for (uint64_t at = first, end = first + count; at < end;) {
+    size_t j = 0;
+    while (j + 1 < rank && (at % step[j] != 0 || step[j] > end - at)) ++j;
+    for (size_t i = 0; i < rank; ++i) {
+      start[i] = at / step[i] % dims[i];
+      block[i] = i < j ? 1 : dims[i];  // dimensions after j start at 0: `at` is on a step of j
+    }
+    block[j] = std::min<uint64_t>((end - at) / step[j], dims[j] - start[j]);
+    hdf5::check_status(H5Sselect_hyperslab(space, H5S_SELECT_OR, start.data(), nullptr, block.data(), nullptr),
+                       ErrorKind::kInternal, "cannot select in a dataspace", loc);
+    at += block[j] * step[j];
+  }
+}
+
+// Pieces are written as hyperslabs of whole elements; the bytes of an element split
+// between two pieces wait in `carry_`.
+bool Hdf5Writer::begin_pieces(size_t index) {
+  if (index >= infos_.size() || infos_[index].shape.empty() || pieces_) return false;
+  pieces_.emplace(create_dataset(index));
+  piece_index_ = index;
+  piece_element_ = H5Tget_size(pieces_->mem_type.get());
+  piece_written_ = 0;
+  carry_.clear();
+  return true;
+}
+
+void Hdf5Writer::write_piece(std::span<const uint8_t> bytes) {
+  if (!pieces_) throw internal_error("write_piece() without a successful begin_pieces()", out_->name());
+  Dataset& d = *pieces_;
+  uint64_t total = 1;
+  for (hsize_t dim : d.dims) total *= dim;
+  if (carry_.size() + bytes.size() > (total - piece_written_) * piece_element_)
+    throw usage_error("more bytes written than declared", d.loc);
+  const auto write_elements = [&](const uint8_t* data, uint64_t elements) {
+    if (elements == 0) return;
+    select_flat_range(d.space.get(), d.dims, piece_written_, elements, d.loc);
+    const hsize_t n = elements;
+    Hid mem_space(hdf5::check(H5Screate_simple(1, &n, nullptr), ErrorKind::kInternal, "cannot create a dataspace", d.loc));
+    if (H5Dwrite(d.dset.get(), d.mem_type.get(), mem_space.get(), d.space.get(), H5P_DEFAULT, data) < 0)
+      throw hdf5::error(ErrorKind::kIo, "cannot write dataset", d.loc);
+    piece_written_ += elements;
+  };
+  if (!carry_.empty()) {
+    const size_t take = std::min(bytes.size(), piece_element_ - carry_.size());
+    carry_.insert(carry_.end(), bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(take));
+    bytes = bytes.subspan(take);
+    if (carry_.size() < piece_element_) return;
+    write_elements(carry_.data(), 1);
+    carry_.clear();
+  }
+  const uint64_t whole = bytes.size() / piece_element_;
+  write_elements(bytes.data(), whole);
+  carry_.assign(bytes.begin() + static_cast<ptrdiff_t>(whole * piece_element_), bytes.end());
+}
+
+void Hdf5Writer::end_pieces() {
+  if (!pieces_) throw internal_error("end_pieces() without a successful begin_pieces()", out_->name());
+  uint64_t total = 1;
+  for (hsize_t dim : pieces_->dims) total *= dim;
+  if (piece_written_ != total || !carry_.empty())
+    throw usage_error(std::to_string((total - piece_written_) * piece_element_ - carry_.size()) +
+                          " bytes fewer written than declared",
+                      pieces_->loc);
+  close_dataset(piece_index_, *pieces_);
+  pieces_.reset();
 }
 
 void Hdf5Writer::finish() {

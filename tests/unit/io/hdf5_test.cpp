@@ -170,6 +170,58 @@ TEST(Hdf5, ZstdChunksShrinkCompressibleDataAndReadBack) {
   expect_same(*piped, tensors, {});
 }
 
+// A tensor that arrives in pieces (tcompress -d -t) is written as hyperslabs of whole
+// elements, whatever the piece boundaries: inside an element, across rows and planes,
+// into zstd chunks; a scalar is refused for pieces and written whole.
+TEST(Hdf5, WritesTensorsInPiecesOfAnySize) {
+  Scratch s;
+  const std::vector<Named> tensors = {
+      {"grid", random_tensor(DType::kF32, {2, 3, 5, 7}, 1)},
+      {"g/bf16", random_tensor(DType::kBF16, {1000, 3}, 2)},
+      {"packed", random_tensor(DType::kF6E2M3, {4096}, 3)},
+      {"wide", random_tensor(DType::kF64, {3, 700}, 4)},
+      {"empty", Tensor::empty(DType::kI32, {0, 3})},
+      {"scalar", random_tensor(DType::kF64, {}, 5)},
+  };
+  for (int level : {0, 5}) {
+    SCOPED_TRACE(level);
+    WriteOptions options;
+    options.hdf5_zstd_level = level;
+    options.hdf5_chunk_bytes = 256;
+    const std::string path = s.path("pieces" + std::to_string(level) + ".h5");
+    auto writer = hdf5_writer(OutputStream::open(path), options);
+    std::vector<TensorInfo> infos;
+    for (const auto& n : tensors) infos.push_back({n.name, n.tensor.dtype(), n.tensor.shape(), n.tensor.nbytes()});
+    writer->begin(infos, {});
+    std::mt19937 rng(7);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i].tensor;
+      if (!writer->begin_pieces(i)) {
+        EXPECT_TRUE(t.shape().empty()) << tensors[i].name;
+        writer->write(i, t);
+        continue;
+      }
+      for (uint64_t at = 0; at < t.nbytes();) {
+        const uint64_t n = std::min<uint64_t>(t.nbytes() - at, 1 + rng() % 700);
+        writer->write_piece({t.data() + at, n});
+        at += n;
+      }
+      writer->end_pieces();
+    }
+    writer->finish();
+    auto reader = hdf5_open(InputStream::open(path), {});
+    expect_same(*reader, tensors, {});
+  }
+  // A piece past the declared size, and an end before it, are refused.
+  auto writer = hdf5_writer(OutputStream::open(s.path("over.h5")), {});
+  const Tensor t = random_tensor(DType::kF32, {4}, 9);
+  writer->begin({{"t", t.dtype(), t.shape(), t.nbytes()}}, {});
+  ASSERT_TRUE(writer->begin_pieces(0));
+  writer->write_piece({t.data(), 10});
+  EXPECT_THROW(writer->end_pieces(), Error);
+  EXPECT_THROW(writer->write_piece({t.data(), 7}), Error);
+}
+
 TEST(Hdf5, RefusesNamesThatCannotBePaths) {
   Scratch s;
   auto declare = [&](std::vector<std::string> names) {

@@ -659,4 +659,34 @@ void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_byt
   }
 }
 
+struct LosslessFrame::Parsed {
+  Frame frame;
+};
+
+LosslessFrame::LosslessFrame(std::span<const uint8_t> frame) : f_(std::make_unique<Parsed>(Parsed{parse_frame(frame)})) {}
+LosslessFrame::~LosslessFrame() = default;
+LosslessFrame::LosslessFrame(LosslessFrame&&) noexcept = default;
+LosslessFrame& LosslessFrame::operator=(LosslessFrame&&) noexcept = default;
+
+uint64_t LosslessFrame::size() const { return f_->frame.bytes; }
+uint32_t LosslessFrame::chunk_bytes() const { return f_->frame.chunk_bytes; }
+
+void LosslessFrame::read(uint64_t offset, std::span<uint8_t> out, int threads) const {
+  const Frame& f = f_->frame;
+  if (offset > f.bytes || out.size() > f.bytes - offset)
+    throw internal_error("lossless frame read past its " + std::to_string(f.bytes) + " bytes");
+  if (out.empty()) return;
+  const uint64_t first = offset / f.chunk_bytes, last = (offset + out.size() - 1) / f.chunk_bytes;
+  const uint64_t begin = first * f.chunk_bytes, end = std::min(f.bytes, (last + 1) * f.chunk_bytes);
+  const uint8_t* coded = f.payload + f.offsets[first];
+  if (begin == offset && end == offset + out.size()) {
+    decompress_chunks(f, first, last - first + 1, coded, out.data(), threads);
+    return;
+  }
+  // A range that starts or ends inside a chunk: decode the chunks whole, keep the range.
+  std::vector<uint8_t> chunks(end - begin);
+  decompress_chunks(f, first, last - first + 1, coded, chunks.data(), threads);
+  std::memcpy(out.data(), chunks.data() + (offset - begin), out.size());
+}
+
 }  // namespace tk::codec

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -61,5 +62,26 @@ using LosslessSink = std::function<void(Buffer piece)>;
 // sink. Throws kInvalidInput on any corruption, with the frame partly delivered.
 void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
                                 const LosslessSink& sink, int threads = 0);
+
+// A frame held in memory (a mapped file), read by byte range: only the chunks a range
+// touches are decoded, each checked against its XXH3. The header and table are checked
+// once, on construction (kInvalidInput when corrupt), so a frame's claims cost nothing
+// until they are read. `frame` must outlive the reader.
+class LosslessFrame {
+ public:
+  explicit LosslessFrame(std::span<const uint8_t> frame);
+  ~LosslessFrame();
+  LosslessFrame(LosslessFrame&&) noexcept;
+  LosslessFrame& operator=(LosslessFrame&&) noexcept;
+
+  uint64_t size() const;         // decoded bytes
+  uint32_t chunk_bytes() const;  // decoded bytes per chunk (the last may be shorter)
+  // Decode bytes [offset, offset + out.size()) into `out`.
+  void read(uint64_t offset, std::span<uint8_t> out, int threads = 0) const;
+
+ private:
+  struct Parsed;
+  std::unique_ptr<Parsed> f_;
+};
 
 }  // namespace tk::codec

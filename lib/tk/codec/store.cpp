@@ -189,10 +189,13 @@ StoreGetResult Store::get(const std::string& name, io::OutputStream& out, int th
   Sha256 file_hash;
   StoreGetResult r;
   for (const StoreSegment& s : manifest->segments) {
-    Buffer bytes = objects.load(s.key, s.size, name + ": " + store_segment_label(s), threads);
-    std::span<const uint8_t> span(bytes.data(), bytes.size());
-    file_hash.update(span);
-    out.write(span);
+    objects.stream(
+        s.key, s.size, name + ": " + store_segment_label(s),
+        [&](std::span<const uint8_t> piece) {
+          file_hash.update(piece);
+          out.write(piece);
+        },
+        threads);
     r.bytes += s.size;
     if (!s.tensor.empty()) ++r.tensors;
   }

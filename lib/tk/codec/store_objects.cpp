@@ -153,63 +153,129 @@ bool StoreObjects::remove(const Sha256Digest& key) const {
   return s && s->remove_tree(sha256_hex(key));
 }
 
-Buffer StoreObjects::load(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
-                          int threads) const {
-  // The bases of a BitX object are not hashed on the way: the result's SHA-256 covers
-  // them. Only when it fails is the chain walked again with every link checked, to
-  // name the object at fault.
-  Buffer out = load_chain(key, expected_size, where, 0, false, threads);
-  if (sha256({out.data(), out.size()}) == key) return out;
-  load_chain(key, expected_size, where, 0, true, threads);
-  throw invalid_input("corrupt object: SHA-256 mismatch", object_where(key, where));
+// A link of a BitX chain: the object's mapped file and its frame. The chain runs from
+// the object asked for to the plain object at its end.
+struct StoreObjects::Link {
+  Sha256Digest key;
+  std::string where;
+  Buffer file;
+  LosslessFrame frame;
+};
+
+std::vector<StoreObjects::Link> StoreObjects::open_chain(const Sha256Digest& key, uint64_t expected_size,
+                                                         const std::string& where) const {
+  std::vector<Link> chain;
+  for (Sha256Digest k = key;;) {
+    const int depth = static_cast<int>(chain.size());
+    std::string ow = object_where(k, chain.empty() ? where : chain.back().where);
+    auto s = shard(k);
+    io::Fd fd = s ? s->open_file(sha256_hex(k), O_RDONLY) : io::Fd(-1, ENOENT);
+    if (!fd.valid()) {
+      if (fd.error() != ENOENT) throw errno_error("failed to open for reading", path(k), fd.error());
+      throw invalid_input(depth == 0 ? "missing object" : "missing base object", ow);
+    }
+    Buffer file = Buffer::map_fd(fd.fd(), path(k));
+    if (file.size() < kStoreObjectHeaderBytes) throw invalid_input("truncated object", ow);
+    std::span<const uint8_t> bytes(file.data(), file.size());
+    StoreObjectHeader h = store_object_parse_header(bytes, ow);
+    if (h.decoded_size != expected_size)
+      throw invalid_input("object decodes to " + std::to_string(h.decoded_size) + " bytes, expected " +
+                              std::to_string(expected_size),
+                          ow);
+    // The frame must decode to what the header says (and can, given its length: its
+    // chunk table is in the file); it is decoded a piece at a time, never whole.
+    std::optional<LosslessFrame> frame;
+    try {
+      frame.emplace(bytes.subspan(kStoreObjectHeaderBytes));
+      if (frame->size() != expected_size) throw invalid_input("frame size differs from the header");
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidInput) throw;
+      throw invalid_input("corrupt object: " + e.message(), ow);
+    }
+    chain.push_back({k, std::move(ow), std::move(file), std::move(*frame)});
+    if (h.kind == StoreObjectKind::kPlain) return chain;
+    if (depth + 1 > kStoreMaxDeltaDepth) throw invalid_input("chain of BitX bases too long", chain.back().where);
+    k = h.base;
+  }
 }
 
-Buffer StoreObjects::load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth,
-                                bool verify, int threads) const {
-  std::string ow = object_where(key, where);
-  auto s = shard(key);
-  io::Fd fd = s ? s->open_file(sha256_hex(key), O_RDONLY) : io::Fd(-1, ENOENT);
-  if (!fd.valid()) {
-    if (fd.error() != ENOENT) throw errno_error("failed to open for reading", path(key), fd.error());
-    throw invalid_input(depth == 0 ? "missing object" : "missing base object", ow);
-  }
-  Buffer file = Buffer::map_fd(fd.fd(), path(key));
-  if (file.size() < kStoreObjectHeaderBytes) throw invalid_input("truncated object", ow);
-  std::span<const uint8_t> bytes(file.data(), file.size());
-  StoreObjectHeader h = store_object_parse_header(bytes, ow);
-  if (h.decoded_size != expected_size)
-    throw invalid_input("object decodes to " + std::to_string(h.decoded_size) + " bytes, expected " +
-                            std::to_string(expected_size),
-                        ow);
-  std::span<const uint8_t> frame = bytes.subspan(kStoreObjectHeaderBytes);
-  // The frame must decode to what the header says (and can, given its length: its
-  // chunk table is in the file) before anything is allocated for it.
-  try {
-    if (lossless_decoded_size(frame) != expected_size) throw invalid_input("frame size differs from the header");
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input("corrupt object: " + e.message(), ow);
-  }
-  Buffer out;
-  if (h.kind == StoreObjectKind::kBitx) {
-    if (depth >= kStoreMaxDeltaDepth) throw invalid_input("chain of BitX bases too long", ow);
-    out = load_chain(h.base, expected_size, ow, depth + 1, verify, threads);
-  } else {
-    out = Buffer::allocate(expected_size);
-  }
-  try {
-    if (h.kind == StoreObjectKind::kBitx) {
-      Buffer delta = Buffer::allocate(expected_size);
-      lossless_decompress(frame, {delta.mutable_data(), delta.size()}, threads);
-      xor_bytes(out.mutable_data(), out.data(), delta.data(), expected_size);
-    } else {
-      lossless_decompress(frame, {out.mutable_data(), out.size()}, threads);
+// Bytes [offset, offset + out.size()) of the chain's first object: the plain object's
+// bytes XOR every delta's. With `hashes` (one per link), each link's bytes so far are
+// hashed on the way.
+void StoreObjects::read_chain(const std::vector<Link>& chain, uint64_t offset, std::span<uint8_t> out,
+                              std::vector<Sha256>* hashes, int threads) const {
+  const auto read = [&](const Link& link, std::span<uint8_t> dst) {
+    try {
+      link.frame.read(offset, dst, threads);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidInput) throw;
+      throw invalid_input("corrupt object: " + e.message(), link.where);
     }
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input(std::string("corrupt object: ") + e.message(), ow);
+  };
+  read(chain.back(), out);
+  if (hashes) hashes->back().update(out);
+  std::vector<uint8_t> delta;
+  for (size_t i = chain.size() - 1; i-- > 0;) {
+    delta.resize(out.size());
+    read(chain[i], delta);
+    xor_bytes(out.data(), out.data(), delta.data(), out.size());
+    if (hashes) (*hashes)[i].update(out);
   }
-  if (verify && sha256({out.data(), out.size()}) != key) throw invalid_input("corrupt object: SHA-256 mismatch", ow);
+}
+
+void StoreObjects::stream(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
+                          const ObjectSink& sink, int threads) const {
+  stream_chain(open_chain(key, expected_size, where), expected_size, sink, threads);
+}
+
+void StoreObjects::stream_chain(const std::vector<Link>& chain, uint64_t expected_size, const ObjectSink& sink,
+                                int threads) const {
+  const Sha256Digest& key = chain.front().key;
+  // Pieces of whole chunks of the plain object, about kPieceBytes each.
+  constexpr uint64_t kPieceBytes = 16 << 20;
+  const uint64_t chunk = chain.back().frame.chunk_bytes();
+  const uint64_t piece = std::max<uint64_t>(1, kPieceBytes / chunk) * chunk;
+  std::vector<uint8_t> bytes;
+  Sha256 hash;
+  for (uint64_t at = 0; at < expected_size; at += piece) {
+    bytes.resize(std::min(piece, expected_size - at));
+    read_chain(chain, at, bytes, nullptr, threads);
+    hash.update(bytes);
+    sink(bytes);
+  }
+  if (hash.finish() == key) return;
+  // The bases are not hashed on the way: the result's SHA-256 covers them. Only when it
+  // fails is the chain read again with every link hashed, to name the object at fault.
+  std::vector<Sha256> hashes(chain.size());
+  for (uint64_t at = 0; at < expected_size; at += piece) {
+    bytes.resize(std::min(piece, expected_size - at));
+    read_chain(chain, at, bytes, &hashes, threads);
+  }
+  for (size_t i = chain.size(); i-- > 0;)
+    if (hashes[i].finish() != chain[i].key) throw invalid_input("corrupt object: SHA-256 mismatch", chain[i].where);
+  throw invalid_input("corrupt object: SHA-256 mismatch", chain.front().where);
+}
+
+Buffer StoreObjects::load(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
+                          int threads) const {
+  const std::vector<Link> chain = open_chain(key, expected_size, where);  // claims checked first
+  Buffer out = Buffer::allocate(expected_size);
+  uint64_t at = 0;
+  stream_chain(
+      chain, expected_size,
+      [&](std::span<const uint8_t> piece) {
+        std::memcpy(out.mutable_data() + at, piece.data(), piece.size());
+        at += piece.size();
+      },
+      threads);
+  return out;
+}
+
+Buffer StoreObjects::load_unverified(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
+                                     int threads) const {
+  const std::vector<Link> chain = open_chain(key, expected_size, where);
+  Buffer out = Buffer::allocate(expected_size);
+  read_chain(chain, 0, {out.mutable_data(), out.size()}, nullptr, threads);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <span>
@@ -86,23 +87,31 @@ class StoreObjects {
   bool remove(const Sha256Digest& key) const;
 
   // Decode object `key`, which must decode to `expected_size` bytes, following BitX
-  // bases, and check the SHA-256 of the result against `key`. Errors are kInvalidInput
-  // naming the object and `where` (e.g. the tensor): a missing object, a missing base,
-  // a corrupt frame, a SHA-256 mismatch.
+  // bases, handing its bytes to `sink` in pieces of about 16 MiB, and check the SHA-256
+  // of the result against `key`. Memory is a piece (and a piece of each delta), not the
+  // object. Errors are kInvalidInput naming the object and `where` (e.g. the tensor): a
+  // missing object, a missing base, a corrupt frame, a SHA-256 mismatch; a mismatch is
+  // found after the last piece, so the sink may have taken bytes of a corrupt object.
+  using ObjectSink = std::function<void(std::span<const uint8_t> piece)>;
+  void stream(const Sha256Digest& key, uint64_t expected_size, const std::string& where, const ObjectSink& sink,
+              int threads = 0) const;
+  // The whole object, checked as stream() checks it. For a base that add encodes a delta
+  // against (the tensor being added is as large).
   Buffer load(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int threads = 0) const;
-  // Decode as load() does, without the SHA-256 check (each frame's XXH3 is still
+  // Decode a whole object without the SHA-256 check (each chunk's XXH3 is still
   // checked). For sampling the similarity of a candidate base while adding.
   Buffer load_unverified(const Sha256Digest& key, uint64_t expected_size, const std::string& where,
-                         int threads = 0) const {
-    return load_chain(key, expected_size, where, 0, false, threads);
-  }
+                         int threads = 0) const;
 
  private:
+  struct Link;
   // objects/<first two hex digits of key>, nullopt when missing.
   std::optional<io::DirFd> shard(const Sha256Digest& key) const;
-  // Decode `key` and its bases; with `verify`, check each one's SHA-256.
-  Buffer load_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where, int depth, bool verify,
-                    int threads) const;
+  // Open `key` and its bases, checking each header and frame table.
+  std::vector<Link> open_chain(const Sha256Digest& key, uint64_t expected_size, const std::string& where) const;
+  void stream_chain(const std::vector<Link>& chain, uint64_t expected_size, const ObjectSink& sink, int threads) const;
+  void read_chain(const std::vector<Link>& chain, uint64_t offset, std::span<uint8_t> out, std::vector<Sha256>* hashes,
+                  int threads) const;
 
   io::DirFd objects_;
 };

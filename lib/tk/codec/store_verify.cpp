@@ -37,7 +37,7 @@ class ObjectChecker {
       } else if (h->kind == StoreObjectKind::kBitx && check(h->base, depth + 1) != ObjectState::kGood) {
         st = ObjectState::kBadBase;  // itself unknown: it is judged once its base is repaired
       } else {
-        objects_.load(key, h->decoded_size, "", threads_);
+        objects_.stream(key, h->decoded_size, "", [](std::span<const uint8_t>) {}, threads_);
         sizes_[key] = h->decoded_size;
       }
     } catch (const Error& e) {
@@ -79,8 +79,9 @@ std::optional<std::string> manifest_problem(const StoreManifest& m, ObjectChecke
   Sha256 file_hash;
   for (const StoreSegment& s : m.segments) {
     try {
-      Buffer bytes = objects.load(s.key, s.size, m.name + ": " + store_segment_label(s), threads);
-      file_hash.update({bytes.data(), bytes.size()});
+      objects.stream(
+          s.key, s.size, m.name + ": " + store_segment_label(s),
+          [&](std::span<const uint8_t> piece) { file_hash.update(piece); }, threads);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kInvalidInput) throw;
       return error_line(e);  // changed since it was checked

@@ -318,6 +318,49 @@ TEST(LosslessStream, DecodesLikeTheWholeFrameInBoundedPieces) {
   }
 }
 
+// Random access by byte range: ranges inside one chunk, across chunks, on chunk
+// boundaries and the whole frame give the frame's bytes; a damaged chunk is found only
+// by a range that touches it.
+TEST(LosslessFrameReader, ReadsAnyRangeAndChecksTheChunksItTouches) {
+  LosslessOptions o;
+  o.chunk_bytes = 4096;
+  const auto bytes = weights(DType::kBF16, 20000, 21);  // 40000 bytes: 10 chunks
+  std::vector<uint8_t> frame = lossless_compress(DType::kBF16, bytes, o);
+  const LosslessFrame reader(frame);
+  EXPECT_EQ(reader.size(), bytes.size());
+  EXPECT_EQ(reader.chunk_bytes(), 4096u);
+  const std::vector<std::pair<uint64_t, uint64_t>> ranges = {
+      {0, bytes.size()}, {0, 4096}, {4096, 8192}, {100, 50}, {4000, 200}, {5, 39990}, {39999, 1}, {12288, 0}};
+  for (auto [offset, n] : ranges) {
+    std::vector<uint8_t> got(n);
+    for (int threads : {1, 2}) {
+      reader.read(offset, got, threads);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + static_cast<ptrdiff_t>(offset)))
+          << offset << "+" << n;
+    }
+  }
+  std::vector<uint8_t> past(2);
+  EXPECT_EQ(test::kind_of([&] { reader.read(bytes.size() - 1, past); }), ErrorKind::kInternal);
+
+  // Damage the last payload byte of chunk 2.
+  const size_t entry = 8 + 5 * 2;
+  size_t offset = kHeaderBytes + 10 * entry;
+  for (uint32_t c = 0; c < 3; ++c)
+    for (int s = 0; s < 2; ++s) {
+      uint32_t len;
+      std::memcpy(&len, frame.data() + kHeaderBytes + c * entry + 8 + 5 * s + 1, 4);
+      offset += len;
+    }
+  frame[offset - 1] ^= 0x10;
+  const LosslessFrame damaged(frame);
+  std::vector<uint8_t> got(4096);
+  damaged.read(0, got);      // chunk 0
+  damaged.read(12288, got);  // chunk 3
+  EXPECT_EQ(test::kind_of([&] { damaged.read(8190, got); }), ErrorKind::kInvalidInput);  // chunks 1-2
+  frame[10] ^= 1;  // the header's element count: its checksum fails on construction
+  EXPECT_EQ(test::kind_of([&] { LosslessFrame{frame}; }), ErrorKind::kInvalidInput);
+}
+
 TEST(LosslessStream, RefusesWhatTheCallerWasNotPromised) {
   const std::vector<uint8_t> bytes = weights(DType::kF32, 5000, 3);
   const std::vector<uint8_t> frame = lossless_compress(DType::kF32, bytes);

@@ -345,6 +345,8 @@ TEST_F(StoreTest, AnObjectsClaimedSizeIsCheckedAgainstItsFrameFirst) {
   stdfs::remove(path);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(obj.data()), obj.size());
   EXPECT_EQ(test::kind_of([&] { StoreObjects(dir()).load(s.key, claim, "t"); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(test::kind_of([&] { StoreObjects(dir()).stream(s.key, claim, "t", [](std::span<const uint8_t>) {}); }),
+            ErrorKind::kInvalidInput);
 }
 
 TEST_F(StoreTest, CorruptBaseOfABitxObjectIsNamed) {

@@ -1,6 +1,7 @@
 // tckpt save / ls / restore / verify / gc / flush.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -163,31 +164,53 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   ckpt::StepInfo info = ck->info(step);
 
   cli::TensorSelection selection = tool.options().selection();
-  std::vector<ckpt::NamedTensor> tensors;
   std::vector<io::TensorInfo> infos;
   for (const auto& e : info.entries) {
     if (!selection.selects(e.name)) continue;
-    tensors.push_back({e.name, Tensor::empty(e.dtype, e.shape)});
     infos.push_back({e.name, e.dtype, e.shape, e.nbytes});
   }
   selection.check_all_patterns_used();
-  ck->restore_into(step, tensors);  // checks every checksum before anything is written
 
+  // Tensor by tensor, in the writer's order, a piece at a time where the format takes
+  // pieces: memory is a piece, not the step. The output is published only when every
+  // checksum has passed (to stdout, bytes flow before the last check).
   io::WriteOptions write_options;
   write_options.format = format;
   auto writer = io::open_writer(o.output, write_options);
   io::Metadata metadata(info.metadata.begin(), info.metadata.end());
   std::vector<size_t> order = writer->begin(infos, metadata);
-  uint64_t bytes = 0;
-  for (size_t i : order) {
-    writer->write(i, tensors[i].tensor);
-    bytes += tensors[i].tensor.nbytes();
-  }
+  std::vector<std::string> names;
+  for (size_t i : order) names.push_back(infos[i].name);
+  bool by_pieces = false;
+  Tensor whole;  // for a tensor the writer takes whole
+  uint64_t filled = 0, bytes = 0;
+  ckpt::Checkpointer::RestoreSink sink;
+  sink.begin = [&](size_t k) {
+    const io::TensorInfo& t = infos[order[k]];
+    by_pieces = writer->begin_pieces(order[k]);
+    if (!by_pieces) whole = Tensor::empty(t.dtype, t.shape);
+    filled = 0;
+  };
+  sink.piece = [&](std::span<const uint8_t> piece) {
+    if (by_pieces) {
+      writer->write_piece(piece);
+    } else {
+      std::memcpy(whole.mutable_data() + filled, piece.data(), piece.size());
+      filled += piece.size();
+    }
+    bytes += piece.size();
+  };
+  sink.end = [&](size_t k) {
+    if (by_pieces) writer->end_pieces();
+    else writer->write(order[k], whole);
+  };
+  ck->restore_stream(step, names, sink);
   writer->finish();
+  const size_t restored = infos.size();
   tool.summary(fmt::format("step {}: {}, {} restored and verified", step,
-                           cli::count_noun(tensors.size(), "tensor", "tensors"), cli::format_bytes(bytes)));
+                           cli::count_noun(restored, "tensor", "tensors"), cli::format_bytes(bytes)));
   if (tool.options().json)
-    cli::write_json({{"dir", o.dir}, {"step", step}, {"output", o.output}, {"tensors", tensors.size()}, {"bytes", bytes}},
+    cli::write_json({{"dir", o.dir}, {"step", step}, {"output", o.output}, {"tensors", restored}, {"bytes", bytes}},
                     *tool.options().json);
   return cli::kExitOk;
 }

@@ -196,6 +196,18 @@ class Checkpointer {
   // and have the stored dtype and shape. Tensors of the step not listed are skipped;
   // a listed name the step lacks is kInvalidInput.
   virtual void restore_into(uint64_t step, std::span<NamedTensor> targets) const = 0;
+  // Read tensors `names` of step `step` one after another, in that order, each in
+  // pieces of 16 MiB: begin(i), piece(...) as many times as it takes, end(i), with i
+  // an index into `names`. Memory is a piece, not a tensor: each tensor's claims are
+  // checked before it is read, its checksum (and its base's) after its last piece, so
+  // `piece` may have taken bytes of a corrupt tensor before the kInvalidInput. A name
+  // the step lacks is kInvalidInput before anything is read.
+  struct RestoreSink {
+    std::function<void(size_t index)> begin;
+    std::function<void(std::span<const uint8_t> bytes)> piece;
+    std::function<void(size_t index)> end;
+  };
+  virtual void restore_stream(uint64_t step, const std::vector<std::string>& names, const RestoreSink& sink) const = 0;
   // Check step `step`: manifest checksum, shards present with the recorded sizes,
   // every tensor's XXH3 (decoding deltas against their base).
   virtual VerifyReport verify(uint64_t step) const = 0;

@@ -83,6 +83,7 @@ class Engine final : public Checkpointer {
   StepInfo info(uint64_t step) const override;
   std::vector<NamedTensor> restore(uint64_t step) const override;
   void restore_into(uint64_t step, std::span<NamedTensor> targets) const override;
+  void restore_stream(uint64_t step, const std::vector<std::string>& names, const RestoreSink& sink) const override;
   VerifyReport verify(uint64_t step) const override;
   GcReport gc() override;
   FlushStatus flush_status() const override;
@@ -671,6 +672,22 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
   }
   for (auto& err : errors)
     if (err) std::rethrow_exception(err);
+}
+
+void Engine::restore_stream(uint64_t step, const std::vector<std::string>& names, const RestoreSink& sink) const {
+  StepReader reader(dir_, step);
+  const auto& entries = reader.manifest().info.entries;
+  std::vector<const TensorEntry*> matched;
+  for (const std::string& name : names) {
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const TensorEntry& e) { return e.name == name; });
+    if (it == entries.end()) throw invalid_input("no tensor '" + name + "' in step " + std::to_string(step), dir_);
+    matched.push_back(&*it);
+  }
+  for (size_t i = 0; i < matched.size(); ++i) {
+    sink.begin(i);
+    reader.stream(*matched[i], sink.piece);
+    sink.end(i);
+  }
 }
 
 VerifyReport Engine::verify(uint64_t step) const {

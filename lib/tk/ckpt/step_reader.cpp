@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <new>
 #include <vector>
 
@@ -24,6 +25,8 @@ namespace {
 // read and the hash. (Measured on the benchmark VM: 256 KiB pieces, 16 MiB pieces and
 // POSIX_FADV_WILLNEED for the whole tensor were no faster, cold or warm.)
 constexpr size_t kReadPiece = size_t(1) << 20;
+// Pieces handed to a stream's sink.
+constexpr uint64_t kStreamPiece = uint64_t(16) << 20;
 
 std::string step_path(const std::string& root, uint64_t step) { return root + "/" + step_dir_name(step); }
 
@@ -93,36 +96,100 @@ fs::File StepReader::open_stored(uint64_t step, const TensorEntry& e) const {
   return file;
 }
 
-uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
-  const std::string where = tensor_where(step, e.name);
-  fs::File file = open_stored(step, e);
-  bool raw = e.encoding == "raw" || e.encoding == "xor";
-  if (raw) {
-    if (e.stored_bytes != out.size()) throw invalid_input("stored size does not match", where);
-    // Hash each piece right after reading it, while it is still in cache.
-    std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(), &XXH3_freeState);
-    if (!state) throw std::bad_alloc();
-    XXH3_64bits_reset(state.get());
-    for (size_t done = 0; done < out.size(); done += kReadPiece) {
-      size_t n = std::min(kReadPiece, out.size() - done);
-      fs::pread_all(file, e.offset + done, out.subspan(done, n), "shard");
-      XXH3_64bits_update(state.get(), out.data() + done, n);
+// An entry read in order, a piece at a time: stored bytes (raw from the shard, or a
+// lossless frame decoded by range from the mapped shard), a reference's source, or a
+// delta's base XOR its stored bytes. Each level hashes what it returns; finish() checks
+// every level's checksum, so a delta checks its base's as well as its own.
+class StepReader::Cursor {
+ public:
+  Cursor(const StepReader& reader, uint64_t step, const TensorEntry& e) : e_(e), where_(tensor_where(step, e.name)) {
+    XXH3_64bits_reset(&hash_);
+    if (e.encoding != "raw" && e.encoding != "lossless")
+      source_ = std::make_unique<Cursor>(reader, *e.source_step, reader.source_entry(step, e));
+    if (e.encoding == "ref") return;
+    file_ = reader.open_stored(step, e);
+    raw_ = e.encoding == "raw" || e.encoding == "xor";
+    if (raw_) {
+      if (e.stored_bytes != e.nbytes) throw invalid_input("stored size does not match", where_);
+      return;
     }
-    return XXH3_64bits_digest(state.get());
+    map_ = Buffer::map_fd(file_.fd(), file_.path());
+    try {
+      frame_.emplace(std::span<const uint8_t>(map_.data() + e.offset, e.stored_bytes));
+      if (frame_->size() != e.nbytes) throw invalid_input("decoded size does not match");
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::kInvalidInput) throw;
+      throw invalid_input(std::string("corrupt data: ") + err.message(), where_);
+    }
   }
-  std::vector<uint8_t> frame(e.stored_bytes);
-  fs::pread_all(file, e.offset, frame, "shard");
-  try {
-    if (codec::lossless_decoded_size(frame) != out.size()) throw invalid_input("decoded size does not match");
-    codec::lossless_decompress(frame, out, 1);
-  } catch (const Error& err) {
-    throw invalid_input(std::string("corrupt data: ") + err.message(), where);
+
+  // The next out.size() bytes of the entry.
+  void next(std::span<uint8_t> out) {
+    if (source_) source_->next(out);
+    if (e_.encoding != "ref") {
+      if (!source_) {
+        read_stored(out);
+      } else {
+        delta_.resize(out.size());
+        read_stored(delta_);
+        for (size_t i = 0; i < out.size(); ++i) out[i] ^= delta_[i];
+      }
+    }
+    XXH3_64bits_update(&hash_, out.data(), out.size());
+    at_ += out.size();
   }
-  return XXH3_64bits(out.data(), out.size());
+
+  void finish() {
+    if (source_) source_->finish();
+    if (at_ != e_.nbytes) throw internal_error("entry read short", where_);
+    if (XXH3_64bits_digest(&hash_) != e_.xxh3) throw invalid_input("checksum mismatch", where_);
+  }
+
+ private:
+  void read_stored(std::span<uint8_t> out) {
+    if (raw_) return fs::pread_all(file_, e_.offset + at_, out, "shard");
+    try {
+      frame_->read(at_, out, 1);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::kInvalidInput) throw;
+      throw invalid_input(std::string("corrupt data: ") + err.message(), where_);
+    }
+  }
+
+  const TensorEntry& e_;
+  std::string where_;
+  std::unique_ptr<Cursor> source_;  // ref: the holder; xor: the base
+  fs::File file_;
+  bool raw_ = false;
+  Buffer map_;
+  std::optional<codec::LosslessFrame> frame_;
+  std::vector<uint8_t> delta_;
+  uint64_t at_ = 0;
+  XXH3_state_t hash_;
+};
+
+void StepReader::stream(const TensorEntry& e, const std::function<void(std::span<const uint8_t>)>& sink) const {
+  check_claims(e);
+  Cursor cursor(*this, manifest_.info.step, e);
+  std::vector<uint8_t> piece;
+  for (uint64_t at = 0; at < e.nbytes; at += kStreamPiece) {
+    piece.resize(std::min<uint64_t>(kStreamPiece, e.nbytes - at));
+    cursor.next(piece);
+    sink(piece);
+  }
+  cursor.finish();
 }
 
-void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const { read_entry(manifest_.info.step, e, out); }
-
+void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const {
+  const std::string where = tensor_where(manifest_.info.step, e.name);
+  if (out.size() != e.nbytes) throw internal_error("restore buffer has the wrong size", where);
+  check_claims(e);
+  Cursor cursor(*this, manifest_.info.step, e);
+  // Pieces small enough to stay in cache between the read and the hash.
+  for (size_t done = 0; done < out.size(); done += kReadPiece)
+    cursor.next(out.subspan(done, std::min(kReadPiece, out.size() - done)));
+  cursor.finish();
+}
 void StepReader::check_claims(const TensorEntry& e) const { check_entry_claims(manifest_.info.step, e); }
 
 void StepReader::check_entry_claims(uint64_t step, const TensorEntry& e) const {
@@ -150,26 +217,6 @@ void StepReader::check_stored_claims(uint64_t step, const TensorEntry& e) const 
     if (err.kind() != ErrorKind::kInvalidInput) throw;
     throw invalid_input(std::string("corrupt data: ") + err.what(), where);
   }
-}
-
-uint64_t StepReader::read_entry(uint64_t step, const TensorEntry& e, std::span<uint8_t> out) const {
-  if (out.size() != e.nbytes) throw internal_error("restore buffer has the wrong size", tensor_where(step, e.name));
-  uint64_t hash = 0;
-  if (e.encoding == "raw" || e.encoding == "lossless") {
-    hash = read_stored(step, e, out);
-  } else if (e.encoding == "ref") {
-    hash = read_entry(*e.source_step, source_entry(step, e), out);  // checks the holder's checksum
-  } else {
-    read_entry(*e.source_step, source_entry(step, e), out);
-    std::unique_ptr<uint8_t[]> delta(new uint8_t[e.nbytes]);
-    read_stored(step, e, {delta.get(), e.nbytes});
-    uint8_t* o = out.data();
-    const uint8_t* d = delta.get();
-    for (uint64_t i = 0; i < e.nbytes; ++i) o[i] ^= d[i];
-    hash = XXH3_64bits(out.data(), out.size());
-  }
-  if (hash != e.xxh3) throw invalid_input("checksum mismatch", tensor_where(step, e.name));
-  return hash;
 }
 
 std::vector<std::string> StepReader::check_layout() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -24,7 +25,12 @@ class StepReader {
   // Decode `entry` (one of manifest().info.entries) into `out` (entry.nbytes bytes) and
   // check its checksum. Safe to call from several threads at once. Throws kInvalidInput
   // "checksum mismatch" naming the step and tensor, kIo when a shard cannot be read.
+  // Checks the entry's claims (check_claims) first.
   void read(const TensorEntry& entry, std::span<uint8_t> out) const;
+  // The same, handing the bytes to `sink` in pieces of 16 MiB: memory is a piece (and a
+  // piece of a delta's base), not the tensor. The checksums are checked after the last
+  // piece, so the sink may have taken bytes of a corrupt tensor before the error.
+  void stream(const TensorEntry& entry, const std::function<void(std::span<const uint8_t>)>& sink) const;
   // Check what `entry` claims against the shards that hold it, before a caller
   // allocates entry.nbytes for it: each stored range inside its shard file, raw bytes
   // as long as the tensor, a frame's header claiming the tensor's size (and able to
@@ -36,9 +42,7 @@ class StepReader {
   std::vector<std::string> check_layout() const;
 
  private:
-  // Both return the XXH3 of what they wrote to `out`; read_entry has checked it.
-  uint64_t read_entry(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
-  uint64_t read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  class Cursor;
   // The shard holding `entry` of step `step`, opened, with the entry's range checked
   // inside it (kInvalidInput "shard ... is truncated" otherwise).
   fs::File open_stored(uint64_t step, const TensorEntry& entry) const;

@@ -17,7 +17,9 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -35,6 +37,13 @@
 namespace tk::ckpt {
 
 namespace {
+
+// A step's entries by name, so that restoring n named tensors costs n lookups, not n^2.
+std::unordered_map<std::string_view, const TensorEntry*> entries_by_name(const std::vector<TensorEntry>& entries) {
+  std::unordered_map<std::string_view, const TensorEntry*> by_name;
+  for (const TensorEntry& e : entries) by_name.emplace(e.name, &e);
+  return by_name;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -649,17 +658,19 @@ std::vector<NamedTensor> Engine::restore(uint64_t step) const {
 void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
   StepReader reader(dir_, step);
   const auto& entries = reader.manifest().info.entries;
+  const auto by_name = entries_by_name(entries);
   std::vector<const TensorEntry*> matched(targets.size());
   for (size_t i = 0; i < targets.size(); ++i) {
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const TensorEntry& e) { return e.name == targets[i].name; });
-    if (it == entries.end()) throw invalid_input("no tensor '" + targets[i].name + "' in step " + std::to_string(step), dir_);
+    auto found = by_name.find(targets[i].name);
+    if (found == by_name.end()) throw invalid_input("no tensor '" + targets[i].name + "' in step " + std::to_string(step), dir_);
+    const TensorEntry* it = found->second;
     const Tensor& t = targets[i].tensor;
     if (t.dtype() != it->dtype || t.shape() != it->shape)
       throw usage_error("restore target is " + std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape()) +
                             ", the step holds " + dtype_name(it->dtype) + " " + shape_to_string(it->shape),
                         tensor_where(step, it->name));
     if (!t.buffer().writable()) throw usage_error("restore target is read-only", tensor_where(step, it->name));
-    matched[i] = &*it;
+    matched[i] = it;
   }
   std::vector<std::exception_ptr> errors(targets.size());
 #pragma omp parallel for schedule(dynamic) num_threads(options_.threads)
@@ -677,11 +688,12 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
 void Engine::restore_stream(uint64_t step, const std::vector<std::string>& names, const RestoreSink& sink) const {
   StepReader reader(dir_, step);
   const auto& entries = reader.manifest().info.entries;
+  const auto by_name = entries_by_name(entries);
   std::vector<const TensorEntry*> matched;
   for (const std::string& name : names) {
-    auto it = std::find_if(entries.begin(), entries.end(), [&](const TensorEntry& e) { return e.name == name; });
-    if (it == entries.end()) throw invalid_input("no tensor '" + name + "' in step " + std::to_string(step), dir_);
-    matched.push_back(&*it);
+    auto found = by_name.find(name);
+    if (found == by_name.end()) throw invalid_input("no tensor '" + name + "' in step " + std::to_string(step), dir_);
+    matched.push_back(found->second);
   }
   for (size_t i = 0; i < matched.size(); ++i) {
     sink.begin(i);

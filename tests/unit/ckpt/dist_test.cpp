@@ -272,6 +272,34 @@ TEST(DistCheckpoint, ADeadRankTimesOutInsteadOfHanging) {
     EXPECT_EQ(e.path().filename().string().find("step-"), std::string::npos) << e.path();
 }
 
+TEST(DistCheckpoint, AFailedPublicationFailsOnEveryRank) {
+  test::TempDir dir("dist");
+  set_fault_hook([](FaultPoint point, const std::string& path) {
+    return point == FaultPoint::kRename && path.ends_with("/step-1") ? EIO : 0;
+  });
+  std::mutex mutex;
+  std::set<std::string> messages;
+  run_ranks(3, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(dir.path(), std::move(comm));
+    auto state = rank_state(1, 3, r);
+    ck.save_async(1, slices_of(state));
+    try {
+      ck.wait();
+      ADD_FAILURE() << "committed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kIo);
+      std::lock_guard<std::mutex> lock(mutex);
+      messages.insert(e.what());
+    }
+    EXPECT_FALSE(ck.broken());
+  });
+  set_fault_hook(nullptr);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages.begin()->find("rank 0: failed to rename"), std::string::npos) << *messages.begin();
+  for (const auto& e : stdfs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find("step-"), std::string::npos) << e.path();
+}
+
 // A tensor of 4 MiB over 2 ranks, so that each slice has two 1 MiB blocks.
 void save_big(const std::string& dir) {
   run_ranks(2, [&](int r, std::unique_ptr<dist::Comm> comm) {

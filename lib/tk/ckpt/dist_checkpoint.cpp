@@ -24,6 +24,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // What a rank reports and rank 0 answers: a fixed-size record, so the gather moves
 // 512 bytes per rank whatever the step holds.
 struct Record {
@@ -89,7 +93,7 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
     : dir_(std::move(dir)), comm_(std::move(comm)), options_(options), impl_(std::make_unique<Impl>()) {
   if (options_.threads < 1) options_.threads = 1;
   if (!(options_.timeout_seconds > 0)) options_.timeout_seconds = 300;
-  auto deadline = [&] { return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds)); };
+  auto deadline = [&] { return deadline_after(options_.timeout_seconds); };
   Record prepared;
   if (rank() == 0) {
     try {
@@ -164,7 +168,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   m.write_seconds = 0;
   m.slices.clear();
   m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+  const auto deadline = deadline_after(options_.timeout_seconds);
 
   std::vector<LocalSlice> local;
   try {
@@ -264,7 +268,7 @@ DistSaveStats DistCheckpointer::wait() {
   if (!m.staging.empty()) m.pool.release(std::move(m.staging));
   m.staging = Buffer();
   auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+  const auto deadline = deadline_after(options_.timeout_seconds);
 
   Record mine = m.local_error ? Record::failure(*m.local_error)
                 : m.write_error ? Record::failure(as_error(m.write_error))

@@ -15,6 +15,7 @@ apt_packages=(
   libopenblas-dev liblapacke-dev
   libavcodec-dev libavutil-dev
   libssl-dev libxxhash-dev zlib1g-dev
+  openmpi-bin libopenmpi-dev libpmix-dev
   clang libclang-rt-14-dev time
   python3 python3-venv python3-pip
 )

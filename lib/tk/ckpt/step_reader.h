@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "tk/ckpt/box.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
 
@@ -28,9 +29,18 @@ class StepReader {
   // Checks the entry's claims (check_claims) first.
   void read(const TensorEntry& entry, std::span<uint8_t> out) const;
   // The same, handing the bytes to `sink` in pieces of 16 MiB: memory is a piece (and a
-  // piece of a delta's base), not the tensor. The checksums are checked after the last
-  // piece, so the sink may have taken bytes of a corrupt tensor before the error.
+  // piece of a delta's base; a sliced tensor: a band of rows, at least one row), not the
+  // tensor. The checksums are checked after the last piece (sliced: each block as it
+  // is read), so the sink may have taken bytes of a corrupt tensor before the error.
   void stream(const TensorEntry& entry, const std::function<void(std::span<const uint8_t>)>& sink) const;
+  // Read box `want` of `entry`'s tensor (in global indices) into `out`, row-major, as
+  // many bytes as the box holds. For a "sliced" entry only the saved slices that overlap
+  // the box are read, and of each only the kSliceBlockBytes blocks that hold wanted
+  // bytes, each checked against its XXH3 (a slice read whole is checked against its own
+  // XXH3 as well). Other entries are read whole, checked, and the box copied out.
+  // Throws kInvalidInput naming the tensor and an index no saved slice covers, kUsage
+  // when the box lies outside the tensor or the dtype cannot be sliced.
+  void read_box(const TensorEntry& entry, const Box& want, std::span<uint8_t> out) const;
   // Check what `entry` claims against the shards that hold it, before a caller
   // allocates entry.nbytes for it: each stored range inside its shard file, raw bytes
   // as long as the tensor, a frame's header claiming the tensor's size (and able to
@@ -43,6 +53,15 @@ class StepReader {
 
  private:
   class Cursor;
+  // read_box for one saved slice: the part of `want` that `slice` holds, into `out`.
+  // Returns how many elements it copied.
+  uint64_t read_slice_part(const TensorEntry& entry, const SliceEntry& slice, const Box& want, uint64_t elem,
+                           std::span<uint8_t> out) const;
+  std::vector<std::string> check_parts() const;
+  // A slice's shard, opened, with the slice's range checked inside it; and how messages
+  // name the slice ("step-7: tensor 'w': slice [0:500, 0:37] of rank 0").
+  fs::File open_slice(uint64_t step, const TensorEntry& entry, const SliceEntry& slice) const;
+  static std::string slice_where(uint64_t step, const TensorEntry& entry, const SliceEntry& slice);
   // The shard holding `entry` of step `step`, opened, with the entry's range checked
   // inside it (kInvalidInput "shard ... is truncated" otherwise).
   fs::File open_stored(uint64_t step, const TensorEntry& entry) const;

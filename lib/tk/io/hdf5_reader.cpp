@@ -44,56 +44,26 @@ struct DatasetEntry {
   H5Z_filter_t missing_filter = -1;  // a filter of its pipeline this process lacks
 };
 
-// A pipe copied into a temporary file, so that HDF5 reads it like any file: one copy of
-// the data, in the page cache, instead of a memory image that HDF5 would copy again.
-// The name is removed as soon as HDF5 has opened the file (remove_name()), so nothing is
-// left behind; the open descriptor keeps the data until the reader is destroyed.
-class SpoolFile {
- public:
-  SpoolFile() = default;
-  SpoolFile(const SpoolFile&) = delete;
-  SpoolFile& operator=(const SpoolFile&) = delete;
-  ~SpoolFile() {
-    remove_name();
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  // Copy the rest of `in` into a new temporary file; returns its size in bytes. False
-  // when no temporary file can be created (the caller falls back to memory).
-  bool fill(InputStream& in, uint64_t* bytes) {
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir && *dir ? dir : "/tmp") + "/tk-hdf5-XXXXXX";
-    fd_ = ::mkstemp(path_.data());
-    if (fd_ < 0) {
-      path_.clear();
-      return false;
+// A pipe copied into a temporary file (hdf5::SpoolFile), so that HDF5 reads it like any
+// file: one copy of the data, in the page cache, instead of a memory image that HDF5
+// would copy again. Returns its size; false when no temporary file can be created (the
+// caller falls back to memory).
+bool spool_input(hdf5::SpoolFile& spool, InputStream& in, uint64_t* bytes) {
+  if (!spool.create()) return false;
+  std::vector<uint8_t> chunk(1 << 20);
+  uint64_t total = 0;
+  for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) {
+    for (size_t done = 0; done < got;) {
+      ssize_t w = ::write(spool.fd(), chunk.data() + done, got - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw errno_error("cannot buffer the HDF5 stream in a temporary file", in.name(), errno);
+      done += static_cast<size_t>(w);
     }
-    std::vector<uint8_t> chunk(1 << 20);
-    uint64_t total = 0;
-    for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) {
-      for (size_t done = 0; done < got;) {
-        ssize_t w = ::write(fd_, chunk.data() + done, got - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) throw errno_error("cannot buffer the HDF5 stream in a temporary file", in.name(), errno);
-        done += static_cast<size_t>(w);
-      }
-      total += got;
-    }
-    *bytes = total;
-    return true;
+    total += got;
   }
-
-  const std::string& path() const { return path_; }
-
-  void remove_name() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-    path_.clear();
-  }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
+  *bytes = total;
+  return true;
+}
 
 class Hdf5Reader final : public TensorReader {
  public:
@@ -115,7 +85,7 @@ class Hdf5Reader final : public TensorReader {
   std::string name_;
   uint64_t file_size_ = 0;
   Buffer image_;  // the file image of a memory stream
-  SpoolFile spool_;  // the copy of a pipe; outlives file_
+  hdf5::SpoolFile spool_;  // the copy of a pipe; outlives file_
   Hid file_;
   std::vector<DatasetEntry> entries_;
   std::map<haddr_t, std::string> groups_seen_;  // address -> the path it was listed under
@@ -149,7 +119,7 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     std::string path = in->path();
     in.reset();
     file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-  } else if (!in->path().empty() && spool_.fill(*in, &file_size_)) {
+  } else if (!in->path().empty() && spool_input(spool_, *in, &file_size_)) {
     // A pipe: copied once into a temporary file, then opened as a file.
     in.reset();
     if (file_size_ == 0) throw invalid_input("empty file, not HDF5", name_);

@@ -3,8 +3,11 @@
 // Types are those h5py writes (see hdf5_types.h), with BF16 committed as the named type
 // /bfloat16 and the narrow floats as uint8 plus a `tk_dtype` attribute (sub-byte types
 // as a 1-D array of their packed bytes plus an int64 `tk_shape` attribute).
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -122,6 +125,7 @@ class Hdf5Writer final : public TensorWriter {
 
   std::unique_ptr<OutputStream> out_;
   WriteOptions options_;
+  hdf5::SpoolFile spool_;  // stdout or memory: the file HDF5 writes; outlives file_
   Hid file_;
   Hid bf16_type_;  // committed named datatype, when a tensor is BF16
   std::string bf16_type_name_ = "bfloat16";
@@ -141,6 +145,11 @@ void Hdf5Writer::create_file() {
   auto path = out_->temp_path();
   if (path) {
     file_ = Hid(H5Fcreate(path->c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  } else if (spool_.create()) {
+    // stdout or memory: HDF5 writes by seeking, so it writes a temporary file, copied
+    // out at the end; its name is gone once HDF5 has it open.
+    file_ = Hid(H5Fcreate(spool_.path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    spool_.remove_name();
   } else {
     // stdout or memory: build the file in memory and copy its image out at the end.
     Hid fapl(hdf5::check(H5Pcreate(H5P_FILE_ACCESS), ErrorKind::kInternal, "cannot create a property list", where));
@@ -367,6 +376,17 @@ void Hdf5Writer::finish() {
   bf16_type_.reset();
   if (out_->temp_path()) {
     if (!file_.close()) throw hdf5::error(ErrorKind::kIo, "cannot complete HDF5 file", where);
+  } else if (spool_.fd() >= 0) {
+    if (!file_.close()) throw hdf5::error(ErrorKind::kIo, "cannot complete HDF5 file", where);
+    std::vector<uint8_t> piece(1 << 20);
+    for (off_t at = 0;;) {
+      const ssize_t got = ::pread(spool_.fd(), piece.data(), piece.size(), at);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw errno_error("cannot read back the HDF5 file", where, errno);
+      if (got == 0) break;
+      out_->write(piece.data(), static_cast<size_t>(got));
+      at += got;
+    }
   } else {
     hdf5::check_status(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), ErrorKind::kIo, "cannot complete HDF5 file", where);
     ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);

@@ -10,8 +10,10 @@ peak tcompress -q -d bomb.tkz -o -
 peak --stdin bomb.tkz tcompress -q -d - -o -
 peak tcompress -q -d -t w bomb.tkz -o -
 peak --stdin bomb.tkz tcompress -q -d -t w - -o -
-# HDF5 takes the tensor in pieces too (hyperslabs), to a file.
+# HDF5 takes the tensor in pieces too (hyperslabs), to a file or to stdout (through a
+# temporary file that HDF5 writes by seeking, unlinked at once).
 peak tcompress -q -d -t w bomb.tkz -o w.h5
+peak tcompress -q -d -t w bomb.tkz --format hdf5 -o -
 "$PY" -c "
 import h5py
 d = h5py.File('w.h5')['w']

@@ -27,28 +27,16 @@ constexpr std::array<DescrEntry, 13> kDescrs = {{
 
 [[noreturn]] void malformed(const std::string& why) { throw invalid_input("malformed .npy header: " + why); }
 
-// Text from the file made safe for a one-line message: non-printable bytes as \xNN,
-// long text cut.
-std::string printable(std::string_view s) {
+// Text from the file for a message, long text cut. Its bytes stay as they are: the
+// command line escapes control characters when it shows a message (escaping here too
+// would show them twice escaped).
+std::string excerpt(std::string_view s) {
   constexpr size_t kMax = 60;
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < kMax; ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > kMax) out += "...";
-  return out;
+  return s.size() > kMax ? std::string(s.substr(0, kMax)) + "..." : std::string(s);
 }
 
 [[noreturn]] void unsupported_dtype(std::string_view text) {
-  throw invalid_input("unsupported .npy dtype '" + printable(text) + "'");
+  throw invalid_input("unsupported .npy dtype '" + excerpt(text) + "'");
 }
 
 // Tokens of the small subset of Python literals that a .npy header uses.
@@ -245,7 +233,7 @@ NpyHeader npy_parse_header(std::string_view text, bool utf8) {
       if (*seen) malformed("duplicate key 'shape'");
       h.shape = parse_shape(lex);
     } else {
-      malformed("unexpected key '" + printable(key) + "'");
+      malformed("unexpected key '" + excerpt(key) + "'");
     }
     *seen = true;
     if (lex.accept(',')) continue;

@@ -16,6 +16,8 @@ apt_packages=(
   libavcodec-dev libavutil-dev
   libssl-dev libxxhash-dev zlib1g-dev
   clang libclang-rt-14-dev time
+  openmpi-bin libopenmpi-dev libpmix-dev
+  slurm-wlm munge
   python3 python3-venv python3-pip
 )
 

@@ -15,8 +15,8 @@ apt_packages=(
   libopenblas-dev liblapacke-dev
   libavcodec-dev libavutil-dev
   libssl-dev libxxhash-dev zlib1g-dev
-  clang libclang-rt-14-dev time
   openmpi-bin libopenmpi-dev libpmix-dev
+  clang libclang-rt-14-dev time
   slurm-wlm munge
   python3 python3-venv python3-pip
 )

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tk/ckpt/c_api_internal.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/core/error.h"
 
@@ -28,55 +29,7 @@ namespace {
 
 using tk::ErrorKind;
 using tk::usage_error;
-
-thread_local std::string error_message;
-thread_local bool error_out_of_memory = false;
-
-// Record a failure's message; never throws (building the message may run out of memory).
-template <typename BuildMessage> int fail(int status, BuildMessage build) noexcept {
-  try {
-    error_message = build();
-    error_out_of_memory = false;
-  } catch (...) {
-    error_out_of_memory = true;
-  }
-  return status;
-}
-
-int status_for(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kUsage: return TK_CKPT_ERR_USAGE;
-    case ErrorKind::kInvalidInput: return TK_CKPT_ERR_INVALID_INPUT;
-    case ErrorKind::kIo: return TK_CKPT_ERR_IO;
-    case ErrorKind::kUnavailable: return TK_CKPT_ERR_UNAVAILABLE;
-    case ErrorKind::kRuntime: return TK_CKPT_ERR_RUNTIME;
-    case ErrorKind::kInternal: break;
-  }
-  return TK_CKPT_ERR_INTERNAL;
-}
-
-// Run `body` (returning a status) and turn whatever it throws into a status.
-template <typename Body> int guarded(Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const tk::Error& e) {
-    return fail(status_for(e.kind()), [&] {
-      std::string text = e.message();
-      if (!e.where().empty()) text += " (" + e.where() + ")";
-      return text;
-    });
-  } catch (const std::bad_alloc&) {
-    return fail(TK_CKPT_ERR_UNAVAILABLE, [] { return std::string("out of memory"); });
-  } catch (const std::exception& e) {
-    return fail(TK_CKPT_ERR_INTERNAL, [&] { return std::string("internal error: ") + e.what(); });
-  } catch (...) {
-    return fail(TK_CKPT_ERR_INTERNAL, [] { return std::string("internal error: unknown exception"); });
-  }
-}
-
-template <typename T> void require(const T* pointer, const char* what) {
-  if (pointer == nullptr) throw usage_error(std::string(what) + " is NULL");
-}
+using namespace tk::ckpt::capi;
 
 // Wrap a caller's tensor descriptor without copying its data, after checking that the
 // descriptor is consistent in itself (whether it matches a step is the engine's job).

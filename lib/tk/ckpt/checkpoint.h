@@ -95,17 +95,35 @@ struct SaveStats {
   size_t tensors_delta = 0;       // incremental: stored as an XOR delta
 };
 
+// One saved piece of a global tensor in a distributed step (docs/CHECKPOINT.md): the box
+// start[d] <= i[d] < start[d] + shape[d], stored row-major in a rank's shard.
+struct SliceEntry {
+  uint32_t rank = 0;            // the rank that saved it
+  std::string shard;            // file name inside the step directory
+  uint64_t offset = 0;          // byte offset of the slice's data inside the shard
+  Shape start;                  // offsets in the global tensor
+  Shape shape;                  // extents
+  uint64_t nbytes = 0;
+  uint64_t xxh3 = 0;            // XXH3-64 of the slice's bytes
+  std::vector<uint64_t> blocks; // XXH3-64 of each kSliceBlockBytes piece of them, in order
+};
+
+// Slices are checksummed in pieces of this many bytes too, so that a resharding restore
+// checks what it reads without reading whole slices.
+inline constexpr uint64_t kSliceBlockBytes = uint64_t(1) << 20;
+
 struct TensorEntry {
   std::string name;
   DType dtype = DType::kF32;
   Shape shape;
   uint64_t nbytes = 0;        // decoded bytes
   uint64_t stored_bytes = 0;  // bytes in the shard (0 for references)
-  std::string encoding;       // "raw", "lossless", "xor", "xor-lossless", "ref"
+  std::string encoding;       // "raw", "lossless", "xor", "xor-lossless", "ref", "sliced"
   std::string shard;          // file name inside the step directory; empty for "ref"
   uint64_t offset = 0;        // byte offset of the stored data inside the shard file
   uint64_t xxh3 = 0;          // XXH3-64 of the decoded bytes
   std::optional<uint64_t> source_step;  // "ref" / "xor*": the step holding the base
+  std::vector<SliceEntry> slices;       // "sliced" (distributed steps): its saved pieces
 };
 
 struct StepInfo {
@@ -117,6 +135,7 @@ struct StepInfo {
   size_t tensors = 0;
   std::optional<uint64_t> parent;  // incremental steps: the full step they refer to
   bool durable = false;            // also committed on the durable tier
+  uint32_t world_size = 0;         // ranks that saved a distributed step; 0: one process
   Metadata metadata;               // the caller's metadata
   std::vector<TensorEntry> entries;
 };

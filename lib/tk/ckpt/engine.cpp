@@ -24,6 +24,7 @@
 #include "tk/ckpt/checkpoint.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
+#include "tk/ckpt/shard_writer.h"
 #include "tk/ckpt/staging.h"
 #include "tk/ckpt/step_reader.h"
 #include "tk/ckpt/tier.h"
@@ -395,44 +396,33 @@ uint64_t Engine::write_step(const io::DirFd& tmp_dir, std::vector<Pending>& pend
 #pragma omp parallel for schedule(dynamic) num_threads(options_.threads) reduction(+ : written)
   for (size_t g = 0; g < groups.size(); ++g) {
     try {
-      std::vector<io::TensorInfo> infos;
+      std::vector<ShardItem> items;
       for (size_t i : groups[g]) {
         const Pending& p = pending[i];
-        io::TensorInfo info;
-        info.name = p.entry.name;
+        ShardItem item;
+        item.info.name = p.entry.name;
         if (p.entry.encoding == "raw") {
-          info.dtype = p.entry.dtype;
-          info.shape = p.entry.shape;
+          item.info.dtype = p.entry.dtype;
+          item.info.shape = p.entry.shape;
         } else {
-          info.dtype = DType::kU8;
-          info.shape = {static_cast<int64_t>(p.data.size())};
+          item.info.dtype = DType::kU8;
+          item.info.shape = {static_cast<int64_t>(p.data.size())};
         }
-        info.nbytes = p.data.size();
-        infos.push_back(std::move(info));
+        item.info.nbytes = p.data.size();
+        item.bytes = p.data;
+        items.push_back(std::move(item));
       }
       // The caller's metadata goes into every shard as well, so that a full step of a
       // model file is that file again.
-      io::Metadata meta(metadata.begin(), metadata.end());
-      std::vector<size_t> order = io::safetensors_canonical_order(infos);
-      std::vector<io::TensorInfo> ordered;
-      for (size_t k : order) ordered.push_back(infos[k]);
-      std::vector<uint8_t> header = io::safetensors_make_header(ordered, meta);
-      // The file starts with the header's length, 8 bytes little-endian.
-      uint64_t header_bytes = header.size();
-      for (int b = 7; b >= 0; --b) header.insert(header.begin(), static_cast<uint8_t>(header_bytes >> (8 * b)));
       const std::string name = shard_name(g);
-      fs::File file = fs::create_file(tmp_dir, name);
-      fs::write_all(file, header);
-      uint64_t offset = header.size();
-      for (size_t k : order) {
+      WrittenShard shard = write_shard(tmp_dir, name, items, metadata);
+      for (size_t k = 0; k < groups[g].size(); ++k) {
         Pending& p = pending[groups[g][k]];
         p.entry.shard = name;
-        p.entry.offset = offset;
+        p.entry.offset = shard.offsets[k];
         p.entry.stored_bytes = p.data.size();
-        fs::write_all(file, p.data);
-        offset += p.data.size();
       }
-      fs::fsync_file(file);
+      uint64_t offset = shard.bytes;
       shards[g] = {name, offset};
       written += offset;
     } catch (...) {
@@ -458,11 +448,11 @@ SaveStats Engine::process(Job& job) {
   const std::string final_dir = root.child_path(final_name);
   const std::string tmp_name = final_name + ".tmp-" + fs::unique_suffix();
   Manifest manifest;
+  std::vector<uint8_t> manifest_bytes;
   try {
     io::DirFd tmp_dir = root.make_dir(tmp_name);
     stats.written_bytes = write_step(tmp_dir, pending, manifest.shards, job.metadata);
     stats.write_seconds = seconds_since(t0);
-    auto t1 = Clock::now();
 
     StepInfo& info = manifest.info;
     info.step = job.step;
@@ -476,30 +466,16 @@ SaveStats Engine::process(Job& job) {
       else ++stats.tensors_stored;
       info.entries.push_back(std::move(p.entry));
     }
-    std::vector<uint8_t> manifest_bytes = manifest_encode(manifest);
-    {
-      fs::File file = fs::create_file(tmp_dir, kManifestName);
-      fs::write_all(file, manifest_bytes);
-      fs::fsync_file(file);
-    }
-    stats.written_bytes += manifest_bytes.size();
-    fs::fsync_dir(tmp_dir);
-    fs::rename_at(root, tmp_name, root, final_name);
-    stats.commit_seconds = seconds_since(t1);
+    manifest_bytes = manifest_encode(manifest);
   } catch (...) {
     fs::remove_tree(root, tmp_name);
     throw;
   }
-  // The step is committed once the rename is durable and `latest` names it. A failure
-  // before that takes the step back, so that a failed save leaves no step behind.
+  auto t1 = Clock::now();
+  publish_step(root, tmp_name, job.step, manifest_bytes);
+  stats.written_bytes += manifest_bytes.size();
+  stats.commit_seconds = seconds_since(t1);
   auto t2 = Clock::now();
-  try {
-    fs::fsync_dir(root);
-    write_latest(dir_, job.step);
-  } catch (...) {
-    uncommit_step(dir_, job.step);
-    throw;
-  }
   if (options_.incremental) remember_holders(manifest.info);
   if (full) {
     manifest.info.dir = final_dir;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tk/ckpt/checkpoint.h"
 
 namespace tk::ckpt {
@@ -16,6 +18,8 @@ namespace tk::ckpt {
 inline constexpr const char* kManifestName = "manifest.json";
 inline constexpr const char* kManifestFormat = "tensorkit-checkpoint";
 inline constexpr int kManifestVersion = 1;
+// Version 2: a distributed step (world_size, parts, "sliced" tensors).
+inline constexpr int kDistManifestVersion = 2;
 
 struct ShardInfo {
   std::string file;   // name inside the step directory
@@ -25,7 +29,19 @@ struct ShardInfo {
 struct Manifest {
   StepInfo info;      // dir, stored_bytes and durable are filled in by read_manifest
   std::vector<ShardInfo> shards;
+  std::vector<ShardInfo> parts;  // distributed steps: rank K's part file at index K
 };
+
+// Check a "sliced" entry of a step saved by `world_size` ranks: every slice from a rank
+// below it, inside the global shape, of the right size and block count; no two slices
+// overlapping; together covering the tensor. Throws an Error of `kind` naming `where`,
+// the tensor, the ranks and the boxes concerned.
+void check_sliced_entry(const TensorEntry& entry, uint32_t world_size, const std::string& where, ErrorKind kind);
+// Bytes of one element of `dtype`; kUsage `where` when it is not a whole number of bytes.
+uint64_t slice_element_bytes(DType dtype, const std::string& where);
+// JSON of a slice and back (shared by manifests and rank parts).
+nlohmann::json slice_to_json(const SliceEntry& slice);
+SliceEntry slice_from_json(const nlohmann::json& j, const std::string& where);
 
 // JSON with a trailing "checksum" field: XXH3-64 of the serialisation without it.
 std::vector<uint8_t> manifest_encode(const Manifest& manifest);

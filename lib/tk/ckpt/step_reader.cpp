@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "tk/ckpt/dist_part.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/codec/lossless.h"
 #include "tk/core/error.h"
@@ -121,11 +122,135 @@ uint64_t StepReader::read_stored(uint64_t step, const TensorEntry& e, std::span<
   return XXH3_64bits(out.data(), out.size());
 }
 
-void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const { read_entry(manifest_.info.step, e, out); }
+void StepReader::read(const TensorEntry& e, std::span<uint8_t> out) const {
+  if (e.encoding == "sliced") return read_box(e, {Shape(e.shape.size(), 0), e.shape}, out);
+  read_entry(manifest_.info.step, e, out);
+}
+
+void StepReader::read_box(const TensorEntry& e, const Box& want, std::span<uint8_t> out) const {
+  const uint64_t step = manifest_.info.step;
+  const std::string where = tensor_where(step, e.name);
+  if (!box_inside(want, e.shape))
+    throw usage_error("wanted box " + (want.start.size() == e.shape.size() ? box_to_string(want) : shape_to_string(want.shape)) +
+                          " lies outside the saved shape " + shape_to_string(e.shape),
+                      where);
+  const bool whole = want.shape == e.shape;
+  // Whole tensors of any dtype; boxes of whole-byte elements only.
+  const uint64_t elem = whole && dtype_bits(e.dtype) % 8 ? 0 : slice_element_bytes(e.dtype, where);
+  const uint64_t nbytes = elem ? elem * box_numel(want) : e.nbytes;
+  if (out.size() != nbytes) throw internal_error("restore buffer has the wrong size", where);
+  if (e.encoding != "sliced") {
+    if (whole) return read_entry(step, e, out), void();
+    std::vector<uint8_t> all(e.nbytes);
+    read_entry(step, e, all);
+    const Box saved{Shape(e.shape.size(), 0), e.shape};
+    box_runs(saved, want, want, elem, [&](uint64_t s, uint64_t t, uint64_t n) { std::memcpy(out.data() + t, all.data() + s, n); });
+    return;
+  }
+  if (elem > 0 && box_numel(want) == 0) return;
+  if (elem == 0) {
+    // A sub-byte dtype is saved whole, by one rank (check_sliced_entry).
+    const SliceEntry& sl = e.slices.at(0);
+    read_slice_part(e, sl, want, 0, out);
+    return;
+  }
+  uint64_t copied = 0;
+  for (const auto& sl : e.slices) copied += read_slice_part(e, sl, want, elem, out);
+  if (copied != box_numel(want)) {
+    std::vector<Box> boxes;
+    for (const auto& sl : e.slices) boxes.push_back({sl.start, sl.shape});
+    auto point = box_uncovered_point(want, boxes);
+    throw invalid_input("no saved slice covers " + (point ? "index " + shape_to_string(*point) + " of " : std::string()) +
+                            "the wanted box " + box_to_string(want),
+                        where);
+  }
+}
+
+uint64_t StepReader::read_slice_part(const TensorEntry& e, const SliceEntry& sl, const Box& want, uint64_t elem,
+                                     std::span<uint8_t> out) const {
+  const uint64_t step = manifest_.info.step;
+  const Box saved{sl.start, sl.shape};
+  std::optional<Box> region = elem == 0 ? std::optional<Box>(saved) : box_intersect(saved, want);
+  if (!region) return 0;
+  const std::string where = tensor_where(step, e.name) + ": slice " + box_to_string(saved) + " of rank " + std::to_string(sl.rank);
+  // Which blocks of the slice hold wanted bytes.
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // (offset in the slice, offset in out)
+  std::vector<uint64_t> run_len;
+  if (elem == 0) {
+    runs.push_back({0, 0});
+    run_len.push_back(sl.nbytes);
+  } else {
+    box_runs(saved, want, *region, elem, [&](uint64_t s, uint64_t t, uint64_t n) {
+      runs.push_back({s, t});
+      run_len.push_back(n);
+    });
+  }
+  const uint64_t nblocks = sl.blocks.size();
+  std::vector<bool> touched(nblocks, false);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (run_len[k] == 0) continue;
+    for (uint64_t b = runs[k].first / kSliceBlockBytes; b <= (runs[k].first + run_len[k] - 1) / kSliceBlockBytes; ++b)
+      touched[b] = true;
+  }
+  fs::File file = [&] {
+    try {
+      return fs::open_read(step_path(root_, step) + "/" + sl.shard);
+    } catch (const Error& err) {
+      throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), where);
+    }
+  }();
+  const uint64_t size = fs::file_size(file);
+  if (sl.offset > size || sl.nbytes > size - sl.offset) throw invalid_input("shard " + sl.shard + " is truncated", where);
+  // Read runs of consecutive touched blocks into one buffer spanning them, checking each.
+  uint64_t first = 0;
+  while (first < nblocks && !touched[first]) ++first;
+  uint64_t last = nblocks;
+  while (last > first && !touched[last - 1]) --last;
+  const uint64_t base = first * kSliceBlockBytes;
+  const uint64_t span_end = std::min<uint64_t>(last * kSliceBlockBytes, sl.nbytes);
+  std::vector<uint8_t> buf(span_end > base ? span_end - base : 0);
+  bool all_blocks = first == 0 && last == nblocks;
+  for (uint64_t b = first; b < last;) {
+    if (!touched[b]) {
+      all_blocks = false;
+      ++b;
+      continue;
+    }
+    uint64_t end = b;
+    while (end < last && touched[end]) ++end;
+    const uint64_t lo = b * kSliceBlockBytes, hi = std::min<uint64_t>(end * kSliceBlockBytes, sl.nbytes);
+    fs::pread_all(file, sl.offset + lo, {buf.data() + (lo - base), hi - lo}, "shard");
+    for (uint64_t k = b; k < end; ++k) {
+      const uint64_t klo = k * kSliceBlockBytes, khi = std::min<uint64_t>(klo + kSliceBlockBytes, sl.nbytes);
+      if (XXH3_64bits(buf.data() + (klo - base), khi - klo) != sl.blocks[k])
+        throw invalid_input("checksum mismatch in block " + std::to_string(k), where);
+    }
+    b = end;
+  }
+  if (all_blocks && XXH3_64bits(buf.data(), buf.size()) != sl.xxh3) throw invalid_input("checksum mismatch", where);
+  for (size_t k = 0; k < runs.size(); ++k)
+    if (run_len[k]) std::memcpy(out.data() + runs[k].second, buf.data() + (runs[k].first - base), run_len[k]);
+  return elem ? box_numel(*region) : box_numel(want);
+}
 
 void StepReader::check_claims(const TensorEntry& e) const { check_entry_claims(manifest_.info.step, e); }
 
 void StepReader::check_entry_claims(uint64_t step, const TensorEntry& e) const {
+  if (e.encoding == "sliced") {
+    for (const auto& sl : e.slices) {
+      const std::string where = tensor_where(step, e.name) + ": slice of rank " + std::to_string(sl.rank);
+      fs::File file = [&] {
+        try {
+          return fs::open_read(step_path(root_, step) + "/" + sl.shard);
+        } catch (const Error& err) {
+          throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), where);
+        }
+      }();
+      const uint64_t size = fs::file_size(file);
+      if (sl.offset > size || sl.nbytes > size - sl.offset) throw invalid_input("shard " + sl.shard + " is truncated", where);
+    }
+    return;
+  }
   if (e.encoding == "raw" || e.encoding == "lossless") return check_stored_claims(step, e);
   // A reference's bytes, or a delta's base, are those of the same tensor in its source.
   check_entry_claims(*e.source_step, source_entry(step, e));
@@ -197,6 +322,19 @@ std::vector<std::string> StepReader::check_layout() const {
       fs::pread_all(file, 8, json, "safetensors header");
       io::SafetensorsHeader header = io::safetensors_parse_header(json);
       if (8 + n + header.data_size != size) problems.push_back(where + ": safetensors data size does not match the file");
+      auto in_header = [&](const std::string& name) -> std::optional<size_t> {
+        auto it = std::find_if(header.tensors.begin(), header.tensors.end(), [&](const io::TensorInfo& t) { return t.name == name; });
+        if (it == header.tensors.end()) return std::nullopt;
+        return static_cast<size_t>(it - header.tensors.begin());
+      };
+      for (const auto& e : manifest_.info.entries)
+        for (const auto& sl : e.slices) {
+          if (sl.shard != sh.file) continue;
+          auto k = in_header(e.name);
+          if (!k) problems.push_back(tensor_where(manifest_.info.step, e.name) + ": slice of rank " + std::to_string(sl.rank) + " not in " + sh.file);
+          else if (8 + n + header.offsets[*k] != sl.offset || header.tensors[*k].nbytes != sl.nbytes)
+            problems.push_back(tensor_where(manifest_.info.step, e.name) + ": offset or size in " + sh.file + " disagrees with the manifest");
+        }
       for (const auto& e : manifest_.info.entries) {
         if (e.shard != sh.file) continue;
         auto it = std::find_if(header.tensors.begin(), header.tensors.end(), [&](const io::TensorInfo& t) { return t.name == e.name; });
@@ -211,6 +349,44 @@ std::vector<std::string> StepReader::check_layout() const {
     } catch (const Error& err) {
       std::string msg = err.message();
       problems.push_back(where + ": " + msg);
+    }
+  }
+  std::vector<std::string> parts = check_parts();
+  problems.insert(problems.end(), parts.begin(), parts.end());
+  return problems;
+}
+
+// Each rank's part must be there and list what the manifest says the rank saved: a step
+// assembled from incomplete parts is refused by the missing rank's name.
+std::vector<std::string> StepReader::check_parts() const {
+  std::vector<std::string> problems;
+  const StepInfo& info = manifest_.info;
+  if (info.world_size == 0) return problems;
+  io::DirFd dir = io::DirFd::open(info.dir);
+  for (uint32_t r = 0; r < info.world_size; ++r) {
+    try {
+      RankPart part = read_part(dir, r, info.step);
+      size_t stored = 0;
+      for (const auto& p : part.pieces) {
+        if (!p.stored) continue;
+        ++stored;
+        auto e = std::find_if(info.entries.begin(), info.entries.end(), [&](const TensorEntry& t) { return t.name == p.name; });
+        bool listed = e != info.entries.end() &&
+                      std::any_of(e->slices.begin(), e->slices.end(), [&](const SliceEntry& sl) {
+                        return sl.rank == r && sl.start == p.slice.start && sl.shape == p.slice.shape && sl.xxh3 == p.slice.xxh3;
+                      });
+        if (!listed)
+          problems.push_back(tensor_where(info.step, p.name) + ": rank " + std::to_string(r) + " saved slice " +
+                             box_to_string({p.slice.start, p.slice.shape}) + " that the manifest does not list");
+      }
+      size_t listed = 0;
+      for (const auto& e : info.entries)
+        listed += std::count_if(e.slices.begin(), e.slices.end(), [&](const SliceEntry& sl) { return sl.rank == r; });
+      if (listed != stored)
+        problems.push_back(step_dir_name(info.step) + ": rank " + std::to_string(r) + ": the manifest lists " +
+                           std::to_string(listed) + " slices of it, its part " + std::to_string(stored));
+    } catch (const Error& err) {
+      problems.push_back((err.where().empty() ? "" : err.where() + ": ") + err.message());
     }
   }
   return problems;

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "tk/ckpt/box.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
 
@@ -25,6 +26,14 @@ class StepReader {
   // check its checksum. Safe to call from several threads at once. Throws kInvalidInput
   // "checksum mismatch" naming the step and tensor, kIo when a shard cannot be read.
   void read(const TensorEntry& entry, std::span<uint8_t> out) const;
+  // Read box `want` of `entry`'s tensor (in global indices) into `out`, row-major, as
+  // many bytes as the box holds. For a "sliced" entry only the saved slices that overlap
+  // the box are read, and of each only the kSliceBlockBytes blocks that hold wanted
+  // bytes, each checked against its XXH3 (a slice read whole is checked against its own
+  // XXH3 as well). Other entries are read whole, checked, and the box copied out.
+  // Throws kInvalidInput naming the tensor and an index no saved slice covers, kUsage
+  // when the box lies outside the tensor or the dtype cannot be sliced.
+  void read_box(const TensorEntry& entry, const Box& want, std::span<uint8_t> out) const;
   // Check what `entry` claims against the shards that hold it, before a caller
   // allocates entry.nbytes for it: each stored range inside its shard file, raw bytes
   // as long as the tensor, a frame's header claiming the tensor's size (and able to
@@ -39,6 +48,11 @@ class StepReader {
   // Both return the XXH3 of what they wrote to `out`; read_entry has checked it.
   uint64_t read_entry(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
   uint64_t read_stored(uint64_t step, const TensorEntry& entry, std::span<uint8_t> out) const;
+  // read_box for one saved slice: the part of `want` that `slice` holds, into `out`.
+  // Returns how many elements it copied.
+  uint64_t read_slice_part(const TensorEntry& entry, const SliceEntry& slice, const Box& want, uint64_t elem,
+                           std::span<uint8_t> out) const;
+  std::vector<std::string> check_parts() const;
   // The shard holding `entry` of step `step`, opened, with the entry's range checked
   // inside it (kInvalidInput "shard ... is truncated" otherwise).
   fs::File open_stored(uint64_t step, const TensorEntry& entry) const;

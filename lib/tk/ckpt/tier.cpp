@@ -106,6 +106,34 @@ void uncommit_step(const std::string& dir, uint64_t step) noexcept {
   }
 }
 
+void publish_step(const io::DirFd& root, const std::string& tmp_name, uint64_t step,
+                  std::span<const uint8_t> manifest) {
+  const std::string final_name = step_dir_name(step);
+  try {
+    std::optional<io::DirFd> tmp_dir = root.open_dir(tmp_name);
+    if (!tmp_dir) throw invalid_input("temporary step directory vanished", root.child_path(tmp_name));
+    {
+      fs::File file = fs::create_file(*tmp_dir, kManifestName);
+      fs::write_all(file, manifest);
+      fs::fsync_file(file);
+    }
+    fs::fsync_dir(*tmp_dir);
+    fs::rename_at(root, tmp_name, root, final_name);
+  } catch (...) {
+    fs::remove_tree(root, tmp_name);
+    throw;
+  }
+  // The step is committed once the rename is durable and `latest` names it. A failure
+  // before that takes the step back, so that a failed save leaves no step behind.
+  try {
+    fs::fsync_dir(root);
+    write_latest(root.path(), step);
+  } catch (...) {
+    uncommit_step(root.path(), step);
+    throw;
+  }
+}
+
 std::vector<StepInfo> list_steps(const std::string& dir) { return listed_infos(list_steps_each(dir)); }
 
 std::vector<StepInfo> listed_infos(std::vector<StepListing> listed) {

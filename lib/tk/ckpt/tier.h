@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "tk/ckpt/checkpoint.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::ckpt {
 
@@ -38,6 +40,13 @@ std::vector<StepInfo> listed_infos(std::vector<StepListing> listed);
 // The steps a step needs to be read: its parent and every step its entries take bytes
 // from (references and XOR bases).
 std::vector<uint64_t> step_dependencies(const StepInfo& step);
+// Commit temp directory `tmp_name` of checkpoint directory `root` as step `step`: write
+// `manifest` (manifest.json) into it and fsync it, fsync the temp directory, rename it to
+// step-N, fsync `root` and point `latest` at the step. A failure before the rename
+// removes the temp directory; one after it takes the step back (uncommit_step). Either
+// way the error is rethrown and no step is left behind.
+void publish_step(const io::DirFd& root, const std::string& tmp_name, uint64_t step,
+                  std::span<const uint8_t> manifest);
 // Copy committed step `step` of `from` into `to` with the full commit protocol.
 void copy_step(const std::string& from, const std::string& to, uint64_t step);
 

@@ -1,0 +1,358 @@
+// The distributed checkpointer: rank-local writes in a background thread, and a commit
+// made of two small collectives (statuses gathered at rank 0, the outcome broadcast).
+// Only this file talks to the communicator, and only from the caller's thread.
+#include "tk/ckpt/dist_checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <set>
+#include <thread>
+
+#include "tk/ckpt/dist_part.h"
+#include "tk/ckpt/fileops.h"
+#include "tk/ckpt/manifest.h"
+#include "tk/ckpt/staging.h"
+#include "tk/ckpt/step_reader.h"
+#include "tk/ckpt/tier.h"
+
+namespace tk::ckpt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// What a rank reports and rank 0 answers: a fixed-size record, so the gather moves
+// 512 bytes per rank whatever the step holds.
+struct Record {
+  int32_t kind = -1;  // -1: ok; else an ErrorKind
+  uint32_t reserved = 0;
+  uint64_t value = 0;  // open: newest step + 1 (0: none); commit: bytes written / step bytes
+  char text[496] = {};
+
+  static Record ok(uint64_t value = 0, const std::string& text = {}) {
+    Record r;
+    r.value = value;
+    std::strncpy(r.text, text.c_str(), sizeof r.text - 1);
+    return r;
+  }
+  static Record failure(const Error& e, const std::string& prefix = {}) {
+    Record r;
+    r.kind = static_cast<int32_t>(e.kind());
+    std::string text = prefix + e.message() + (e.where().empty() ? "" : " (" + e.where() + ")");
+    std::strncpy(r.text, text.c_str(), sizeof r.text - 1);
+    return r;
+  }
+  bool good() const { return kind < 0; }
+  Error error() const { return Error(static_cast<ErrorKind>(kind), std::string(text, strnlen(text, sizeof text))); }
+  std::span<uint8_t> bytes() { return {reinterpret_cast<uint8_t*>(this), sizeof *this}; }
+};
+static_assert(sizeof(Record) == 512);
+
+Error as_error(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    return err;
+  } catch (const std::bad_alloc&) {
+    return unavailable("out of memory");
+  } catch (const std::exception& err) {
+    return internal_error(err.what());
+  }
+}
+
+}  // namespace
+
+struct DistCheckpointer::Impl {
+  std::unique_ptr<fs::DirLock> lock;  // rank 0
+  std::string token;                  // names this job's temp directories
+  uint64_t sequence = 0;              // saves so far, the same on every rank
+  std::optional<uint64_t> last_step;  // newest committed or pending step
+  std::optional<uint64_t> committed;  // newest committed step
+  StagingPool pool;
+
+  // The pending save.
+  uint64_t step = 0;
+  std::string tmp_name;
+  std::optional<Error> local_error;  // from save_async's checks
+  Buffer staging;
+  std::vector<LocalSlice> slices;
+  std::thread writer;
+  std::exception_ptr write_error;
+  uint64_t written = 0;
+  double stall_seconds = 0, write_seconds = 0;
+};
+
+DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> comm, const DistOptions& options)
+    : dir_(std::move(dir)), comm_(std::move(comm)), options_(options), impl_(std::make_unique<Impl>()) {
+  if (options_.threads < 1) options_.threads = 1;
+  if (!(options_.timeout_seconds > 0)) options_.timeout_seconds = 300;
+  auto deadline = [&] { return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds)); };
+  Record prepared;
+  if (rank() == 0) {
+    try {
+      if (fs::exists(dir_) && !fs::is_dir(dir_)) throw invalid_input("not a directory", dir_);
+      fs::make_dirs(dir_);
+      check_checkpoint_dir(dir_);
+      impl_->lock = std::make_unique<fs::DirLock>(dir_);
+      cleanup_leftovers(dir_);
+      repair_latest(dir_);
+      auto steps = committed_steps(dir_);
+      prepared = Record::ok(steps.empty() ? 0 : steps.back() + 1, fs::unique_suffix());
+    } catch (...) {
+      prepared = Record::failure(as_error(std::current_exception()), "rank 0: ");
+    }
+  }
+  try {
+    comm_->broadcast(prepared.bytes(), deadline());
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+  if (!prepared.good()) throw prepared.error();
+  impl_->token = std::string(prepared.text, strnlen(prepared.text, sizeof prepared.text));
+  if (prepared.value) impl_->last_step = impl_->committed = prepared.value - 1;
+  // Every rank must see the directory rank 0 prepared (a node-local path that differs
+  // between nodes would split the step).
+  Record seen = fs::exists(dir_ + "/.lock") ? Record::ok()
+                                            : Record::failure(invalid_input("does not see the checkpoint directory rank 0 "
+                                                                            "prepared (it must be shared by every rank)", dir_));
+  std::vector<uint8_t> all;
+  try {
+    all = comm_->gather(seen.bytes(), deadline());
+    Record verdict = Record::ok();
+    for (int r = 0; r < size() && rank() == 0; ++r) {
+      Record got;
+      std::memcpy(&got, all.data() + sizeof(Record) * static_cast<size_t>(r), sizeof got);
+      if (!got.good()) {
+        verdict = Record::failure(got.error(), "rank " + std::to_string(r) + ": ");
+        break;
+      }
+    }
+    comm_->broadcast(verdict.bytes(), deadline());
+    if (!verdict.good()) throw verdict.error();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kRuntime) broken_ = true;
+    throw;
+  }
+}
+
+DistCheckpointer::~DistCheckpointer() {
+  if (impl_ && impl_->writer.joinable()) impl_->writer.join();
+}
+
+void DistCheckpointer::save_async(uint64_t step, const std::vector<DistSlice>& slices) {
+  begin_save(step, slices, std::nullopt);
+}
+
+void DistCheckpointer::save_async_refused(uint64_t step, const Error& why) {
+  begin_save(step, {}, why);
+  throw why;  // not reached: begin_save rethrows it
+}
+
+void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused) {
+  auto t0 = Clock::now();
+  if (broken_) throw runtime_error("checkpointer unusable after a failed collective", dir_);
+  if (pending_) throw usage_error("a save is already pending; wait() for it first", dir_);
+  Impl& m = *impl_;
+  m.step = step;
+  m.local_error.reset();
+  m.write_error = nullptr;
+  m.written = 0;
+  m.write_seconds = 0;
+  m.slices.clear();
+  m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+
+  std::vector<LocalSlice> local;
+  try {
+    if (refused) throw *refused;
+    if (m.last_step && step <= *m.last_step)
+      throw usage_error("step " + std::to_string(step) + " is not after the newest step " + std::to_string(*m.last_step), dir_);
+    for (const auto& s : slices) {
+      LocalSlice l;
+      l.name = s.name;
+      l.dtype = s.dtype;
+      l.global_shape = s.global_shape;
+      l.box.start = s.offsets.empty() ? Shape(s.global_shape.size(), 0) : s.offsets;
+      l.box.shape = s.shape.empty() ? s.global_shape : s.shape;
+      l.bytes = {s.data, s.nbytes};
+      l.replicated = s.replicated;
+      if (s.nbytes > 0 && s.data == nullptr) throw usage_error("data is NULL", "tensor '" + s.name + "'");
+      local.push_back(std::move(l));
+    }
+    check_local_slices(local);
+  } catch (const Error& e) {
+    m.local_error = e;
+    local.clear();
+  }
+  // Which rank saves each replicated tensor: the lowest that passes it.
+  std::string names;
+  for (const auto& l : local)
+    if (l.replicated) names += l.name + '\0';
+  std::vector<std::vector<uint8_t>> everyone;
+  try {
+    everyone = comm_->allgather({reinterpret_cast<const uint8_t*>(names.data()), names.size()}, deadline);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+  pending_ = true;
+  if (m.local_error) {
+    m.stall_seconds = seconds_since(t0);
+    throw *m.local_error;
+  }
+  std::set<std::string> lower;
+  for (int r = 0; r < rank(); ++r) {
+    const auto& list = everyone[static_cast<size_t>(r)];
+    for (size_t a = 0, b = 0; b < list.size(); ++b)
+      if (list[b] == 0) lower.emplace(reinterpret_cast<const char*>(list.data() + a), b - a), a = b + 1;
+  }
+  for (auto& l : local)
+    if (l.replicated && lower.count(l.name)) l.store = false;
+
+  // Copy everything, replicas another rank stores included (they are hashed in the
+  // background, to check them against the saved copy), so that the caller may change
+  // its memory as soon as this returns.
+  uint64_t total = 0;
+  std::vector<uint64_t> offsets;
+  for (const auto& l : local) {
+    offsets.push_back(total);
+    total += (l.bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  }
+  m.staging = m.pool.acquire(total);
+  for (size_t i = 0; i < local.size(); ++i) {
+    uint8_t* dst = m.staging.mutable_data() + offsets[i];
+    snapshot_copy(dst, local[i].bytes.data(), local[i].bytes.size());
+    local[i].bytes = {dst, local[i].bytes.size()};
+  }
+  m.slices = std::move(local);
+  m.last_step = step;
+  m.stall_seconds = seconds_since(t0);
+  m.writer = std::thread([this] {
+    Impl& w = *impl_;
+    auto t1 = Clock::now();
+    try {
+      io::DirFd root = io::DirFd::open(dir_);
+      io::DirFd tmp = root.make_dir(w.tmp_name);
+      write_rank_part(tmp, w.step, static_cast<uint32_t>(rank()), static_cast<uint32_t>(size()), w.slices,
+                      options_.threads, &w.written);
+    } catch (...) {
+      w.write_error = std::current_exception();
+    }
+    w.write_seconds = seconds_since(t1);
+  });
+}
+
+DistSaveStats DistCheckpointer::wait() {
+  if (broken_) throw runtime_error("checkpointer unusable after a failed collective", dir_);
+  if (!pending_) throw usage_error("no save is pending", dir_);
+  Impl& m = *impl_;
+  if (m.writer.joinable()) m.writer.join();
+  pending_ = false;
+  m.slices.clear();
+  if (!m.staging.empty()) m.pool.release(std::move(m.staging));
+  m.staging = Buffer();
+  auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+
+  Record mine = m.local_error ? Record::failure(*m.local_error)
+                : m.write_error ? Record::failure(as_error(m.write_error))
+                                : Record::ok(m.written);
+  Record outcome;
+  try {
+    std::vector<uint8_t> all = comm_->gather(mine.bytes(), deadline);
+    if (rank() == 0) {
+      outcome = Record::ok();
+      for (int r = 0; r < size(); ++r) {
+        Record got;
+        std::memcpy(&got, all.data() + sizeof(Record) * static_cast<size_t>(r), sizeof got);
+        if (!got.good()) {
+          outcome = Record::failure(got.error(), "rank " + std::to_string(r) + ": ");
+          break;
+        }
+      }
+      io::DirFd root = io::DirFd::open(dir_);
+      if (outcome.good()) {
+        try {
+          Manifest manifest = publish_parts(root, m.tmp_name, m.step, static_cast<uint32_t>(size()));
+          outcome = Record::ok(manifest.info.logical_bytes);
+        } catch (...) {
+          outcome = Record::failure(as_error(std::current_exception()));
+        }
+      } else {
+        fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
+      }
+    }
+    comm_->broadcast(outcome.bytes(), deadline);
+  } catch (...) {
+    broken_ = true;
+    throw;
+  }
+  if (!outcome.good()) {
+    m.last_step = m.committed;  // the step number may be tried again
+    throw outcome.error();
+  }
+  m.committed = m.step;
+  DistSaveStats stats;
+  stats.step = m.step;
+  stats.stall_seconds = m.stall_seconds;
+  stats.write_seconds = m.write_seconds;
+  stats.commit_seconds = seconds_since(t0);
+  stats.written_bytes = m.written;
+  stats.step_bytes = outcome.value;
+  return stats;
+}
+
+std::optional<uint64_t> DistCheckpointer::latest() const {
+  auto steps = committed_steps(dir_);
+  if (steps.empty()) return std::nullopt;
+  return steps.back();
+}
+
+uint32_t DistCheckpointer::world_size(uint64_t step) const {
+  StepReader reader(dir_, step);
+  return std::max<uint32_t>(reader.manifest().info.world_size, 1);
+}
+
+void DistCheckpointer::restore(uint64_t step, const std::vector<DistSlice>& wanted) const {
+  StepReader reader(dir_, step);
+  const auto& entries = reader.manifest().info.entries;
+  std::vector<const TensorEntry*> matched(wanted.size());
+  std::vector<Box> boxes(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const DistSlice& w = wanted[i];
+    const std::string where = tensor_where(step, w.name);
+    auto it = std::find_if(entries.begin(), entries.end(), [&](const TensorEntry& e) { return e.name == w.name; });
+    if (it == entries.end()) throw invalid_input("no such tensor in the step", where);
+    if (w.dtype != it->dtype || w.global_shape != it->shape)
+      throw usage_error("wanted as " + std::string(dtype_name(w.dtype)) + " " + shape_to_string(w.global_shape) +
+                            ", the step holds " + dtype_name(it->dtype) + " " + shape_to_string(it->shape),
+                        where);
+    boxes[i].start = w.offsets.empty() ? Shape(w.global_shape.size(), 0) : w.offsets;
+    boxes[i].shape = w.shape.empty() ? w.global_shape : w.shape;
+    if (!box_inside(boxes[i], it->shape))
+      throw usage_error("wanted box lies outside the global shape " + shape_to_string(it->shape), where);
+    const bool whole = boxes[i].shape == it->shape;
+    const uint64_t need = whole ? it->nbytes : slice_element_bytes(it->dtype, where) * box_numel(boxes[i]);
+    if (w.nbytes != need)
+      throw usage_error("buffer holds " + std::to_string(w.nbytes) + " bytes, the box needs " + std::to_string(need), where);
+    if (need > 0 && w.data == nullptr) throw usage_error("data is NULL", where);
+    matched[i] = &*it;
+  }
+  std::vector<std::exception_ptr> errors(wanted.size());
+#pragma omp parallel for schedule(dynamic) num_threads(options_.threads)
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    try {
+      reader.read_box(*matched[i], boxes[i], {wanted[i].data, wanted[i].nbytes});
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  }
+  for (auto& err : errors)
+    if (err) std::rethrow_exception(err);
+}
+
+}  // namespace tk::ckpt

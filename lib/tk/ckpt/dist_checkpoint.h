@@ -1,0 +1,101 @@
+// Distributed checkpoints: one checkpoint directory shared by the ranks of a
+// communicator, one consistent step for all of them, restorable onto any number of
+// ranks (docs/CHECKPOINT.md, "Distributed steps"). The transport is tk::dist::Comm; the
+// format, the commit and the reader need no MPI, so tools built without it list,
+// verify and restore distributed steps through Checkpointer (checkpoint.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tk/core/error.h"
+#include "tk/core/tensor.h"
+#include "tk/dist/comm.h"
+
+namespace tk::ckpt {
+
+struct DistOptions {
+  // Seconds each collective of open, save and commit may take before it fails with
+  // kRuntime "... timed out" (a rank died or hangs). See DistCheckpointer::wait.
+  double timeout_seconds = 300;
+  int threads = 2;  // background threads for checksums
+};
+
+// One rank's box of a global tensor: offsets[d] <= i[d] < offsets[d] + shape[d], stored
+// row-major at `data` (nbytes bytes). Saved by save_async, filled by restore.
+struct DistSlice {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape global_shape;
+  Shape offsets;   // empty: all 0
+  Shape shape;     // empty: the global shape
+  uint8_t* data = nullptr;
+  uint64_t nbytes = 0;
+  bool replicated = false;  // whole, held alike by every rank passing it: saved once, by the lowest
+};
+
+struct DistSaveStats {
+  uint64_t step = 0;
+  double stall_seconds = 0;   // inside save_async on this rank
+  double write_seconds = 0;   // background: checksums, write and fsync of this rank's part
+  double commit_seconds = 0;  // inside wait(): collectives, validation, publication
+  uint64_t written_bytes = 0; // this rank's shard and part
+  uint64_t step_bytes = 0;    // tensor bytes of the whole step
+};
+
+class DistCheckpointer {
+ public:
+  // Collective. Open (creating) `dir`, the same shared directory on every rank. Rank 0
+  // takes the writer lock and removes what a killed job left; every rank then checks
+  // that it sees the directory rank 0 prepared. Throws on every rank when any fails.
+  DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> comm, const DistOptions& options = {});
+  // Joins the background write of a save nobody waited for; commits nothing.
+  ~DistCheckpointer();
+  DistCheckpointer(const DistCheckpointer&) = delete;
+  DistCheckpointer& operator=(const DistCheckpointer&) = delete;
+
+  // Collective (it agrees with the other ranks which of them saves each replicated
+  // tensor). Copy this rank's slices and write them in the background as its part of
+  // step `step`. kUsage at once for a malformed slice or a step not above the newest;
+  // either way wait() must follow on every rank, and then fails on all of them.
+  void save_async(uint64_t step, const std::vector<DistSlice>& slices);
+  // Collective: take part in save `step` with nothing, as a rank whose input was
+  // malformed before it could be described (the C API's descriptors); rethrows `why`,
+  // and wait() then fails on every rank with it.
+  [[noreturn]] void save_async_refused(uint64_t step, const Error& why);
+  // Collective. Wait for this rank's part, then commit: rank 0 publishes the step when
+  // every rank succeeded and the slices are consistent, and every rank gets the same
+  // outcome: the stats, or the same Error (naming the rank that failed). A collective
+  // that times out throws kRuntime on this rank and breaks the handle.
+  DistSaveStats wait();
+  bool pending() const { return pending_; }
+  bool broken() const { return broken_; }
+
+  int rank() const { return comm_->rank(); }
+  int size() const { return comm_->size(); }
+  const std::string& dir() const { return dir_; }
+
+  // Local. The newest committed step; the number of ranks that saved `step`.
+  std::optional<uint64_t> latest() const;
+  uint32_t world_size(uint64_t step) const;
+  // Local. Fill each wanted slice's box of its global tensor from step `step`
+  // (StepReader::read_box: only the overlapping bytes, every block read checked).
+  // kUsage when a dtype or global shape differs from the saved one; kInvalidInput when
+  // the step or tensor is missing, part of a box was not saved, or a checksum fails.
+  void restore(uint64_t step, const std::vector<DistSlice>& wanted) const;
+
+ private:
+  struct Impl;
+  void begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused);
+  std::string dir_;
+  std::unique_ptr<dist::Comm> comm_;
+  DistOptions options_;
+  std::unique_ptr<Impl> impl_;
+  bool pending_ = false;
+  bool broken_ = false;
+};
+
+}  // namespace tk::ckpt

@@ -1,0 +1,137 @@
+/* C interface of the distributed checkpointer (libtkckpt built with TK_MPI).
+ *
+ * One checkpoint directory shared by every rank of an MPI communicator. Each rank saves
+ * its own tensors; a step becomes visible only when every rank has written and fsynced
+ * its part and rank 0 has published the global manifest (docs/CHECKPOINT.md,
+ * "Distributed steps"). A step can be restored onto any number of ranks: each rank
+ * names the global tensors and the slice of each it wants.
+ *
+ * The conventions of tk_ckpt.h hold (statuses, tk_ckpt_last_error(), row-major
+ * tensors, safetensors dtype names). The communicator is passed as an MPI_Fint, the
+ * Fortran handle (MPI_Comm_c2f(comm) in C, comm%MPI_VAL or the integer in Fortran,
+ * comm.py2f() in mpi4py), so this header does not need mpi.h. MPI must be initialised
+ * by the caller; the library calls MPI only on the thread that calls these functions.
+ *
+ * Collective calls (every rank of the communicator calls them, in the same order):
+ * tk_dckpt_open, tk_dckpt_save_async, tk_dckpt_wait, tk_dckpt_close. The others are
+ * local. A library built without MPI answers tk_dckpt_open with
+ * TK_CKPT_ERR_UNAVAILABLE.
+ */
+#ifndef TK_CKPT_DIST_H
+#define TK_CKPT_DIST_H
+
+#include "tk_ckpt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A Fortran MPI handle (MPI_Fint); int in every MPI implementation of note. */
+typedef int tk_dckpt_comm;
+
+/* An open distributed checkpoint directory on one rank. */
+typedef struct tk_dckpt tk_dckpt;
+
+/* How a directory is opened; fill with tk_dckpt_options_init() first. */
+typedef struct tk_dckpt_options {
+  /* Seconds every collective of a commit may take before it fails (default 300). A
+   * rank that died or hangs then makes tk_dckpt_wait fail on the others instead of
+   * hanging them; see tk_dckpt_wait. */
+  double timeout_seconds;
+  int32_t threads; /* background threads for checksums and writes (default 2) */
+} tk_dckpt_options;
+
+/* One rank's piece of a global tensor: saved by tk_dckpt_save_async, wanted by
+ * tk_dckpt_restore. The piece is the box offsets[d] <= i[d] < offsets[d] + shape[d] of
+ * the global tensor, stored row-major in `data` (nbytes = the dtype's size of the
+ * box). A tensor held whole by one rank is the box of offset 0 and shape = global
+ * shape. */
+typedef struct tk_dckpt_slice {
+  const char* name;             /* global tensor name */
+  const char* dtype;            /* safetensors dtype name ("F32", "BF16", ...) */
+  int32_t ndim;                 /* 0 for a scalar */
+  const int64_t* global_shape;  /* ndim dimensions of the whole tensor */
+  const int64_t* offsets;       /* ndim offsets of the box (NULL: all 0) */
+  const int64_t* shape;         /* ndim extents of the box (NULL: the global shape) */
+  void* data;                   /* the box's bytes; read by saves, written by restores */
+  uint64_t nbytes;              /* must equal the size dtype and shape imply */
+  /* Nonzero: every rank that passes this tensor holds the same whole tensor (offsets
+   * 0, shape = global shape); it is saved once, by the lowest of those ranks. Ignored
+   * by tk_dckpt_restore. */
+  int32_t replicated;
+} tk_dckpt_slice;
+
+/* What tk_dckpt_wait did on this rank. Times in seconds. */
+typedef struct tk_dckpt_stats {
+  uint64_t step;
+  double stall_seconds;    /* time spent inside tk_dckpt_save_async on this rank */
+  double write_seconds;    /* background: checksums, write and fsync of this rank's part */
+  double commit_seconds;   /* inside tk_dckpt_wait: collectives, validation, publication */
+  uint64_t written_bytes;  /* bytes this rank wrote (its shard and part) */
+  uint64_t step_bytes;     /* tensor bytes of the whole step, all ranks */
+} tk_dckpt_stats;
+
+/* Fill `options` with the defaults. */
+TK_CKPT_API void tk_dckpt_options_init(tk_dckpt_options* options);
+
+/* Collective. Open checkpoint directory `dir` (created when missing; it must be the
+ * same directory, shared, on every rank) for the ranks of `comm`, and store the handle
+ * in *out. Rank 0 takes the directory's writer lock and removes steps that a killed job
+ * left uncommitted; every rank gets the same status. `options` may be NULL. The
+ * communicator is duplicated; the caller's may be freed afterwards. */
+TK_CKPT_API int tk_dckpt_open(const char* dir, tk_dckpt_comm comm, const tk_dckpt_options* options,
+                              tk_dckpt** out);
+
+/* Collective. Start saving this rank's `count` slices as step `step` (the same step on
+ * every rank, above the newest committed one). The data is copied before the call
+ * returns, so the caller may modify it at once; checksums and writes run in the
+ * background. A rank may pass no slices at all. Each name appears at most once per
+ * rank. Every rank must then call tk_dckpt_wait, whatever this call returned: a rank
+ * whose slices are malformed (an unknown dtype, a box outside the global shape, an
+ * nbytes that does not match) gets that error here AND makes tk_dckpt_wait fail on
+ * every rank, so that no step is published. TK_CKPT_ERR_USAGE when a save is already
+ * pending on this handle. */
+TK_CKPT_API int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices,
+                                    size_t count);
+
+/* Collective. Wait for this rank's background work, then commit the step across ranks:
+ * rank 0 checks that every rank succeeded and that the slices agree (same dtype and
+ * global shape on every rank, boxes inside the global shape, the boxes of a tensor
+ * covering it exactly without overlap), publishes the step or removes it, and tells
+ * every rank. Every rank returns the same status and message: TK_CKPT_OK when the step
+ * is committed, else the first failure naming its rank (TK_CKPT_ERR_USAGE for
+ * inconsistent slices, TK_CKPT_ERR_IO for a failed write). *stats may be NULL.
+ *
+ * Timeout: when a collective does not complete within timeout_seconds (a rank died or
+ * hangs), TK_CKPT_ERR_RUNTIME "collective commit timed out"; the handle is then broken
+ * (every later call but tk_dckpt_close fails) and the job should end (MPI_Abort). The
+ * step is committed or invisible as a whole either way; after a restart
+ * tk_dckpt_latest says which. */
+TK_CKPT_API int tk_dckpt_wait(tk_dckpt* ckpt, tk_dckpt_stats* stats);
+
+/* Local. Store the newest committed step in *step; TK_CKPT_NONE when there is none. */
+TK_CKPT_API int tk_dckpt_latest(const tk_dckpt* ckpt, uint64_t* step);
+
+/* Local. Store the number of ranks that saved step `step` in *world_size. */
+TK_CKPT_API int tk_dckpt_step_world_size(const tk_dckpt* ckpt, uint64_t step, uint64_t* world_size);
+
+/* Local (needs no other rank). Read into each wanted slice's buffer the box it names
+ * of its global tensor from step `step`, whatever number of ranks and slicing saved
+ * it: only the saved bytes that overlap the box are read, in 1 MiB blocks whose XXH3
+ * is checked (docs/CHECKPOINT.md). `replicated` is ignored. TK_CKPT_ERR_USAGE for a
+ * malformed descriptor or a dtype or global shape that differs from the saved one;
+ * TK_CKPT_ERR_INVALID_INPUT when the step or tensor does not exist, a part of the box
+ * was not saved (names the uncovered box), or a checksum does not match. */
+TK_CKPT_API int tk_dckpt_restore(const tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* wanted,
+                                 size_t count);
+
+/* Collective. Wait for a pending save (and commit it, as tk_dckpt_wait, unless the
+ * handle is broken), then release the handle and, on rank 0, the lock. NULL is a
+ * no-op. Returns the pending save's status. */
+TK_CKPT_API int tk_dckpt_close(tk_dckpt* ckpt);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TK_CKPT_DIST_H */

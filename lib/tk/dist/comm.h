@@ -1,0 +1,43 @@
+// The one small MPI layer: a communicator whose collectives fail with a deadline instead
+// of hanging when a rank died or hangs. No MPI type appears here, so the library above it
+// (the distributed checkpointer) builds and is tested without MPI; mpi_comm.cpp, built
+// with TK_MPI, is the only file that includes mpi.h.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace tk::dist {
+
+using Clock = std::chrono::steady_clock;
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Collectives: every rank calls them in the same order. Each throws kRuntime "...
+  // timed out" when it has not completed on this rank by `deadline`, and kRuntime for an
+  // MPI failure; the communicator should not be used for collectives after either.
+  //
+  // Gather `record` (the same size on every rank) at rank 0: size() records in rank
+  // order there, nothing elsewhere.
+  virtual std::vector<uint8_t> gather(std::span<const uint8_t> record, Clock::time_point deadline) = 0;
+  // Replace `bytes` (the same size on every rank) with rank 0's.
+  virtual void broadcast(std::span<uint8_t> bytes, Clock::time_point deadline) = 0;
+  // Every rank's `mine` (sizes may differ), in rank order, on every rank.
+  virtual std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, Clock::time_point deadline) = 0;
+};
+
+// Whether this build has the MPI transport.
+bool mpi_available();
+// A duplicate of the MPI communicator with Fortran handle `fint` (MPI_Comm_c2f), errors
+// returned rather than aborting. Throws kUnavailable when built without MPI, kUsage when
+// MPI is not initialised or the handle is not a communicator.
+std::unique_ptr<Comm> mpi_comm(int fint);
+
+}  // namespace tk::dist

@@ -23,7 +23,7 @@ with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
     json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=2)
 PY
 
-read -r comp_array comp_merge < <(bash "$scripts/submit_array.sh" model out-c compress --level 5)
+read -r comp_array comp_merge < <(bash "$scripts/submit_array.sh" model out-c compress --chunk 4096)
 read -r quant_array quant_merge < <(bash "$scripts/submit_array.sh" model out-q quant --scheme int4)
 for id in "$comp_array" "$comp_merge" "$quant_array" "$quant_merge"; do wait_done "$id" 90; done
 [ "$(job_states "$comp_array" | wc -l)" -eq 4 ] || fail "expected 4 array tasks: $(job_states "$comp_array")"
@@ -31,7 +31,7 @@ for id in "$comp_array" "$comp_merge" "$quant_array" "$quant_merge"; do wait_don
 model=$PWD/model
 for k in 1 2 3 4; do
   shard=model-0000$k-of-00004.safetensors
-  tcompress -q -j 1 --level 5 "$model/$shard" -o "want-$shard.tkz"
+  tcompress -q -j 1 --chunk 4096 "$model/$shard" -o "want-$shard.tkz"
   cmp "want-$shard.tkz" "out-c/$shard.tkz" || fail "array task $k (compress) wrote other bytes"
   # tquant records its arguments in the output: run it with the task's own, over a copy.
   mv "out-q/$shard" "got-$shard"

@@ -126,23 +126,25 @@ stop_daemons() {
   return $rc
 }
 
-# Processes of this cluster's jobs: slurmstepd and what it started outlive slurmd; they
-# all carry this cluster's SLURM_CONF in their environment (the job processes also a
-# SLURM_JOB_ID, which tells them from the shells that submitted).
-job_processes() {
+# Processes of this cluster other than the daemons in the pid files: slurmscriptd (a
+# child of slurmctld), and slurmstepd with what it started, which outlive slurmd. They
+# carry this cluster's SLURM_CONF in their environment; the job processes also a
+# SLURM_JOB_ID, which tells them from the shells that submitted.
+cluster_processes() {
   local pid env
   for pid in $(ls /proc | grep -x '[0-9]*'); do
     [ "$pid" != $$ ] || continue
     env=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ") || continue
     grep -qxF "SLURM_CONF=$dir/slurm.conf" <<<"$env" || continue
-    if grep -q '^SLURM_JOB_ID=' <<<"$env" || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmstepd ]; then
+    if grep -q '^SLURM_JOB_ID=' <<<"$env" || [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurm* ]]; then
       echo "$pid"
     fi
   done
+  pgrep -f -- "--socket=$dir/munge/munge.socket" || true
 }
 
 stop_cluster() {
-  local rc=0 i
+  local rc=0 i left
   export SLURM_CONF=$dir/slurm.conf
   if pid_of slurmctld "$dir/slurmctld.pid" >/dev/null; then
     scancel --full --quiet --partition=debug 2>/dev/null || true
@@ -153,10 +155,13 @@ stop_cluster() {
   fi
   stop_daemons slurmd="$dir/slurmd.pid" slurmctld="$dir/slurmctld.pid" \
     munged="$dir/munge/munged.pid" || rc=1
-  left=$(job_processes)
+  left=$(cluster_processes)
   if [ -n "$left" ]; then
-    echo "$prog: warning: killing job processes left behind:" $left >&2
+    echo "$prog: warning: killing processes of the cluster left behind:" $left >&2
     kill -KILL $left 2>/dev/null || true
+    sleep 0.5
+    left=$(cluster_processes)
+    [ -z "$left" ] || { echo "$prog: error: still running:" $left >&2; rc=1; }
   fi
   return $rc
 }

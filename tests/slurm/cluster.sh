@@ -131,8 +131,9 @@ stop_daemons() {
 # carry this cluster's SLURM_CONF in their environment; the job processes also a
 # SLURM_JOB_ID, which tells them from the shells that submitted.
 cluster_processes() {
-  local pid env
-  for pid in $(ls /proc | grep -x '[0-9]*'); do
+  local entry pid env
+  for entry in /proc/[0-9]*; do
+    pid=${entry#/proc/}
     [ "$pid" != $$ ] || continue
     env=$(tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ") || continue
     grep -qxF "SLURM_CONF=$dir/slurm.conf" <<<"$env" || continue

@@ -13,6 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 model=$1 out=$2 mode=$3
 shift 3
+case $mode in compress | quant) ;; *) echo "$0: unknown mode '$mode' (compress or quant)" >&2; exit 2 ;; esac
 
 [ -d "$model" ] || { echo "$0: no such directory: $model" >&2; exit 3; }
 mkdir -p "$out"

@@ -62,6 +62,7 @@ write_conf() {
 ClusterName=tk
 SlurmctldHost=$host(127.0.0.1)
 SlurmUser=$(id -un)
+SlurmdUser=$(id -un)
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket

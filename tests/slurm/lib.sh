@@ -44,3 +44,26 @@ wait_for() {
     sleep 0.2
   done
 }
+
+# requeued ID: job ID has been requeued once and waits for its begin time. Slurm sets
+# that time (about 120 s ahead) only when the requeued run has finished completing, so
+# the reason BeginTime, not the state PENDING alone, says the requeue is done.
+requeued() {
+  local info
+  info=$(scontrol show job -o "$1")
+  grep -q 'JobState=PENDING Reason=BeginTime' <<<"$info" && grep -q 'Restarts=1 ' <<<"$info"
+}
+
+# release ID: start a requeued job now instead of after Slurm's requeue delay. Not in
+# the second of the requeue: slurmd revokes the previous run's credential by time, at
+# one-second resolution, and a run started within that second is killed at once ("Job
+# credential revoked"). Retried until the job has left PENDING.
+release() {
+  local id=$1 deadline=$((SECONDS + 30))
+  sleep 2
+  while scontrol show job -o "$id" | grep -q 'JobState=PENDING'; do
+    [ $SECONDS -lt $deadline ] || { scontrol show job "$id" >&2; fail "job $id still pending 30 s after its release"; }
+    scontrol update JobId="$id" StartTime=now
+    sleep 1
+  done
+}

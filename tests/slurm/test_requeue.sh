@@ -15,10 +15,9 @@ job=$(sbatch --parsable --ntasks=4 --chdir="$work" --output="$work/train.out" \
 wait_for 60 "a committed step" grep -qs '^committed step' train.out
 scancel --signal=USR1 --batch "$job"
 
-restarted() { scontrol show job "$job" | grep -q 'JobState=PENDING.*' && scontrol show job "$job" | grep -q 'Restarts=1'; }
-wait_for 60 "the job to requeue itself" restarted
+wait_for 60 "the job to requeue itself" requeued "$job"
 scontrol update JobId="$job" NumTasks=2 NumCPUs=2
-scontrol update JobId="$job" StartTime=now
+release "$job"
 wait_done "$job" 90
 cat train.out
 

@@ -10,10 +10,9 @@ command -v mpi_train >/dev/null || fail "mpi_train not built (needs MPI: scripts
 job=$(sbatch --parsable --ntasks=2 --time=2 --signal=B:USR1@110 --chdir="$work" --output="$work/train.out" \
   "$scripts/train_requeue.sbatch" mpi_train --dir "$work/ckpt" --steps 100000000 --every 50 --sleep-ms 20)
 started=$SECONDS
-restarted() { scontrol show job "$job" | grep -q 'JobState=PENDING' && scontrol show job "$job" | grep -q 'Restarts=1'; }
-wait_for 100 "the time-limit signal and the requeue" restarted
+wait_for 100 "the time-limit signal and the requeue" requeued "$job"
 echo "signal and requeue $((SECONDS - started)) s after submission"
-scontrol update JobId="$job" StartTime=now
+release "$job"
 
 saved=$(sed -n 's/^saved step \([0-9]*\) on signal$/\1/p' train.out)
 [ -n "$saved" ] || fail "no step saved on the time-limit signal: $(grep -v '^committed' train.out)"

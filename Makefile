@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
 
-.PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test clean
+.PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
 
 all: build
 
@@ -63,6 +63,13 @@ fuzz: deps
 crash-test: build
 	python3 tests/crash/ckpt_crash.py --writer $(BUILD)/tests/crash/tk_ckpt_crash_writer \
 	  --work $(BUILD)/test-tmp/ckpt-crash --kills 200
+
+# The same for distributed checkpoints under mpirun -np 4 (needs TK_MPI): 100 kills of
+# one rank or the whole job, each followed by restores onto 1, 2 and 4 ranks.
+crash-test-mpi: build
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 python3 tests/crash/dckpt_crash.py \
+	  --train $(BUILD)/mpi_train --tckpt $(BUILD)/tckpt --mpirun mpirun \
+	  --work $(BUILD)/test-tmp/dckpt-crash --kills 100
 
 bench-io: build
 	bash scripts/bench/io.sh

@@ -1,7 +1,7 @@
 /* mpi_train: a training-style MPI job that checkpoints through the C API of libtkckpt
  * (tk_ckpt_dist.h) and resumes from the newest step on any number of ranks.
  *
- *   mpi_train --dir DIR --steps N --every K [--sleep-ms MS] [--timeout S] [--check]
+ *   mpi_train --dir DIR --steps N --every K [--sleep-ms MS] [--timeout S] [--check] [--stats]
  *
  * State: "w" F32 [1000, 37] split by rows, "v" F64 [24, 333] split by columns (both
  * unevenly: rank r of W holds a share proportional to r + 1), "b" F32 [37] replicated
@@ -16,6 +16,9 @@
  * current step, saves it (if not saved already), prints "saved step S on signal" and
  * exits 0. The ranks agree on the signal once per step (MPI_Allreduce), so they stop
  * at the same step even when the signal reaches them at different times.
+ *
+ * --stats: at the end, print the mean stall, background write and commit time per
+ * checkpoint (the largest over the ranks).
  *
  * --check: restore and check the newest step, print "checked step S on W ranks" and
  * exit (3 when there is no step or a value differs). Messages come from rank 0; errors
@@ -143,7 +146,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const char* dir = NULL;
   long steps = -1, every = 0, sleep = 0, timeout = 300;
-  int check_only = 0;
+  int check_only = 0, stats = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -153,10 +156,11 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--sleep-ms")) sleep = parse_number(a, next), ++i;
     else if (!strcmp(a, "--timeout")) timeout = parse_number(a, next), ++i;
     else if (!strcmp(a, "--check")) check_only = 1;
+    else if (!strcmp(a, "--stats")) stats = 1;
     else {
       if (g_rank == 0)
         fprintf(stderr, "mpi_train: error: unknown argument '%s'\nusage: mpi_train --dir DIR --steps N --every K "
-                        "[--sleep-ms MS] [--timeout S] [--check]\n", a);
+                        "[--sleep-ms MS] [--timeout S] [--check] [--stats]\n", a);
       MPI_Finalize();
       return 2;
     }
@@ -222,7 +226,8 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  int pending = 0;
+  int pending = 0, commits = 0;
+  double sum_stall = 0, sum_write = 0, sum_commit = 0; /* this rank's, over its commits */
   uint64_t pending_step = 0, last_saved = status == TK_CKPT_OK ? start : 0;
   uint64_t step = status == TK_CKPT_OK ? start : 0;
   int stop = 0;
@@ -236,6 +241,7 @@ int main(int argc, char** argv) {
     if (pending) {  /* the previous save has had a step's time to finish in the background */
       tk_dckpt_stats st;
       check_call(tk_dckpt_wait(ck, &st), "tk_dckpt_wait");
+      ++commits, sum_stall += st.stall_seconds, sum_write += st.write_seconds, sum_commit += st.commit_seconds;
       if (g_rank == 0) printf("committed step %llu\n", (unsigned long long)pending_step), fflush(stdout);
       pending = 0;
     }
@@ -250,10 +256,21 @@ int main(int argc, char** argv) {
     }
   }
   if (pending) {
-    check_call(tk_dckpt_wait(ck, NULL), "tk_dckpt_wait");
+    tk_dckpt_stats st;
+    check_call(tk_dckpt_wait(ck, &st), "tk_dckpt_wait");
+    ++commits, sum_stall += st.stall_seconds, sum_write += st.write_seconds, sum_commit += st.commit_seconds;
     if (g_rank == 0) printf("committed step %llu\n", (unsigned long long)pending_step), fflush(stdout);
   }
   check_call(tk_dckpt_close(ck), "tk_dckpt_close");
+  if (stats) {
+    /* Means per commit on each rank, then the largest over the ranks. */
+    double mine[3] = {0, 0, 0}, worst[3];
+    if (commits) mine[0] = sum_stall / commits, mine[1] = sum_write / commits, mine[2] = sum_commit / commits;
+    MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (g_rank == 0)
+      printf("checkpoint stats: %d commits; per commit, worst rank: stall %.3f ms, background write %.3f ms, "
+             "commit %.3f ms\n", commits, worst[0] * 1e3, worst[1] * 1e3, worst[2] * 1e3);
+  }
   if (g_rank == 0) {
     if (stop) printf("saved step %llu on signal\n", (unsigned long long)last_saved);
     else printf("done step %llu\n", (unsigned long long)step);

@@ -144,6 +144,7 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
                     {"state", state},
                     {"parent", s.parent ? json(*s.parent) : json(nullptr)},
                     {"metadata", s.metadata}});
+    if (s.world_size) rows.back()["world_size"] = s.world_size;
   }
   if (tool.options().text_report()) cli::write_stdout(table.render());
   if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", rows}}, *tool.options().json);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tk_ckpt.h"
+#include "tk_ckpt_dist.h"
 
 static int failures = 0;
 
@@ -410,6 +411,24 @@ static void test_tiers_and_gc(void) {
   CHECK_RC(tk_ckpt_close(ck), TK_CKPT_OK);
 }
 
+/* The distributed API in a program that is not an MPI job: refused cleanly (not
+ * compiled in, or MPI not initialised), never a crash. */
+static void test_dist_without_mpi(void) {
+  tk_dckpt_options o;
+  tk_dckpt* h = NULL;
+  uint64_t step = 0;
+  int rc;
+  tk_dckpt_options_init(&o);
+  CHECK(o.timeout_seconds == 300 && o.threads == 2);
+  rc = tk_dckpt_open(root, 0, &o, &h);
+  CHECK(rc == TK_CKPT_ERR_USAGE || rc == TK_CKPT_ERR_UNAVAILABLE);
+  CHECK(strstr(tk_ckpt_last_error(), rc == TK_CKPT_ERR_USAGE ? "MPI is not initialised" : "not compiled in") != NULL);
+  CHECK(h == NULL);
+  CHECK_RC(tk_dckpt_latest(NULL, &step), TK_CKPT_ERR_USAGE);
+  CHECK_RC(tk_dckpt_wait(NULL, NULL), TK_CKPT_ERR_USAGE);
+  CHECK_RC(tk_dckpt_close(NULL), TK_CKPT_OK);
+}
+
 int main(void) {
   const char* base = getenv("TK_TMP");
   char dir[4096];
@@ -442,6 +461,7 @@ int main(void) {
 
   test_open_errors();
   test_null_arguments();
+  test_dist_without_mpi();
 
   path_in(dir, "ck");
   CHECK_RC(tk_ckpt_open(dir, &o, &ck), TK_CKPT_OK);

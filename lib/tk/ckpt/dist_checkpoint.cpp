@@ -24,6 +24,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
 // What a rank reports and rank 0 answers: a fixed-size record, so the gather moves
 // 512 bytes per rank whatever the step holds.
 struct Record {
@@ -89,7 +93,7 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
     : dir_(std::move(dir)), comm_(std::move(comm)), options_(options), impl_(std::make_unique<Impl>()) {
   if (options_.threads < 1) options_.threads = 1;
   if (!(options_.timeout_seconds > 0)) options_.timeout_seconds = 300;
-  auto deadline = [&] { return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds)); };
+  auto deadline = [&] { return deadline_after(options_.timeout_seconds); };
   Record prepared;
   if (rank() == 0) {
     try {
@@ -164,7 +168,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   m.write_seconds = 0;
   m.slices.clear();
   m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+  const auto deadline = deadline_after(options_.timeout_seconds);
 
   std::vector<LocalSlice> local;
   try {
@@ -204,33 +208,41 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
     m.stall_seconds = seconds_since(t0);
     throw *m.local_error;
   }
-  std::set<std::string> lower;
-  for (int r = 0; r < rank(); ++r) {
-    const auto& list = everyone[static_cast<size_t>(r)];
-    for (size_t a = 0, b = 0; b < list.size(); ++b)
-      if (list[b] == 0) lower.emplace(reinterpret_cast<const char*>(list.data() + a), b - a), a = b + 1;
-  }
-  for (auto& l : local)
-    if (l.replicated && lower.count(l.name)) l.store = false;
+  try {
+    std::set<std::string> lower;
+    for (int r = 0; r < rank(); ++r) {
+      const auto& list = everyone[static_cast<size_t>(r)];
+      for (size_t a = 0, b = 0; b < list.size(); ++b)
+        if (list[b] == 0) lower.emplace(reinterpret_cast<const char*>(list.data() + a), b - a), a = b + 1;
+    }
+    for (auto& l : local)
+      if (l.replicated && lower.count(l.name)) l.store = false;
 
-  // Copy everything, replicas another rank stores included (they are hashed in the
-  // background, to check them against the saved copy), so that the caller may change
-  // its memory as soon as this returns.
-  uint64_t total = 0;
-  std::vector<uint64_t> offsets;
-  for (const auto& l : local) {
-    offsets.push_back(total);
-    total += (l.bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    // Copy everything, replicas another rank stores included (they are hashed in the
+    // background, to check them against the saved copy), so that the caller may change
+    // its memory as soon as this returns.
+    uint64_t total = 0;
+    std::vector<uint64_t> offsets;
+    for (const auto& l : local) {
+      offsets.push_back(total);
+      total += (l.bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    }
+    m.staging = m.pool.acquire(total);
+    for (size_t i = 0; i < local.size(); ++i) {
+      uint8_t* dst = m.staging.mutable_data() + offsets[i];
+      snapshot_copy(dst, local[i].bytes.data(), local[i].bytes.size());
+      local[i].bytes = {dst, local[i].bytes.size()};
+    }
+    m.slices = std::move(local);
+    m.last_step = step;
+    m.stall_seconds = seconds_since(t0);
+  } catch (...) {
+    // Too late to refuse the save alone (the others are past the allgather): fail it
+    // through wait() on every rank.
+    m.local_error = as_error(std::current_exception());
+    m.slices.clear();
+    throw *m.local_error;
   }
-  m.staging = m.pool.acquire(total);
-  for (size_t i = 0; i < local.size(); ++i) {
-    uint8_t* dst = m.staging.mutable_data() + offsets[i];
-    snapshot_copy(dst, local[i].bytes.data(), local[i].bytes.size());
-    local[i].bytes = {dst, local[i].bytes.size()};
-  }
-  m.slices = std::move(local);
-  m.last_step = step;
-  m.stall_seconds = seconds_since(t0);
   m.writer = std::thread([this] {
     Impl& w = *impl_;
     auto t1 = Clock::now();
@@ -256,7 +268,7 @@ DistSaveStats DistCheckpointer::wait() {
   if (!m.staging.empty()) m.pool.release(std::move(m.staging));
   m.staging = Buffer();
   auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.timeout_seconds));
+  const auto deadline = deadline_after(options_.timeout_seconds);
 
   Record mine = m.local_error ? Record::failure(*m.local_error)
                 : m.write_error ? Record::failure(as_error(m.write_error))
@@ -274,16 +286,18 @@ DistSaveStats DistCheckpointer::wait() {
           break;
         }
       }
-      io::DirFd root = io::DirFd::open(dir_);
-      if (outcome.good()) {
-        try {
+      // Whatever happens here becomes the outcome every rank gets: rank 0 must reach
+      // the broadcast, or the others would wait for it until their deadline.
+      try {
+        io::DirFd root = io::DirFd::open(dir_);
+        if (outcome.good()) {
           Manifest manifest = publish_parts(root, m.tmp_name, m.step, static_cast<uint32_t>(size()));
           outcome = Record::ok(manifest.info.logical_bytes);
-        } catch (...) {
-          outcome = Record::failure(as_error(std::current_exception()));
+        } else {
+          fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
         }
-      } else {
-        fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
+      } catch (...) {
+        outcome = Record::failure(as_error(std::current_exception()), "rank 0: ");
       }
     }
     comm_->broadcast(outcome.bytes(), deadline);

@@ -166,13 +166,31 @@ void StepReader::read_box(const TensorEntry& e, const Box& want, std::span<uint8
   }
 }
 
+std::string StepReader::slice_where(uint64_t step, const TensorEntry& e, const SliceEntry& sl) {
+  return tensor_where(step, e.name) + ": slice " + box_to_string({sl.start, sl.shape}) + " of rank " + std::to_string(sl.rank);
+}
+
+fs::File StepReader::open_slice(uint64_t step, const TensorEntry& e, const SliceEntry& sl) const {
+  fs::File file = [&] {
+    try {
+      return fs::open_read(step_path(root_, step) + "/" + sl.shard);
+    } catch (const Error& err) {
+      throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), slice_where(step, e, sl));
+    }
+  }();
+  const uint64_t size = fs::file_size(file);
+  if (sl.offset > size || sl.nbytes > size - sl.offset)
+    throw invalid_input("shard " + sl.shard + " is truncated", slice_where(step, e, sl));
+  return file;
+}
+
 uint64_t StepReader::read_slice_part(const TensorEntry& e, const SliceEntry& sl, const Box& want, uint64_t elem,
                                      std::span<uint8_t> out) const {
   const uint64_t step = manifest_.info.step;
   const Box saved{sl.start, sl.shape};
   std::optional<Box> region = elem == 0 ? std::optional<Box>(saved) : box_intersect(saved, want);
   if (!region) return 0;
-  const std::string where = tensor_where(step, e.name) + ": slice " + box_to_string(saved) + " of rank " + std::to_string(sl.rank);
+  const std::string where = slice_where(step, e, sl);
   // Which blocks of the slice hold wanted bytes.
   std::vector<std::pair<uint64_t, uint64_t>> runs;  // (offset in the slice, offset in out)
   std::vector<uint64_t> run_len;
@@ -192,15 +210,7 @@ uint64_t StepReader::read_slice_part(const TensorEntry& e, const SliceEntry& sl,
     for (uint64_t b = runs[k].first / kSliceBlockBytes; b <= (runs[k].first + run_len[k] - 1) / kSliceBlockBytes; ++b)
       touched[b] = true;
   }
-  fs::File file = [&] {
-    try {
-      return fs::open_read(step_path(root_, step) + "/" + sl.shard);
-    } catch (const Error& err) {
-      throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), where);
-    }
-  }();
-  const uint64_t size = fs::file_size(file);
-  if (sl.offset > size || sl.nbytes > size - sl.offset) throw invalid_input("shard " + sl.shard + " is truncated", where);
+  fs::File file = open_slice(step, e, sl);
   // Read runs of consecutive touched blocks into one buffer spanning them, checking each.
   uint64_t first = 0;
   while (first < nblocks && !touched[first]) ++first;
@@ -237,18 +247,7 @@ void StepReader::check_claims(const TensorEntry& e) const { check_entry_claims(m
 
 void StepReader::check_entry_claims(uint64_t step, const TensorEntry& e) const {
   if (e.encoding == "sliced") {
-    for (const auto& sl : e.slices) {
-      const std::string where = tensor_where(step, e.name) + ": slice of rank " + std::to_string(sl.rank);
-      fs::File file = [&] {
-        try {
-          return fs::open_read(step_path(root_, step) + "/" + sl.shard);
-        } catch (const Error& err) {
-          throw invalid_input(std::string("shard missing or unreadable: ") + err.message(), where);
-        }
-      }();
-      const uint64_t size = fs::file_size(file);
-      if (sl.offset > size || sl.nbytes > size - sl.offset) throw invalid_input("shard " + sl.shard + " is truncated", where);
-    }
+    for (const auto& sl : e.slices) open_slice(step, e, sl);
     return;
   }
   if (e.encoding == "raw" || e.encoding == "lossless") return check_stored_claims(step, e);

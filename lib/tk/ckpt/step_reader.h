@@ -53,6 +53,10 @@ class StepReader {
   uint64_t read_slice_part(const TensorEntry& entry, const SliceEntry& slice, const Box& want, uint64_t elem,
                            std::span<uint8_t> out) const;
   std::vector<std::string> check_parts() const;
+  // A slice's shard, opened, with the slice's range checked inside it; and how messages
+  // name the slice ("step-7: tensor 'w': slice [0:500, 0:37] of rank 0").
+  fs::File open_slice(uint64_t step, const TensorEntry& entry, const SliceEntry& slice) const;
+  static std::string slice_where(uint64_t step, const TensorEntry& entry, const SliceEntry& slice);
   // The shard holding `entry` of step `step`, opened, with the entry's range checked
   // inside it (kInvalidInput "shard ... is truncated" otherwise).
   fs::File open_stored(uint64_t step, const TensorEntry& entry) const;

@@ -196,6 +196,7 @@ void copy_step(const std::string& from, const std::string& to, uint64_t step) {
   try {
     io::DirFd tmp = dest.make_dir(tmp_name);
     for (const auto& sh : m.shards) copy_file(from + "/" + name + "/" + sh.file, tmp, sh.file);
+    for (const auto& part : m.parts) copy_file(from + "/" + name + "/" + part.file, tmp, part.file);
     copy_file(from + "/" + name + "/" + kManifestName, tmp, kManifestName);  // manifest last
     fs::fsync_dir(tmp);
     fs::rename_at(dest, tmp_name, dest, name);

@@ -153,10 +153,33 @@ class StepReader::Cursor {
   void read_stored(std::span<uint8_t> out) {
     if (raw_) return fs::pread_all(file_, e_.offset + at_, out, "shard");
     try {
-      frame_->read(at_, out, 1);
+      read_frame(at_, out);
     } catch (const Error& err) {
       if (err.kind() != ErrorKind::kInvalidInput) throw;
       throw invalid_input(std::string("corrupt data: ") + err.message(), where_);
+    }
+  }
+
+  // Chunks the range covers whole are decoded into `out`; a chunk it holds in part is
+  // decoded once into `chunk_` and kept, so that pieces smaller than the frame's chunks
+  // (up to 64 MiB) cost one decode of each chunk, not one per piece.
+  void read_frame(uint64_t offset, std::span<uint8_t> out) {
+    const uint64_t size = frame_->chunk_bytes();
+    while (!out.empty()) {
+      const uint64_t c = offset / size, begin = c * size, end = std::min(begin + size, frame_->size());
+      const uint64_t n = std::min<uint64_t>(out.size(), end - offset);
+      if (c != chunk_index_ && offset == begin && n == end - begin) {
+        frame_->read(offset, out.first(n), 1);
+      } else {
+        if (c != chunk_index_) {
+          chunk_.resize(end - begin);
+          frame_->read(begin, chunk_, 1);
+          chunk_index_ = c;
+        }
+        std::memcpy(out.data(), chunk_.data() + (offset - begin), n);
+      }
+      offset += n;
+      out = out.subspan(n);
     }
   }
 
@@ -167,6 +190,8 @@ class StepReader::Cursor {
   bool raw_ = false;
   Buffer map_;
   std::optional<codec::LosslessFrame> frame_;
+  std::vector<uint8_t> chunk_;  // the frame's chunk a piece ended inside
+  uint64_t chunk_index_ = UINT64_MAX;
   std::vector<uint8_t> delta_;
   uint64_t at_ = 0;
   XXH3_state_t hash_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -231,10 +232,13 @@ void StoreObjects::stream(const Sha256Digest& key, uint64_t expected_size, const
 void StoreObjects::stream_chain(const std::vector<Link>& chain, uint64_t expected_size, const ObjectSink& sink,
                                 int threads) const {
   const Sha256Digest& key = chain.front().key;
-  // Pieces of whole chunks of the plain object, about kPieceBytes each.
+  // Pieces of whole chunks of the plain object, about kPieceBytes each and at least the
+  // largest chunk of the chain, so that no chunk of a link is decoded more than twice.
   constexpr uint64_t kPieceBytes = 16 << 20;
+  uint64_t largest = 0;
+  for (const Link& link : chain) largest = std::max<uint64_t>(largest, link.frame.chunk_bytes());
   const uint64_t chunk = chain.back().frame.chunk_bytes();
-  const uint64_t piece = std::max<uint64_t>(1, kPieceBytes / chunk) * chunk;
+  const uint64_t piece = std::max<uint64_t>(1, std::max(kPieceBytes, largest) / chunk) * chunk;
   std::vector<uint8_t> bytes;
   Sha256 hash;
   for (uint64_t at = 0; at < expected_size; at += piece) {

@@ -1,8 +1,8 @@
 // tckpt save / ls / restore / verify / gc / flush.
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -182,29 +182,15 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   std::vector<size_t> order = writer->begin(infos, metadata);
   std::vector<std::string> names;
   for (size_t i : order) names.push_back(infos[i].name);
-  bool by_pieces = false;
-  Tensor whole;  // for a tensor the writer takes whole
-  uint64_t filled = 0, bytes = 0;
+  uint64_t bytes = 0;
+  std::optional<io::TensorPieces> pieces;
   ckpt::Checkpointer::RestoreSink sink;
-  sink.begin = [&](size_t k) {
-    const io::TensorInfo& t = infos[order[k]];
-    by_pieces = writer->begin_pieces(order[k]);
-    if (!by_pieces) whole = Tensor::empty(t.dtype, t.shape);
-    filled = 0;
-  };
+  sink.begin = [&](size_t k) { pieces.emplace(*writer, order[k], infos[order[k]]); };
   sink.piece = [&](std::span<const uint8_t> piece) {
-    if (by_pieces) {
-      writer->write_piece(piece);
-    } else {
-      std::memcpy(whole.mutable_data() + filled, piece.data(), piece.size());
-      filled += piece.size();
-    }
+    pieces->write(piece);
     bytes += piece.size();
   };
-  sink.end = [&](size_t k) {
-    if (by_pieces) writer->end_pieces();
-    else writer->write(order[k], whole);
-  };
+  sink.end = [&](size_t) { pieces->finish(); };
   ck->restore_stream(step, names, sink);
   writer->finish();
   const size_t restored = infos.size();

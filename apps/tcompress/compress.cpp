@@ -1,6 +1,6 @@
 // tcompress IN -o OUT.tkz: check the request, open the base, compress, report.
 #include <chrono>
-#include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -205,29 +205,18 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     io::WriteOptions write_options;
     write_options.format = format;
     std::unique_ptr<io::TensorWriter> writer;
-    Tensor whole;  // for a writer that takes tensors whole
-    bool by_pieces = false;
-    uint64_t filled = 0;
+    std::optional<io::TensorPieces> pieces;
     codec::TkzTensorSink sink;
     sink.begin = [&](const io::TensorInfo& info) {
       writer = io::open_writer(o.output, write_options);
       io::Metadata metadata;
       cli::provenance_add(metadata, tool.provenance());
       writer->begin({info}, metadata);
-      by_pieces = writer->begin_pieces(0);
-      if (!by_pieces) whole = Tensor::empty(info.dtype, info.shape);
+      pieces.emplace(*writer, 0, info);
     };
-    sink.piece = [&](std::span<const uint8_t> piece) {
-      if (by_pieces) {
-        writer->write_piece(piece);
-      } else if (!piece.empty()) {
-        std::memcpy(whole.mutable_data() + filled, piece.data(), piece.size());
-        filled += piece.size();
-      }
-    };
+    sink.piece = [&](std::span<const uint8_t> piece) { pieces->write(piece); };
     const io::TensorInfo info = codec::tkz_extract_stream(*in, common.tensors[0], options, sink);
-    if (by_pieces) writer->end_pieces();
-    else writer->write(0, whole);
+    pieces->finish();
     writer->finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     tool.summary(fmt::format("tensor '{}' ({} {}), {} in {:.3f} s", info.name, dtype_name(info.dtype),

@@ -26,7 +26,8 @@ class StepReader {
   // Decode `entry` (one of manifest().info.entries) into `out` (entry.nbytes bytes) and
   // check its checksum. Safe to call from several threads at once. Throws kInvalidInput
   // "checksum mismatch" naming the step and tensor, kIo when a shard cannot be read.
-  // Checks the entry's claims (check_claims) first.
+  // What the entry claims is checked as its cursor opens, before any byte is read: the
+  // stored range inside its shard, a frame's table and decoded size.
   void read(const TensorEntry& entry, std::span<uint8_t> out) const;
   // The same, handing the bytes to `sink` in pieces of 16 MiB: memory is a piece (and a
   // piece of a delta's base; a sliced tensor: a band of rows, at least one row), not the

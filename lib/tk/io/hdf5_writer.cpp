@@ -113,6 +113,7 @@ class Hdf5Writer final : public TensorWriter {
   struct Dataset {
     std::string loc;
     std::vector<hsize_t> dims;
+    uint64_t elements = 1;  // the product of dims
     Hid space, mem_type, dset;
   };
   Dataset create_dataset(size_t index);
@@ -257,6 +258,7 @@ Hdf5Writer::Dataset Hdf5Writer::create_dataset(size_t index) {
 
   if (dtype_bits(info.dtype) < 8) d.dims.push_back(info.nbytes);
   else for (int64_t dim : info.shape) d.dims.push_back(static_cast<hsize_t>(dim));
+  for (hsize_t dim : d.dims) d.elements *= dim;
   d.space = Hid(d.dims.empty() ? H5Screate(H5S_SCALAR)
                                : H5Screate_simple(static_cast<int>(d.dims.size()), d.dims.data(), nullptr));
   if (!d.space.valid()) throw hdf5::error(ErrorKind::kInternal, "cannot create a dataspace", d.loc);
@@ -329,9 +331,7 @@ bool Hdf5Writer::begin_pieces(size_t index) {
 void Hdf5Writer::write_piece(std::span<const uint8_t> bytes) {
   if (!pieces_) throw internal_error("write_piece() without a successful begin_pieces()", out_->name());
   Dataset& d = *pieces_;
-  uint64_t total = 1;
-  for (hsize_t dim : d.dims) total *= dim;
-  if (carry_.size() + bytes.size() > (total - piece_written_) * piece_element_)
+  if (carry_.size() + bytes.size() > (d.elements - piece_written_) * piece_element_)
     throw usage_error("more bytes written than declared", d.loc);
   const auto write_elements = [&](const uint8_t* data, uint64_t elements) {
     if (elements == 0) return;
@@ -357,8 +357,7 @@ void Hdf5Writer::write_piece(std::span<const uint8_t> bytes) {
 
 void Hdf5Writer::end_pieces() {
   if (!pieces_) throw internal_error("end_pieces() without a successful begin_pieces()", out_->name());
-  uint64_t total = 1;
-  for (hsize_t dim : pieces_->dims) total *= dim;
+  const uint64_t total = pieces_->elements;
   if (piece_written_ != total || !carry_.empty())
     throw usage_error(std::to_string((total - piece_written_) * piece_element_ - carry_.size()) +
                           " bytes fewer written than declared",

@@ -116,6 +116,24 @@ void TensorWriter::write_piece(std::span<const uint8_t>) {
 
 void TensorWriter::end_pieces() { throw internal_error("end_pieces() without a successful begin_pieces()"); }
 
+TensorPieces::TensorPieces(TensorWriter& writer, size_t index, const TensorInfo& info)
+    : writer_(writer), index_(index), by_pieces_(writer.begin_pieces(index)) {
+  if (!by_pieces_) whole_ = Tensor::empty(info.dtype, info.shape);
+}
+
+void TensorPieces::write(std::span<const uint8_t> bytes) {
+  if (by_pieces_) return writer_.write_piece(bytes);
+  if (bytes.size() > whole_.nbytes() - filled_) throw internal_error("more bytes than the tensor holds");
+  if (!bytes.empty()) std::memcpy(whole_.mutable_data() + filled_, bytes.data(), bytes.size());
+  filled_ += bytes.size();
+}
+
+void TensorPieces::finish() {
+  if (by_pieces_) return writer_.end_pieces();
+  if (filled_ != whole_.nbytes()) throw internal_error("fewer bytes than the tensor holds");
+  writer_.write(index_, whole_);
+}
+
 std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options) {
   if (path != "-") {
     struct stat st;

@@ -106,6 +106,25 @@ class TensorWriter {
   virtual void finish() = 0;
 };
 
+// Tensor `index` of `writer` fed in order, piece by piece: passed on as pieces when the
+// writer takes them (begin_pieces), gathered and written whole otherwise. For a caller
+// whose bytes arrive in pieces (a decoder), so that memory is a piece wherever the
+// format allows.
+class TensorPieces {
+ public:
+  TensorPieces(TensorWriter& writer, size_t index, const TensorInfo& info);
+  void write(std::span<const uint8_t> bytes);
+  // After the tensor's last byte.
+  void finish();
+
+ private:
+  TensorWriter& writer_;
+  size_t index_;
+  bool by_pieces_;
+  Tensor whole_;  // when the writer takes the tensor whole
+  uint64_t filled_ = 0;
+};
+
 struct ReadOptions {
   bool allow_mmap = true;  // map regular files instead of reading them
 };

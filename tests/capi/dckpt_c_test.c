@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tk_ckpt_dist.h"
 
@@ -164,6 +165,59 @@ int main(int argc, char** argv) {
   CHECK(step == 2);
   CHECK_RC(tk_dckpt_close(ck), TK_CKPT_OK);
   CHECK_RC(tk_dckpt_close(NULL), TK_CKPT_OK);
+
+  /* Tiers: ranks 0-1 and 2-3 each share a "node-local" directory in front of a shared
+   * one; two steps, the shared tier keeping the newest only. */
+  {
+    char shared[4096], local[4096];
+    snprintf(shared, sizeof shared, "%s-tiers-shared", dir);
+    snprintf(local, sizeof local, "%s-tiers-node-%c", dir, rank < 2 ? 'a' : 'b');
+    tk_dckpt_options o;
+    tk_dckpt_options_init(&o);
+    CHECK(o.local_dir == NULL && o.keep_last == 0);
+    o.local_dir = local;
+    o.keep_last = 1;
+    CHECK_RC(tk_dckpt_open(shared, MPI_Comm_c2f(MPI_COMM_WORLD), &o, &ck), TK_CKPT_OK);
+    for (uint64_t s = 1; s <= 2; ++s) {
+      for (int64_t i = 0; i < count; ++i)
+        for (int64_t j = 0; j < COLS; ++j) w[i * COLS + j] = w_at(s, first + i, j);
+      CHECK_RC(tk_dckpt_save_async(ck, s, slices, 3), TK_CKPT_OK);
+      CHECK_RC(tk_dckpt_wait(ck, NULL), TK_CKPT_OK);
+    }
+    double lag = -1;
+    CHECK_RC(tk_dckpt_step_lag(ck, 7, &lag), TK_CKPT_ERR_USAGE);
+    CHECK_RC(tk_dckpt_flush(ck), TK_CKPT_OK);
+    tk_ckpt_flush_report report;
+    CHECK_RC(tk_dckpt_flush_status(ck, &report), TK_CKPT_OK);
+    CHECK(report.has_latest_committed && report.latest_committed == 2);
+    CHECK(report.has_latest_durable && report.latest_durable == 2);
+    CHECK(report.pending == 0);
+    for (uint64_t s = 1; s <= 2; ++s) {
+      CHECK_RC(tk_dckpt_step_lag(ck, s, &lag), TK_CKPT_OK);
+      CHECK(lag >= 0 && lag < 300);
+    }
+    CHECK_RC(tk_dckpt_latest(ck, &step), TK_CKPT_OK);
+    CHECK(step == 2);
+    float* back = malloc(sizeof(float) * (size_t)(count * COLS) + 1);
+    tk_dckpt_slice want = slices[0];
+    want.data = back;
+    CHECK_RC(tk_dckpt_restore(ck, 2, &want, 1), TK_CKPT_OK);
+    CHECK(memcmp(back, w, sizeof(float) * (size_t)(count * COLS)) == 0);
+    free(back);
+    CHECK_RC(tk_dckpt_close(ck), TK_CKPT_OK);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      char path[4200];
+      snprintf(path, sizeof path, "%s/step-1", shared);
+      CHECK(access(path, F_OK) != 0); /* keep_last 1 */
+      snprintf(path, sizeof path, "%s/step-2/manifest.json", shared);
+      CHECK(access(path, F_OK) == 0);
+      snprintf(path, sizeof path, "%s/step-2/rank-%05d.safetensors", shared, world - 1);
+      CHECK(access(path, F_OK) == 0);
+      snprintf(path, sizeof path, "%s/step-1", local);
+      CHECK(access(path, F_OK) != 0); /* node-local copies of flushed steps go */
+    }
+  }
 
   int any = 0;
   MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -69,6 +69,8 @@ int tk_dckpt_open(const char* dir, tk_dckpt_comm comm, const tk_dckpt_options* o
     tk::ckpt::DistOptions d;
     d.timeout_seconds = o.timeout_seconds;
     d.threads = o.threads;
+    if (o.local_dir) d.local_dir = o.local_dir;
+    d.keep_last = o.keep_last;
     auto handle = std::make_unique<tk_dckpt>();
     handle->impl = std::make_unique<tk::ckpt::DistCheckpointer>(dir, tk::dist::mpi_comm(comm), d);
     *out = handle.release();
@@ -104,6 +106,44 @@ int tk_dckpt_wait(tk_dckpt* ckpt, tk_dckpt_stats* stats) {
       stats->step_bytes = s.step_bytes;
     }
     return TK_CKPT_OK;
+  });
+}
+
+int tk_dckpt_flush(tk_dckpt* ckpt) {
+  return guarded([&] {
+    require(ckpt, "ckpt");
+    ckpt->impl->flush();
+    return TK_CKPT_OK;
+  });
+}
+
+int tk_dckpt_flush_status(const tk_dckpt* ckpt, tk_ckpt_flush_report* status) {
+  return guarded([&] {
+    require(ckpt, "ckpt");
+    require(status, "status");
+    tk::ckpt::DistFlushStatus s = ckpt->impl->flush_status();
+    *status = tk_ckpt_flush_report{};
+    status->has_latest_committed = s.latest_committed.has_value();
+    status->latest_committed = s.latest_committed.value_or(0);
+    status->has_latest_durable = s.latest_durable.has_value();
+    status->latest_durable = s.latest_durable.value_or(0);
+    for (const auto& lag : s.steps) status->pending += lag.durable ? 0 : 1;
+    if (!s.steps.empty()) status->lag_seconds = s.steps.back().lag_seconds;
+    return TK_CKPT_OK;
+  });
+}
+
+int tk_dckpt_step_lag(const tk_dckpt* ckpt, uint64_t step, double* seconds) {
+  return guarded([&] {
+    require(ckpt, "ckpt");
+    require(seconds, "seconds");
+    for (const auto& lag : ckpt->impl->flush_status().steps) {
+      if (lag.step != step) continue;
+      *seconds = lag.lag_seconds;
+      if (lag.error) throw *lag.error;
+      return lag.durable ? TK_CKPT_OK : TK_CKPT_NONE;
+    }
+    throw usage_error("step " + std::to_string(step) + " was not committed through this handle with a node-local tier");
   });
 }
 

@@ -3,8 +3,12 @@
 // Only this file talks to the communicator, and only from the caller's thread.
 #include "tk/ckpt/dist_checkpoint.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <exception>
 #include <set>
 #include <thread>
@@ -33,8 +37,9 @@ Clock::time_point deadline_after(double seconds) {
 struct Record {
   int32_t kind = -1;  // -1: ok; else an ErrorKind
   uint32_t reserved = 0;
-  uint64_t value = 0;  // open: newest step + 1 (0: none); commit: bytes written / step bytes
-  char text[496] = {};
+  uint64_t value = 0;   // open: newest step + 1 (0: none); commit: step bytes
+  uint64_t value2 = 0;  // commit with a node-local tier: the manifest's size
+  char text[488] = {};
 
   static Record ok(uint64_t value = 0, const std::string& text = {}) {
     Record r;
@@ -49,11 +54,58 @@ struct Record {
     std::strncpy(r.text, text.c_str(), sizeof r.text - 1);
     return r;
   }
+  static Record from(std::span<const uint8_t> bytes) {
+    Record r;
+    if (bytes.size() < sizeof r) return failure(internal_error("short status record"));
+    std::memcpy(&r, bytes.data(), sizeof r);
+    return r;
+  }
   bool good() const { return kind < 0; }
   Error error() const { return Error(static_cast<ErrorKind>(kind), std::string(text, strnlen(text, sizeof text))); }
   std::span<uint8_t> bytes() { return {reinterpret_cast<uint8_t*>(this), sizeof *this}; }
 };
 static_assert(sizeof(Record) == 512);
+
+// Rank 0's verdict on the records gathered from every rank: the first failure, naming
+// its rank, or ok.
+Record first_failure(const std::vector<std::span<const uint8_t>>& records) {
+  for (size_t r = 0; r < records.size(); ++r) {
+    Record got = Record::from(records[r]);
+    if (!got.good()) return Record::failure(got.error(), "rank " + std::to_string(r) + ": ");
+  }
+  return Record::ok();
+}
+
+// A round in which every rank reports `mine` and gets rank 0's verdict.
+Record agree(dist::Comm& comm, Record mine, Clock::time_point deadline) {
+  std::vector<uint8_t> all = comm.gather(mine.bytes(), deadline);
+  Record verdict;
+  if (comm.rank() == 0) {
+    std::vector<std::span<const uint8_t>> records;
+    for (size_t r = 0; r < static_cast<size_t>(comm.size()); ++r)
+      records.emplace_back(all.data() + sizeof(Record) * r, sizeof(Record));
+    verdict = first_failure(records);
+  }
+  comm.broadcast(verdict.bytes(), deadline);
+  return verdict;
+}
+
+// Remove temp directory `name` of `dir`; best effort.
+void remove_temp(const std::string& dir, const std::string& name) noexcept {
+  try {
+    fs::remove_tree(io::DirFd::open(dir), name);
+  } catch (...) {
+  }
+}
+
+// What identifies a node's tier: ranks that see the same directory share it.
+std::string node_key(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) throw errno_error("cannot stat the node-local directory", dir, errno);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return std::string(host) + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+}
 
 Error as_error(std::exception_ptr e) {
   try {
@@ -70,12 +122,15 @@ Error as_error(std::exception_ptr e) {
 }  // namespace
 
 struct DistCheckpointer::Impl {
-  std::unique_ptr<fs::DirLock> lock;  // rank 0
+  std::unique_ptr<fs::DirLock> lock;        // rank 0: the shared directory
+  std::unique_ptr<fs::DirLock> local_lock;  // node leaders: the node-local directory
+  bool node_leader = false;                 // the lowest rank of its node
   std::string token;                  // names this job's temp directories
   uint64_t sequence = 0;              // saves so far, the same on every rank
   std::optional<uint64_t> last_step;  // newest committed or pending step
   std::optional<uint64_t> committed;  // newest committed step
   StagingPool pool;
+  std::unique_ptr<DistFlusher> flusher;  // with a node-local tier
 
   // The pending save.
   uint64_t step = 0;
@@ -86,6 +141,7 @@ struct DistCheckpointer::Impl {
   std::thread writer;
   std::exception_ptr write_error;
   uint64_t written = 0;
+  std::vector<uint8_t> part;  // this rank's part file, as written
   double stall_seconds = 0, write_seconds = 0;
 };
 
@@ -109,12 +165,7 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
       prepared = Record::failure(as_error(std::current_exception()), "rank 0: ");
     }
   }
-  try {
-    comm_->broadcast(prepared.bytes(), deadline());
-  } catch (...) {
-    broken_ = true;
-    throw;
-  }
+  collective([&] { comm_->broadcast(prepared.bytes(), deadline()); });
   if (!prepared.good()) throw prepared.error();
   impl_->token = std::string(prepared.text, strnlen(prepared.text, sizeof prepared.text));
   if (prepared.value) impl_->last_step = impl_->committed = prepared.value - 1;
@@ -123,28 +174,66 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
   Record seen = fs::exists(dir_ + "/.lock") ? Record::ok()
                                             : Record::failure(invalid_input("does not see the checkpoint directory rank 0 "
                                                                             "prepared (it must be shared by every rank)", dir_));
-  std::vector<uint8_t> all;
-  try {
-    all = comm_->gather(seen.bytes(), deadline());
-    Record verdict = Record::ok();
-    for (int r = 0; r < size() && rank() == 0; ++r) {
-      Record got;
-      std::memcpy(&got, all.data() + sizeof(Record) * static_cast<size_t>(r), sizeof got);
-      if (!got.good()) {
-        verdict = Record::failure(got.error(), "rank " + std::to_string(r) + ": ");
-        break;
-      }
+  if (tiered() && seen.good()) {
+    try {
+      open_node_tier(impl_->committed);
+    } catch (...) {
+      seen = Record::failure(as_error(std::current_exception()));
     }
-    comm_->broadcast(verdict.bytes(), deadline());
-    if (!verdict.good()) throw verdict.error();
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kRuntime) broken_ = true;
-    throw;
+  } else if (tiered()) {
+    collective([&] { comm_->allgather({}, deadline()); });  // the node keys' round, taken part in
   }
+  Record verdict = collective([&] { return agree(*comm_, seen, deadline()); });
+  if (!verdict.good()) throw verdict.error();
+  if (tiered()) {
+    DistFlusher::Config config;
+    config.local_dir = options_.local_dir;
+    config.shared_dir = dir_;
+    config.rank = static_cast<uint32_t>(rank());
+    config.node_leader = impl_->node_leader;
+    config.timeout_seconds = options_.timeout_seconds;
+    config.keep_last = options_.keep_last;
+    impl_->flusher = std::make_unique<DistFlusher>(config);
+  }
+}
+
+void DistCheckpointer::open_node_tier(std::optional<uint64_t> newest_shared) {
+  // Which ranks share this node's directory: the lowest of them looks after it.
+  std::string key;
+  std::optional<Error> failed;
+  try {
+    const std::string& local = options_.local_dir;
+    if (fs::exists(local) && !fs::is_dir(local)) throw invalid_input("node-local tier is not a directory", local);
+    fs::make_dirs(local);
+    key = node_key(local);
+    if (key == node_key(dir_)) throw usage_error("the node-local tier is the shared directory itself", local);
+  } catch (...) {
+    failed = as_error(std::current_exception());
+  }
+  auto keys = collective([&] {
+    return comm_->allgather({reinterpret_cast<const uint8_t*>(key.data()), key.size()},
+                            deadline_after(options_.timeout_seconds));
+  });
+  if (failed) throw *failed;
+  impl_->node_leader = true;
+  for (int r = 0; r < rank(); ++r)
+    if (std::string(keys[static_cast<size_t>(r)].begin(), keys[static_cast<size_t>(r)].end()) == key)
+      impl_->node_leader = false;
+  if (!impl_->node_leader) return;
+  const std::string& local = options_.local_dir;
+  check_checkpoint_dir(local);
+  impl_->local_lock = std::make_unique<fs::DirLock>(local);
+  cleanup_leftovers(local);
+  // Steps newer than the shared tier's newest were never flushed: a later job may save
+  // those step numbers again, so they cannot be trusted as copies.
+  for (uint64_t s : committed_steps(local))
+    if (!newest_shared || s > *newest_shared) remove_step(local, s);
+  repair_latest(local);
 }
 
 DistCheckpointer::~DistCheckpointer() {
   if (impl_ && impl_->writer.joinable()) impl_->writer.join();
+  if (impl_) impl_->flusher.reset();  // finishes the queued flushes
 }
 
 void DistCheckpointer::save_async(uint64_t step, const std::vector<DistSlice>& slices) {
@@ -167,6 +256,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   m.written = 0;
   m.write_seconds = 0;
   m.slices.clear();
+  m.part.clear();
   m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
   const auto deadline = deadline_after(options_.timeout_seconds);
 
@@ -196,13 +286,9 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   std::string names;
   for (const auto& l : local)
     if (l.replicated) names += l.name + '\0';
-  std::vector<std::vector<uint8_t>> everyone;
-  try {
-    everyone = comm_->allgather({reinterpret_cast<const uint8_t*>(names.data()), names.size()}, deadline);
-  } catch (...) {
-    broken_ = true;
-    throw;
-  }
+  auto everyone = collective([&] {
+    return comm_->allgather({reinterpret_cast<const uint8_t*>(names.data()), names.size()}, deadline);
+  });
   pending_ = true;
   if (m.local_error) {
     m.stall_seconds = seconds_since(t0);
@@ -247,10 +333,10 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
     Impl& w = *impl_;
     auto t1 = Clock::now();
     try {
-      io::DirFd root = io::DirFd::open(dir_);
+      io::DirFd root = io::DirFd::open(write_dir());
       io::DirFd tmp = root.make_dir(w.tmp_name);
       write_rank_part(tmp, w.step, static_cast<uint32_t>(rank()), static_cast<uint32_t>(size()), w.slices,
-                      options_.threads, &w.written);
+                      options_.threads, &w.written, &w.part);
     } catch (...) {
       w.write_error = std::current_exception();
     }
@@ -270,46 +356,88 @@ DistSaveStats DistCheckpointer::wait() {
   auto t0 = Clock::now();
   const auto deadline = deadline_after(options_.timeout_seconds);
 
+  // Each rank's status and, when it succeeded, its part: rank 0 merges the parts into
+  // the global manifest without reading any file.
   Record mine = m.local_error ? Record::failure(*m.local_error)
                 : m.write_error ? Record::failure(as_error(m.write_error))
                                 : Record::ok(m.written);
+  std::vector<uint8_t> report(mine.bytes().begin(), mine.bytes().end());
+  if (mine.good()) report.insert(report.end(), m.part.begin(), m.part.end());
+  std::vector<std::vector<uint8_t>> all = collective([&] { return comm_->gatherv(report, deadline); });
+
   Record outcome;
-  try {
-    std::vector<uint8_t> all = comm_->gather(mine.bytes(), deadline);
-    if (rank() == 0) {
-      outcome = Record::ok();
-      for (int r = 0; r < size(); ++r) {
-        Record got;
-        std::memcpy(&got, all.data() + sizeof(Record) * static_cast<size_t>(r), sizeof got);
-        if (!got.good()) {
-          outcome = Record::failure(got.error(), "rank " + std::to_string(r) + ": ");
-          break;
+  std::vector<uint8_t> manifest;
+  std::vector<uint64_t> part_bytes;
+  if (rank() == 0) {
+    std::vector<std::span<const uint8_t>> records(all.begin(), all.end());
+    outcome = first_failure(records);
+    // Whatever happens here becomes the outcome every rank gets: rank 0 must reach
+    // the broadcast, or the others would wait for it until their deadline.
+    try {
+      io::DirFd root = io::DirFd::open(dir_);
+      if (outcome.good()) {
+        std::vector<RankPart> parts;
+        for (size_t r = 0; r < all.size(); ++r) {
+          std::span<const uint8_t> bytes = std::span<const uint8_t>(all[r]).subspan(sizeof(Record));
+          RankPart part = part_decode(bytes, step_dir_name(m.step) + ": rank " + std::to_string(r));
+          if (part.rank != r || part.step != m.step) throw internal_error("rank " + std::to_string(r) + " sent another part");
+          parts.push_back(std::move(part));
+          part_bytes.push_back(bytes.size());
         }
+        Manifest merged = step_manifest(m.step, parts, part_bytes);
+        manifest = manifest_encode(merged);
+        outcome = Record::ok(merged.info.logical_bytes);
+        outcome.value2 = manifest.size();
+        if (!tiered()) {
+          publish_step(root, m.tmp_name, m.step, manifest);
+          keep_newest(dir_, options_.keep_last);
+        }
+      } else if (!tiered()) {
+        fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
       }
-      // Whatever happens here becomes the outcome every rank gets: rank 0 must reach
-      // the broadcast, or the others would wait for it until their deadline.
+    } catch (...) {
+      if (!tiered()) remove_temp(dir_, m.tmp_name);
+      outcome = Record::failure(as_error(std::current_exception()), "rank 0: ");
+    }
+  }
+  collective([&] { comm_->broadcast(outcome.bytes(), deadline); });
+
+  if (tiered() && outcome.good()) {
+    // The node-local commit: every node's leader publishes its node's parts with the
+    // global manifest, and the step counts only when every node has.
+    manifest.resize(outcome.value2);
+    collective([&] { comm_->broadcast(manifest, deadline); });
+    Record published = Record::ok();
+    if (m.node_leader) {
       try {
-        io::DirFd root = io::DirFd::open(dir_);
-        if (outcome.good()) {
-          Manifest manifest = publish_parts(root, m.tmp_name, m.step, static_cast<uint32_t>(size()));
-          outcome = Record::ok(manifest.info.logical_bytes);
-        } else {
-          fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
-        }
+        publish_step(io::DirFd::open(write_dir()), m.tmp_name, m.step, manifest);
       } catch (...) {
-        outcome = Record::failure(as_error(std::current_exception()), "rank 0: ");
+        published = Record::failure(as_error(std::current_exception()));
       }
     }
-    comm_->broadcast(outcome.bytes(), deadline);
-  } catch (...) {
-    broken_ = true;
-    throw;
+    Record verdict = collective([&] { return agree(*comm_, published, deadline); });
+    if (!verdict.good()) {
+      if (m.node_leader && published.good()) uncommit_step(write_dir(), m.step);
+      outcome = verdict;
+    }
+  } else if (tiered() && m.node_leader) {
+    remove_temp(write_dir(), m.tmp_name);  // every rank of the node has finished writing into it
   }
   if (!outcome.good()) {
     m.last_step = m.committed;  // the step number may be tried again
     throw outcome.error();
   }
   m.committed = m.step;
+  if (m.flusher) {
+    FlushJob job;
+    job.step = m.step;
+    job.tmp_name = m.tmp_name;
+    job.world_size = static_cast<uint32_t>(size());
+    job.part_bytes = std::move(part_bytes);
+    if (rank() == 0) job.manifest = std::move(manifest);
+    job.committed = Clock::now();
+    m.flusher->enqueue(std::move(job));
+  }
   DistSaveStats stats;
   stats.step = m.step;
   stats.stall_seconds = m.stall_seconds;
@@ -318,6 +446,25 @@ DistSaveStats DistCheckpointer::wait() {
   stats.written_bytes = m.written;
   stats.step_bytes = outcome.value;
   return stats;
+}
+
+void DistCheckpointer::flush() {
+  if (broken_) throw runtime_error("checkpointer unusable after a failed collective", dir_);
+  // A rank whose flushes failed at once waits here for those still waiting on theirs:
+  // up to the timeout for each step queued.
+  const size_t queued = impl_->flusher ? impl_->flusher->queued() : 0;
+  std::optional<Error> failed = impl_->flusher ? impl_->flusher->drain() : std::nullopt;
+  const auto deadline = deadline_after(options_.timeout_seconds * static_cast<double>(queued + 1));
+  Record verdict = collective([&] { return agree(*comm_, failed ? Record::failure(*failed) : Record::ok(), deadline); });
+  if (!verdict.good()) throw verdict.error();
+}
+
+DistFlushStatus DistCheckpointer::flush_status() const {
+  DistFlushStatus status;
+  status.latest_committed = impl_->committed;
+  status.latest_durable = latest();
+  if (impl_->flusher) status.steps = impl_->flusher->lags();
+  return status;
 }
 
 std::optional<uint64_t> DistCheckpointer::latest() const {
@@ -331,8 +478,10 @@ uint32_t DistCheckpointer::world_size(uint64_t step) const {
   return std::max<uint32_t>(reader.manifest().info.world_size, 1);
 }
 
-void DistCheckpointer::restore(uint64_t step, const std::vector<DistSlice>& wanted) const {
-  StepReader reader(dir_, step);
+namespace {
+
+// Fill each wanted box from `reader`'s step.
+void restore_from(const StepReader& reader, uint64_t step, const std::vector<DistSlice>& wanted, int threads) {
   const auto& entries = reader.manifest().info.entries;
   std::vector<const TensorEntry*> matched(wanted.size());
   std::vector<Box> boxes(wanted.size());
@@ -357,7 +506,7 @@ void DistCheckpointer::restore(uint64_t step, const std::vector<DistSlice>& want
     matched[i] = &*it;
   }
   std::vector<std::exception_ptr> errors(wanted.size());
-#pragma omp parallel for schedule(dynamic) num_threads(options_.threads)
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (size_t i = 0; i < wanted.size(); ++i) {
     try {
       reader.read_box(*matched[i], boxes[i], {wanted[i].data, wanted[i].nbytes});
@@ -367,6 +516,59 @@ void DistCheckpointer::restore(uint64_t step, const std::vector<DistSlice>& want
   }
   for (auto& err : errors)
     if (err) std::rethrow_exception(err);
+}
+
+// Whether `local`'s copy of the step holds every shard that the wanted boxes need,
+// each of its recorded size.
+bool holds_what_is_wanted(const std::string& local_step, const Manifest& manifest, const std::vector<DistSlice>& wanted) {
+  std::map<std::string, uint64_t> sizes;
+  for (const auto& sh : manifest.shards) sizes[sh.file] = sh.bytes;
+  io::DirFd dir = io::DirFd::open(local_step);
+  auto present = [&](const std::string& file) {
+    auto it = sizes.find(file);
+    return it != sizes.end() && dir.file_size(file) == it->second;
+  };
+  for (const DistSlice& w : wanted) {
+    auto e = std::find_if(manifest.info.entries.begin(), manifest.info.entries.end(),
+                          [&](const TensorEntry& t) { return t.name == w.name; });
+    if (e == manifest.info.entries.end()) return false;
+    if (e->slices.empty()) {
+      if (!e->shard.empty() && !present(e->shard)) return false;
+      continue;
+    }
+    Box want{w.offsets.empty() ? Shape(w.global_shape.size(), 0) : w.offsets, w.shape.empty() ? w.global_shape : w.shape};
+    for (const SliceEntry& s : e->slices)
+      if (box_intersect(want, Box{s.start, s.shape}) && !present(s.shard)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+RestoreSource DistCheckpointer::restore(uint64_t step, const std::vector<DistSlice>& wanted) const {
+  if (tiered()) {
+    try {
+      const std::string name = step_dir_name(step);
+      const std::string local_step = options_.local_dir + "/" + name;
+      const std::string shared_manifest = dir_ + "/" + name + "/" + kManifestName;
+      if (fs::exists(local_step + "/" + kManifestName)) {
+        StepReader reader(options_.local_dir, step);
+        // The same step as the shared tier's, when that has it: its manifest, byte for byte.
+        bool same = !fs::exists(shared_manifest) ||
+                    fs::read_file(shared_manifest, kMaxManifestBytes) ==
+                        fs::read_file(local_step + "/" + kManifestName, kMaxManifestBytes);
+        if (same && holds_what_is_wanted(local_step, reader.manifest(), wanted)) {
+          restore_from(reader, step, wanted, options_.threads);
+          return RestoreSource::kNodeLocal;
+        }
+      }
+    } catch (const Error&) {
+      // Damaged, or removed by the flush meanwhile: the shared copy decides.
+    }
+  }
+  StepReader reader(dir_, step);
+  restore_from(reader, step, wanted, options_.threads);
+  return RestoreSource::kShared;
 }
 
 }  // namespace tk::ckpt

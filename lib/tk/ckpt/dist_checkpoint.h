@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tk/ckpt/dist_flush.h"
 #include "tk/core/error.h"
 #include "tk/core/tensor.h"
 #include "tk/dist/comm.h"
@@ -22,6 +23,24 @@ struct DistOptions {
   // kRuntime "... timed out" (a rank died or hangs). See DistCheckpointer::wait.
   double timeout_seconds = 300;
   int threads = 2;  // background threads for checksums
+  // A node-local first tier ($SLURM_TMPDIR, a local disk). When set, every rank writes
+  // its part here and a step commits on every node's copy (each node's holds the global
+  // manifest and the parts of its ranks); a background flush then copies it to `dir`,
+  // the shared durable tier, where rank 0 publishes it once every rank's copy is there.
+  // Ranks that see the same directory (same host, device and inode) form a node.
+  std::string local_dir;
+  // Retention on the shared directory, after each publication there: keep the newest
+  // `keep_last` steps (0: keep all).
+  uint32_t keep_last = 0;
+};
+
+// Where restore() read a step from.
+enum class RestoreSource { kShared, kNodeLocal };
+
+struct DistFlushStatus {
+  std::optional<uint64_t> latest_committed;  // newest step committed (on the node-local tier, when set)
+  std::optional<uint64_t> latest_durable;    // newest step on the shared tier
+  std::vector<StepLag> steps;  // with a node-local tier: each step committed through this handle
 };
 
 // One rank's box of a global tensor: offsets[d] <= i[d] < offsets[d] + shape[d], stored
@@ -78,18 +97,42 @@ class DistCheckpointer {
   int size() const { return comm_->size(); }
   const std::string& dir() const { return dir_; }
 
-  // Local. The newest committed step; the number of ranks that saved `step`.
+  // Collective. Wait until every step committed so far is on the shared tier (a no-op
+  // without a node-local tier). Every rank gets the same outcome: the first flush that
+  // failed, naming its rank, or none. A collective that times out breaks the handle.
+  void flush();
+  // Local. The tiers' newest steps and each step's durability lag (dist_flush.h).
+  DistFlushStatus flush_status() const;
+
+  // Local. The newest step on the shared tier (with a node-local tier, steps not yet
+  // flushed are not listed: a job that resumes on other nodes could not read them);
+  // the number of ranks that saved `step`.
   std::optional<uint64_t> latest() const;
   uint32_t world_size(uint64_t step) const;
   // Local. Fill each wanted slice's box of its global tensor from step `step`
   // (StepReader::read_box: only the overlapping bytes, every block read checked).
+  // With a node-local tier, from this node's copy when it is the step on the shared
+  // tier (the same manifest; or the step is not flushed yet) and holds every shard the
+  // boxes need, and otherwise, or when reading it fails, from the shared tier.
   // kUsage when a dtype or global shape differs from the saved one; kInvalidInput when
   // the step or tensor is missing, part of a box was not saved, or a checksum fails.
-  void restore(uint64_t step, const std::vector<DistSlice>& wanted) const;
+  RestoreSource restore(uint64_t step, const std::vector<DistSlice>& wanted) const;
 
  private:
   struct Impl;
   void begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused);
+  void open_node_tier(std::optional<uint64_t> newest_shared);
+  // Run a collective; one that throws (a timeout, an MPI failure) breaks the handle.
+  template <typename Body> auto collective(Body&& body) {
+    try {
+      return body();
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
+  }
+  bool tiered() const { return !options_.local_dir.empty(); }
+  const std::string& write_dir() const { return tiered() ? options_.local_dir : dir_; }
   std::string dir_;
   std::unique_ptr<dist::Comm> comm_;
   DistOptions options_;

@@ -85,7 +85,8 @@ void check_local_slices(const std::vector<LocalSlice>& slices) {
 }
 
 RankPart write_rank_part(const io::DirFd& tmp, uint64_t step, uint32_t rank, uint32_t world_size,
-                         const std::vector<LocalSlice>& slices, int threads, uint64_t* written) {
+                         const std::vector<LocalSlice>& slices, int threads, uint64_t* written,
+                         std::vector<uint8_t>* encoded) {
   RankPart part;
   part.step = step;
   part.rank = rank;
@@ -129,6 +130,7 @@ RankPart write_rank_part(const io::DirFd& tmp, uint64_t step, uint32_t rank, uin
   fs::write_all(file, bytes);
   fs::fsync_file(file);
   *written += bytes.size();
+  *encoded = std::move(bytes);
   return part;
 }
 
@@ -274,6 +276,12 @@ Manifest merge_parts(uint64_t step, const std::vector<RankPart>& parts, const st
   return m;
 }
 
+Manifest step_manifest(uint64_t step, const std::vector<RankPart>& parts, const std::vector<uint64_t>& part_bytes) {
+  Manifest m = merge_parts(step, parts, part_bytes);
+  m.info.created = utc_now_iso8601();
+  return m;
+}
+
 Manifest publish_parts(const io::DirFd& root, const std::string& tmp_name, uint64_t step, uint32_t world_size) {
   std::vector<uint8_t> bytes;
   Manifest m;
@@ -286,8 +294,7 @@ Manifest publish_parts(const io::DirFd& root, const std::string& tmp_name, uint6
       parts.push_back(read_part(*tmp, r, step));
       part_bytes.push_back(tmp->file_size(part_file_name(r)).value_or(0));
     }
-    m = merge_parts(step, parts, part_bytes);
-    m.info.created = utc_now_iso8601();
+    m = step_manifest(step, parts, part_bytes);
     bytes = manifest_encode(m);
   } catch (...) {
     fs::remove_tree(root, tmp_name);

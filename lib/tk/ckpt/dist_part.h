@@ -59,9 +59,11 @@ void check_local_slices(const std::vector<LocalSlice>& slices);
 
 // Write the rank's shard (the stored slices, each under its tensor name with its box's
 // shape) and its part file into `tmp`, both fsynced; checksums use `threads` threads.
-// Returns the part and adds the bytes written to *written.
+// Returns the part, adds the bytes written to *written and stores the part file's bytes
+// in *encoded.
 RankPart write_rank_part(const io::DirFd& tmp, uint64_t step, uint32_t rank, uint32_t world_size,
-                         const std::vector<LocalSlice>& slices, int threads, uint64_t* written);
+                         const std::vector<LocalSlice>& slices, int threads, uint64_t* written,
+                         std::vector<uint8_t>* encoded);
 
 // JSON with a trailing checksum, as manifests; decode throws kInvalidInput naming `where`.
 std::vector<uint8_t> part_encode(const RankPart& part);
@@ -77,8 +79,11 @@ RankPart read_part(const io::DirFd& dir, uint32_t rank, uint64_t step);
 // from the saved copy, or one name is replicated on one rank and sliced on another.
 Manifest merge_parts(uint64_t step, const std::vector<RankPart>& parts, const std::vector<uint64_t>& part_bytes);
 
-// Rank 0's side of the commit, once every rank has reported its part written: read the
-// `world_size` parts from temp directory `tmp_name` of `root`, merge them and publish the
+// The global manifest of step `step`: merge_parts, stamped with the time.
+Manifest step_manifest(uint64_t step, const std::vector<RankPart>& parts, const std::vector<uint64_t>& part_bytes);
+
+// A commit from parts on disk (the checkpointer gets them through the communicator):
+// read the `world_size` parts from temp directory `tmp_name` of `root`, merge them and publish the
 // step with the commit protocol (publish_step). Any failure removes the temp directory
 // and throws (merge_parts' kUsage for inconsistent slices). Returns the manifest.
 Manifest publish_parts(const io::DirFd& root, const std::string& tmp_name, uint64_t step, uint32_t world_size);

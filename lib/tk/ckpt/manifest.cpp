@@ -20,7 +20,6 @@ bool valid_shard_name(const std::string& name) {
   return !name.empty() && name.find('/') == std::string::npos && name[0] != '.';
 }
 
-constexpr uint64_t kMaxManifestBytes = 1ull << 30;
 
 json entry_to_json(const TensorEntry& e) {
   json shape = json::array();

@@ -16,6 +16,7 @@
 namespace tk::ckpt {
 
 inline constexpr const char* kManifestName = "manifest.json";
+inline constexpr uint64_t kMaxManifestBytes = uint64_t(1) << 30;  // larger ones are refused
 inline constexpr const char* kManifestFormat = "tensorkit-checkpoint";
 inline constexpr int kManifestVersion = 1;
 // Version 2: a distributed step (world_size, parts, "sliced" tensors).

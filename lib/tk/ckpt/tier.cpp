@@ -159,8 +159,6 @@ std::vector<StepListing> list_steps_each(const std::string& dir) {
   return steps;
 }
 
-namespace {
-
 void copy_file(const std::string& from, const io::DirFd& to_dir, const std::string& to) {
   fs::File in = fs::open_read(from);
   fs::File out = fs::create_file(to_dir, to);
@@ -184,8 +182,6 @@ void copy_file(const std::string& from, const io::DirFd& to_dir, const std::stri
   }
   fs::fsync_file(out);
 }
-
-}  // namespace
 
 void copy_step(const std::string& from, const std::string& to, uint64_t step) {
   const std::string name = step_dir_name(step);
@@ -249,6 +245,14 @@ std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint
   for (auto it = ids.rbegin(); it != ids.rend(); ++it)
     if (!keep.count(*it)) victims.push_back(*it);
   return victims;
+}
+
+void keep_newest(const std::string& dir, uint32_t keep_last) noexcept {
+  if (keep_last == 0) return;
+  try {
+    for (uint64_t victim : retention_victims(list_steps(dir), keep_last, 0)) remove_step(dir, victim);
+  } catch (...) {
+  }
 }
 
 std::vector<uint64_t> flush_steps(const std::string& from, const std::string& to) {

@@ -47,6 +47,11 @@ std::vector<uint64_t> step_dependencies(const StepInfo& step);
 // way the error is rethrown and no step is left behind.
 void publish_step(const io::DirFd& root, const std::string& tmp_name, uint64_t step,
                   std::span<const uint8_t> manifest);
+// Retention after a publication: remove all but the newest `keep_last` steps of `dir`
+// (0: keep all) and what they depend on. Best effort: the new step is committed.
+void keep_newest(const std::string& dir, uint32_t keep_last) noexcept;
+// Copy file `from` to a new file `to` of `to_dir` (created exclusively) and fsync it.
+void copy_file(const std::string& from, const io::DirFd& to_dir, const std::string& to);
 // Copy committed step `step` of `from` into `to` with the full commit protocol.
 void copy_step(const std::string& from, const std::string& to, uint64_t step);
 

@@ -14,6 +14,8 @@ module tk_ckpt_dist
   type, bind(c) :: tk_dckpt_options
     real(c_double) :: timeout_seconds
     integer(c_int32_t) :: threads
+    type(c_ptr) :: local_dir = c_null_ptr  ! c_loc of a NUL-terminated character array
+    integer(c_int32_t) :: keep_last = 0
   end type tk_dckpt_options
 
   type, bind(c) :: tk_dckpt_slice
@@ -66,6 +68,28 @@ module tk_ckpt_dist
       integer(c_int) :: tk_dckpt_wait
       type(c_ptr), value :: ckpt
       type(tk_dckpt_stats), intent(out), optional :: stats
+    end function
+
+    function tk_dckpt_flush(ckpt) bind(c, name="tk_dckpt_flush")
+      import :: c_int, c_ptr
+      integer(c_int) :: tk_dckpt_flush
+      type(c_ptr), value :: ckpt
+    end function
+
+    function tk_dckpt_flush_status(ckpt, status) bind(c, name="tk_dckpt_flush_status")
+      use tk_ckpt, only: tk_ckpt_flush_report
+      import :: c_int, c_ptr
+      integer(c_int) :: tk_dckpt_flush_status
+      type(c_ptr), value :: ckpt
+      type(tk_ckpt_flush_report), intent(out) :: status
+    end function
+
+    function tk_dckpt_step_lag(ckpt, step, seconds) bind(c, name="tk_dckpt_step_lag")
+      import :: c_int, c_ptr, c_int64_t, c_double
+      integer(c_int) :: tk_dckpt_step_lag
+      type(c_ptr), value :: ckpt
+      integer(c_int64_t), value :: step
+      real(c_double), intent(out) :: seconds
     end function
 
     function tk_dckpt_latest(ckpt, step) bind(c, name="tk_dckpt_latest")

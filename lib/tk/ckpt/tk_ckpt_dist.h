@@ -13,8 +13,15 @@
  * by the caller; the library calls MPI only on the thread that calls these functions.
  *
  * Collective calls (every rank of the communicator calls them, in the same order):
- * tk_dckpt_open, tk_dckpt_save_async, tk_dckpt_wait, tk_dckpt_close. The others are
- * local. A library built without MPI answers tk_dckpt_open with
+ * tk_dckpt_open, tk_dckpt_save_async, tk_dckpt_wait, tk_dckpt_flush, tk_dckpt_close.
+ * The others are local.
+ *
+ * Tiers: with options.local_dir set (a node-local disk, $SLURM_TMPDIR), every rank
+ * writes its part there and tk_dckpt_wait commits the step on every node's copy; a
+ * background flush then copies it to `dir`, the shared durable directory, where rank 0
+ * publishes it once every rank's copy is there. tk_dckpt_flush waits for that,
+ * tk_dckpt_flush_status and tk_dckpt_step_lag report it, and tk_dckpt_restore reads
+ * this node's copy when it is intact and holds what the rank wants. A library built without MPI answers tk_dckpt_open with
  * TK_CKPT_ERR_UNAVAILABLE.
  */
 #ifndef TK_CKPT_DIST_H
@@ -39,6 +46,13 @@ typedef struct tk_dckpt_options {
    * hanging them; see tk_dckpt_wait. */
   double timeout_seconds;
   int32_t threads; /* background threads for checksums and writes (default 2) */
+  /* The node-local first tier, or NULL (default): steps are written to `dir` directly.
+   * Ranks that see the same directory (same host, device and inode) form a node; it
+   * must not be `dir` itself. */
+  const char* local_dir;
+  /* Keep the newest keep_last steps in `dir`, removing older ones after each
+   * publication there (0, the default: keep all). */
+  uint32_t keep_last;
 } tk_dckpt_options;
 
 /* One rank's piece of a global tensor: saved by tk_dckpt_save_async, wanted by
@@ -109,7 +123,29 @@ TK_CKPT_API int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckp
  * tk_dckpt_latest says which. */
 TK_CKPT_API int tk_dckpt_wait(tk_dckpt* ckpt, tk_dckpt_stats* stats);
 
-/* Local. Store the newest committed step in *step; TK_CKPT_NONE when there is none. */
+/* Collective. Wait until every step committed so far is on the shared directory (at
+ * once without local_dir). Every rank returns the same status: TK_CKPT_OK, or the first
+ * failed flush naming its rank ("rank 0: rank 3's part did not reach the shared tier
+ * within 300 s ..."); such a step stays on the node-local tier only. */
+TK_CKPT_API int tk_dckpt_flush(tk_dckpt* ckpt);
+
+/* Local. Fill *status: the newest step committed (with local_dir: on the node-local
+ * tier), the newest on the shared directory, how many steps committed through this
+ * handle are not on it yet, and how long the newest committed step has waited for it
+ * (its final lag once flushed). */
+TK_CKPT_API int tk_dckpt_flush_status(const tk_dckpt* ckpt, tk_ckpt_flush_report* status);
+
+/* Local. The durability lag of step `step`, committed through this handle with
+ * local_dir: the seconds from its node-local commit to its publication on the shared
+ * directory, in *seconds. TK_CKPT_OK once published; TK_CKPT_NONE while it is still
+ * being flushed (*seconds: the wait so far); the flush's error when it failed;
+ * TK_CKPT_ERR_USAGE for a step this handle did not commit. */
+TK_CKPT_API int tk_dckpt_step_lag(const tk_dckpt* ckpt, uint64_t step, double* seconds);
+
+/* Local. Store the newest step on the shared directory in *step; TK_CKPT_NONE when
+ * there is none. Steps not yet flushed from the node-local tier are not counted: a job
+ * that resumes on other nodes could not read them (call tk_dckpt_flush before a job
+ * ends, as a requeued job's last save should). */
 TK_CKPT_API int tk_dckpt_latest(const tk_dckpt* ckpt, uint64_t* step);
 
 /* Local. Store the number of ranks that saved step `step` in *world_size. */
@@ -118,7 +154,9 @@ TK_CKPT_API int tk_dckpt_step_world_size(const tk_dckpt* ckpt, uint64_t step, ui
 /* Local (needs no other rank). Read into each wanted slice's buffer the box it names
  * of its global tensor from step `step`, whatever number of ranks and slicing saved
  * it: only the saved bytes that overlap the box are read, in 1 MiB blocks whose XXH3
- * is checked (docs/CHECKPOINT.md). `replicated` is ignored. TK_CKPT_ERR_USAGE for a
+ * is checked (docs/CHECKPOINT.md). With local_dir, from this node's copy when it holds
+ * the same step and every shard the boxes need, and otherwise (or when reading it
+ * fails) from the shared directory. `replicated` is ignored. TK_CKPT_ERR_USAGE for a
  * malformed descriptor or a dtype or global shape that differs from the saved one;
  * TK_CKPT_ERR_INVALID_INPUT when the step or tensor does not exist, a part of the box
  * was not saved (names the uncovered box), or a checksum does not match. */
@@ -126,8 +164,8 @@ TK_CKPT_API int tk_dckpt_restore(const tk_dckpt* ckpt, uint64_t step, const tk_d
                                  size_t count);
 
 /* Collective. Wait for a pending save (and commit it, as tk_dckpt_wait, unless the
- * handle is broken), then release the handle and, on rank 0, the lock. NULL is a
- * no-op. Returns the pending save's status. */
+ * handle is broken) and for the flushes of committed steps, then release the handle
+ * and, on rank 0, the lock. NULL is a no-op. Returns the pending save's status. */
 TK_CKPT_API int tk_dckpt_close(tk_dckpt* ckpt);
 
 #ifdef __cplusplus

@@ -27,6 +27,9 @@ class Comm {
   // Gather `record` (the same size on every rank) at rank 0: size() records in rank
   // order there, nothing elsewhere.
   virtual std::vector<uint8_t> gather(std::span<const uint8_t> record, Clock::time_point deadline) = 0;
+  // Gather `mine` (sizes may differ) at rank 0: every rank's, in rank order, there;
+  // nothing elsewhere.
+  virtual std::vector<std::vector<uint8_t>> gatherv(std::span<const uint8_t> mine, Clock::time_point deadline) = 0;
   // Replace `bytes` (the same size on every rank) with rank 0's.
   virtual void broadcast(std::span<uint8_t> bytes, Clock::time_point deadline) = 0;
   // Every rank's `mine` (sizes may differ), in rank order, on every rank.

@@ -60,6 +60,29 @@ class MpiComm final : public Comm {
     return all;
   }
 
+  std::vector<std::vector<uint8_t>> gatherv(std::span<const uint8_t> mine, Clock::time_point deadline) override {
+    std::vector<std::vector<uint8_t>> out(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+    guard([&] {
+      int my_size = static_cast<int>(mine.size());
+      std::vector<int> sizes(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+      MPI_Request request;
+      check(MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm_, &request), "MPI_Igather");
+      wait_until(request, deadline, "MPI_Igather");
+      std::vector<int> displs(sizes.size());
+      int total = 0;
+      for (size_t r = 0; r < sizes.size(); ++r) {
+        displs[r] = total;
+        total += sizes[r];
+      }
+      std::vector<uint8_t> all(static_cast<size_t>(total));
+      check(MPI_Igatherv(mine.data(), my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE, 0, comm_,
+                         &request), "MPI_Igatherv");
+      wait_until(request, deadline, "MPI_Igatherv");
+      for (size_t r = 0; r < sizes.size(); ++r) out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + sizes[r]);
+    });
+    return out;
+  }
+
   void broadcast(std::span<uint8_t> bytes, Clock::time_point deadline) override {
     guard([&] {
       MPI_Request request;

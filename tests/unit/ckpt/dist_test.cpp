@@ -12,6 +12,7 @@
 #include "thread_comm.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/ckpt/dist_checkpoint.h"
+#include "tk/ckpt/dist_part.h"
 #include "tk/ckpt/manifest.h"
 #include "tk/ckpt/step_reader.h"
 
@@ -377,6 +378,190 @@ TEST(DistCheckpoint, IncompletePartsAndUncoveredBoxesAreNamed) {
   VerifyReport r = Checkpointer::open(dir.path(), o)->verify(2);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_EQ(r.problems[0], "step-2: rank 1: part rank-00001.json is missing (the rank did not finish its part)");
+}
+
+// Tiers: four ranks on two "nodes" (ranks 0-1 and 2-3, each pair sharing a node-local
+// directory) in front of one shared directory.
+struct Tiers {
+  test::TempDir root{"dist_tiers"};
+  std::string shared = root.path() + "/shared";
+  std::string node(int r) const { return root.path() + (r < 2 ? "/node-a" : "/node-b"); }
+  DistOptions options(int r, uint32_t keep_last = 0, double timeout = 30) const {
+    DistOptions o;
+    o.local_dir = node(r);
+    o.keep_last = keep_last;
+    o.timeout_seconds = timeout;
+    return o;
+  }
+};
+
+std::set<std::string> entries_of(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : stdfs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+TEST(DistCheckpoint, TiersCommitOnEveryNodeAndFlushToTheSharedDirectory) {
+  Tiers t;
+  run_ranks(4, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(t.shared, std::move(comm), t.options(r, 2));
+    for (uint64_t step = 1; step <= 3; ++step) {
+      auto state = rank_state(step, 4, r);
+      ck.save_async(step, slices_of(state));
+      ck.wait();
+      // Committed on this node: the global manifest and this node's parts and shards.
+      const std::string local = t.node(r) + "/" + step_dir_name(step);
+      EXPECT_TRUE(stdfs::exists(local + "/manifest.json"));
+      EXPECT_TRUE(stdfs::exists(local + "/" + shard_file_name(static_cast<uint32_t>(r))));
+      EXPECT_FALSE(stdfs::exists(local + "/" + shard_file_name(r < 2 ? 2u : 0u)));
+    }
+    ck.flush();
+    DistFlushStatus status = ck.flush_status();
+    EXPECT_EQ(status.latest_committed, 3u);
+    EXPECT_EQ(status.latest_durable, 3u);
+    ASSERT_EQ(status.steps.size(), 3u);
+    for (const StepLag& lag : status.steps) {
+      EXPECT_TRUE(lag.durable) << lag.step;
+      EXPECT_FALSE(lag.error) << lag.error->what();
+      EXPECT_GE(lag.lag_seconds, 0);
+      EXPECT_LT(lag.lag_seconds, 30);
+    }
+  });
+  // The shared tier keeps the newest two, complete; each node only the newest.
+  EXPECT_EQ(entries_of(t.shared), (std::set<std::string>{".lock", "latest", "step-2", "step-3"}));
+  EXPECT_EQ(entries_of(t.node(0)), (std::set<std::string>{".lock", "latest", "step-3"}));
+  EXPECT_EQ(entries_of(t.node(2)), (std::set<std::string>{".lock", "latest", "step-3"}));
+  Options ro;
+  ro.read_only = true;
+  EXPECT_TRUE(Checkpointer::open(t.shared, ro)->verify(3).ok());
+  expect_restores(t.shared, 3, 3, true);
+}
+
+TEST(DistCheckpoint, RestorePrefersAnIntactNodeLocalCopy) {
+  Tiers t;
+  run_ranks(4, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(t.shared, std::move(comm), t.options(r));
+    auto state = rank_state(5, 4, r);
+    ck.save_async(5, slices_of(state));
+    ck.wait();
+    ck.flush();
+  });
+  // Damage the shared copy of rank 0's shard: the ranks of node a never read it.
+  {
+    std::fstream f(t.shared + "/step-5/" + shard_file_name(static_cast<uint32_t>(0)), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    f.write("\xff\xff\xff\xff", 4);
+  }
+  // Node b lost rank 3's shard (as on a node the job did not run on), and rank 2's
+  // copy is damaged: those ranks read the shared copies.
+  stdfs::remove(t.node(3) + "/step-5/" + shard_file_name(static_cast<uint32_t>(3)));
+  {
+    std::fstream f(t.node(2) + "/step-5/" + shard_file_name(static_cast<uint32_t>(2)), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4, std::ios::end);
+    f.write("\x01\x02\x03\x04", 4);
+  }
+  std::vector<RestoreSource> sources(4);
+  run_ranks(4, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(t.shared, std::move(comm), t.options(r));
+    ASSERT_EQ(ck.latest(), 5u);
+    auto want = rank_state(5, 4, r);
+    std::vector<Piece> got = want;
+    for (auto& p : got) p.slice.data = p.bytes.data();
+    for (auto& p : got) std::fill(p.bytes.begin(), p.bytes.end(), 0);
+    sources[static_cast<size_t>(r)] = ck.restore(5, slices_of(got));
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(want[k].bytes, got[k].bytes) << want[k].slice.name << " rank " << r;
+  });
+  EXPECT_EQ(sources[0], RestoreSource::kNodeLocal);
+  EXPECT_EQ(sources[1], RestoreSource::kNodeLocal);
+  EXPECT_EQ(sources[2], RestoreSource::kShared);  // its node-local copy fails its checksum
+  EXPECT_EQ(sources[3], RestoreSource::kShared);  // its node-local copy lacks the shard
+}
+
+TEST(DistCheckpoint, ANodeThatCannotCommitFailsTheStepOnEveryRank) {
+  Tiers t;
+  set_fault_hook([&](FaultPoint point, const std::string& path) {
+    return point == FaultPoint::kRename && path == t.node(2) + "/step-1" ? EIO : 0;
+  });
+  std::mutex mutex;
+  std::set<std::string> messages;
+  run_ranks(4, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(t.shared, std::move(comm), t.options(r));
+    auto state = rank_state(1, 4, r);
+    ck.save_async(1, slices_of(state));
+    try {
+      ck.wait();
+      ADD_FAILURE() << "committed";
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      messages.insert(e.what());
+    }
+    if (r == 0) set_fault_hook(nullptr);
+    ck.flush();
+    // The number may be tried again.
+    ck.save_async(1, slices_of(state));
+    ck.wait();
+    ck.flush();
+  });
+  set_fault_hook(nullptr);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages.begin()->find("rank 2: failed to rename"), std::string::npos) << *messages.begin();
+  EXPECT_EQ(entries_of(t.shared), (std::set<std::string>{".lock", "latest", "step-1"}));
+  expect_restores(t.shared, 2, 1, false);
+}
+
+TEST(DistCheckpoint, AFlushThatFailsIsReportedAndTheStepStaysNodeLocal) {
+  Tiers t;
+  set_fault_hook([&](FaultPoint point, const std::string& path) {
+    return point == FaultPoint::kRename && path.starts_with(t.shared + "/step-1.tmp-") &&
+                   path.ends_with("/rank-00003.json")
+               ? EIO
+               : 0;
+  });
+  std::mutex mutex;
+  std::set<std::string> messages;
+  run_ranks(4, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(t.shared, std::move(comm), t.options(r, 0, 1.0));
+    auto state = rank_state(1, 4, r);
+    ck.save_async(1, slices_of(state));
+    ck.wait();  // committed on the nodes
+    try {
+      ck.flush();
+      ADD_FAILURE() << "flushed";
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      messages.insert(e.what());
+    }
+    DistFlushStatus status = ck.flush_status();
+    EXPECT_EQ(status.latest_committed, 1u);
+    EXPECT_FALSE(status.latest_durable);
+    ASSERT_EQ(status.steps.size(), 1u);
+    EXPECT_FALSE(status.steps[0].durable);
+    EXPECT_TRUE(status.steps[0].error);
+    EXPECT_TRUE(stdfs::exists(t.node(r) + "/step-1/manifest.json"));
+    if (r == 0) set_fault_hook(nullptr);
+    // The next step flushes, and replaces the node-local one.
+    auto next = rank_state(2, 4, r);
+    ck.save_async(2, slices_of(next));
+    ck.wait();
+    ck.flush();
+    EXPECT_EQ(ck.flush_status().latest_durable, 2u);
+  });
+  set_fault_hook(nullptr);
+  ASSERT_EQ(messages.size(), 1u);
+  EXPECT_NE(messages.begin()->find("rank 0: rank 3's part did not reach the shared tier"), std::string::npos)
+      << *messages.begin();
+  EXPECT_EQ(entries_of(t.shared), (std::set<std::string>{".lock", "latest", "step-2"}));
+  EXPECT_EQ(entries_of(t.node(0)), (std::set<std::string>{".lock", "latest", "step-2"}));
+}
+
+TEST(DistCheckpoint, ANodeLocalTierMustNotBeTheSharedDirectory) {
+  test::TempDir dir("dist");
+  run_ranks(2, [&](int, std::unique_ptr<dist::Comm> comm) {
+    DistOptions o;
+    o.local_dir = dir.path();
+    test::expect_error_exact([&] { DistCheckpointer ck(dir.path(), std::move(comm), o); }, ErrorKind::kUsage,
+                             "rank 0: the node-local tier is the shared directory itself (" + dir.path() + ")");
+  });
 }
 
 }  // namespace

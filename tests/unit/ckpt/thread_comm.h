@@ -58,6 +58,11 @@ class ThreadComm final : public dist::Comm {
       for (auto& p : all) out.insert(out.end(), p.begin(), p.end());
     return out;
   }
+  std::vector<std::vector<uint8_t>> gatherv(std::span<const uint8_t> mine, dist::Clock::time_point deadline) override {
+    auto all = world_->exchange(seq_++, rank_, {mine.begin(), mine.end()}, deadline);
+    if (rank_ != 0) all.clear();
+    return all;
+  }
   void broadcast(std::span<uint8_t> bytes, dist::Clock::time_point deadline) override {
     auto all = world_->exchange(seq_++, rank_, {bytes.begin(), bytes.end()}, deadline);
     std::copy(all[0].begin(), all[0].end(), bytes.begin());

@@ -1,7 +1,7 @@
 /* mpi_train: a training-style MPI job that checkpoints through the C API of libtkckpt
  * (tk_ckpt_dist.h) and resumes from the newest step on any number of ranks.
  *
- *   mpi_train --dir DIR --steps N --every K [--sleep-ms MS] [--timeout S] [--check] [--stats]
+ *   mpi_train --dir DIR --steps N --every K [--local DIR] [--sleep-ms MS] [--timeout S] [--check] [--stats]
  *
  * State: "w" F32 [1000, 37] split by rows, "v" F64 [24, 333] split by columns (both
  * unevenly: rank r of W holds a share proportional to r + 1), "b" F32 [37] replicated
@@ -16,6 +16,11 @@
  * current step, saves it (if not saved already), prints "saved step S on signal" and
  * exits 0. The ranks agree on the signal once per step (MPI_Allreduce), so they stop
  * at the same step even when the signal reaches them at different times.
+ *
+ * --local DIR: a node-local first tier (e.g. $SLURM_TMPDIR): steps commit there and are
+ * flushed to --dir in the background; before it exits (at the end or on a signal) the
+ * job waits for the flush, prints "durable step S" and, with --stats, the mean
+ * durability lag per step, so that a requeued job finds its last step on --dir.
  *
  * --stats: at the end, print the mean stall, background write and commit time per
  * checkpoint (the largest over the ranks).
@@ -145,12 +150,14 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const char* dir = NULL;
+  const char* local = NULL;
   long steps = -1, every = 0, sleep = 0, timeout = 300;
   int check_only = 0, stats = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--dir") && next) dir = argv[++i];
+    else if (!strcmp(a, "--local") && next) local = argv[++i];
     else if (!strcmp(a, "--steps")) steps = parse_number(a, next), ++i;
     else if (!strcmp(a, "--every")) every = parse_number(a, next), ++i;
     else if (!strcmp(a, "--sleep-ms")) sleep = parse_number(a, next), ++i;
@@ -160,7 +167,7 @@ int main(int argc, char** argv) {
     else {
       if (g_rank == 0)
         fprintf(stderr, "mpi_train: error: unknown argument '%s'\nusage: mpi_train --dir DIR --steps N --every K "
-                        "[--sleep-ms MS] [--timeout S] [--check] [--stats]\n", a);
+                        "[--local DIR] [--sleep-ms MS] [--timeout S] [--check] [--stats]\n", a);
       MPI_Finalize();
       return 2;
     }
@@ -189,6 +196,7 @@ int main(int argc, char** argv) {
   tk_dckpt_options options;
   tk_dckpt_options_init(&options);
   options.timeout_seconds = (double)timeout;
+  options.local_dir = local;
   tk_dckpt* ck = NULL;
   check_call(tk_dckpt_open(dir, MPI_Comm_c2f(MPI_COMM_WORLD), &options, &ck), "tk_dckpt_open");
 
@@ -261,15 +269,32 @@ int main(int argc, char** argv) {
     ++commits, sum_stall += st.stall_seconds, sum_write += st.write_seconds, sum_commit += st.commit_seconds;
     if (g_rank == 0) printf("committed step %llu\n", (unsigned long long)pending_step), fflush(stdout);
   }
+  double mean_lag = 0;
+  if (local) {
+    check_call(tk_dckpt_flush(ck), "tk_dckpt_flush");
+    tk_ckpt_flush_report report;
+    check_call(tk_dckpt_flush_status(ck, &report), "tk_dckpt_flush_status");
+    /* The lag of each step this job committed (the steps that were saved). */
+    int lags = 0;
+    for (uint64_t k = 1; k <= step; ++k) {
+      double lag = 0;
+      if (tk_dckpt_step_lag(ck, k, &lag) == TK_CKPT_OK) mean_lag += lag, ++lags;
+    }
+    if (lags) mean_lag /= lags;
+    if (g_rank == 0 && report.has_latest_durable)
+      printf("durable step %llu\n", (unsigned long long)report.latest_durable), fflush(stdout);
+  }
   check_call(tk_dckpt_close(ck), "tk_dckpt_close");
   if (stats) {
     /* Means per commit on each rank, then the largest over the ranks. */
-    double mine[3] = {0, 0, 0}, worst[3];
+    double mine[4] = {0, 0, 0, mean_lag}, worst[4];
     if (commits) mine[0] = sum_stall / commits, mine[1] = sum_write / commits, mine[2] = sum_commit / commits;
-    MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (g_rank == 0)
+    MPI_Reduce(mine, worst, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (g_rank == 0) {
       printf("checkpoint stats: %d commits; per commit, worst rank: stall %.3f ms, background write %.3f ms, "
              "commit %.3f ms\n", commits, worst[0] * 1e3, worst[1] * 1e3, worst[2] * 1e3);
+      if (local) printf("durability lag per step, worst rank: %.3f ms\n", worst[3] * 1e3);
+    }
   }
   if (g_rank == 0) {
     if (stop) printf("saved step %llu on signal\n", (unsigned long long)last_saved);

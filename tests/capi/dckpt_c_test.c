@@ -174,8 +174,9 @@ int main(int argc, char** argv) {
     snprintf(local, sizeof local, "%s-tiers-node-%c", dir, rank < 2 ? 'a' : 'b');
     tk_dckpt_options o;
     tk_dckpt_options_init(&o);
-    CHECK(o.local_dir == NULL && o.keep_last == 0);
+    CHECK(o.local_dir == NULL && o.keep_last == 0 && o.staging_bytes == 0);
     o.local_dir = local;
+    o.staging_bytes = sizeof(float) * (uint64_t)(count * COLS);
     o.keep_last = 1;
     CHECK_RC(tk_dckpt_open(shared, MPI_Comm_c2f(MPI_COMM_WORLD), &o, &ck), TK_CKPT_OK);
     for (uint64_t s = 1; s <= 2; ++s) {

@@ -4,14 +4,18 @@
 Runs examples/mpi_train under `mpirun -np 4` (a step every few milliseconds, a
 checkpoint every step, resuming from the newest one), and SIGKILLs either one rank or
 the whole job at a random point: shortly after start (open, cleanup), or anywhere in
-the save loop. After every kill:
+the save loop. Half the jobs write through a node-local first tier (`--local`): their
+steps commit there and are flushed to the shared directory in the background. After
+every kill:
 
 - `tckpt ls` lists only readable, committed steps (exit 0), and the newest is at
-  least the newest step the job reported committed before it died;
+  least the newest step the job reported committed before it died (with tiers: on
+  the node-local tier; the shared one lists only committed steps too);
 - `tckpt verify` passes on the newest step;
 - `mpi_train --check` restores the newest step onto 1, 2 and 4 ranks and compares
-  every value bit for bit (the values are a function of step and global index); it
-  opens the directory as a writer, so afterwards no temporary entry may remain.
+  every value bit for bit (the values are a function of step and global index; with
+  tiers, through the node-local copy when it is intact); it opens the directories as
+  a writer, so afterwards no temporary entry may remain on either tier.
 
   dckpt_crash.py --train PATH --tckpt PATH --mpirun PATH --work DIR [--kills N] [--seed S]
 
@@ -77,24 +81,36 @@ def run(cmd, timeout=120):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+def listed_steps(args, ck, k, what):
+    ls = run([args.tckpt, "ls", ck, "--json", "-", "-q"])
+    if ls.returncode != 0:
+        raise Failure(f"kill {k} ({what}): tckpt ls {ck} failed: {ls.stderr.strip()}")
+    listed = json.loads(ls.stdout)["steps"]
+    if any(s.get("state") != "committed" for s in listed):
+        raise Failure(f"kill {k}: a listed step is not committed: {ls.stdout}")
+    return [s["step"] for s in listed]
+
+
 def one_kill(args, rng, ck, k):
     early = rng.random() < 0.2
     delay = rng.uniform(0.05, 0.5) if early else rng.uniform(0.5, 2.5)
     whole_job = rng.random() < 0.5
+    local = ck + "-local" if rng.random() < 0.5 else None
+    tier = ["--local", local] if local else []
     proc = subprocess.Popen(mpi(args, 4) + [args.train, "--dir", ck, "--steps", "100000000", "--every", "1",
-                                            "--sleep-ms", "2", "--timeout", "20"],
+                                            "--sleep-ms", "2", "--timeout", "20"] + tier,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
     time.sleep(delay)
-    what = "whole job"
+    what = "whole job" + (", tiers" if local else "")
     if not whole_job:
         ranks = session_pids(proc.pid, os.path.basename(args.train))
         if ranks:
             victim = rng.choice(ranks)
             os.kill(victim, signal.SIGKILL)
-            what = f"rank pid {victim}"
+            what = f"rank pid {victim}" + (", tiers" if local else "")
             time.sleep(0.3)  # what the others do next (mpirun tears the job down)
     kill_session(proc.pid)
     proc.wait()
@@ -106,28 +122,28 @@ def one_kill(args, rng, ck, k):
         if reported is not None:
             raise Failure(f"kill {k}: step {reported} reported committed, no checkpoint directory")
         return what, delay, None, False
-    ls = run([args.tckpt, "ls", ck, "--json", "-", "-q"])
-    if ls.returncode != 0:
-        raise Failure(f"kill {k} ({what} at {delay:.2f}s): tckpt ls failed: {ls.stderr.strip()}")
-    steps = [s["step"] for s in json.loads(ls.stdout)["steps"]]
-    if any(s.get("state") != "committed" for s in json.loads(ls.stdout)["steps"]):
-        raise Failure(f"kill {k}: a listed step is not committed: {ls.stdout}")
+    steps = listed_steps(args, ck, k, what)
     newest = max(steps) if steps else None
-    if reported is not None and (newest is None or newest < reported):
-        raise Failure(f"kill {k} ({what}): step {reported} was reported committed, newest listed is {newest}")
-    partial = any(".tmp-" in e for e in os.listdir(ck))  # the kill hit a save in flight
+    first_tier = steps
+    if local:
+        first_tier = listed_steps(args, local, k, what) if os.path.isdir(local) else []
+    newest_first = max(first_tier) if first_tier else None
+    if reported is not None and (newest_first is None or newest_first < reported):
+        raise Failure(f"kill {k} ({what}): step {reported} was reported committed, newest listed is {newest_first}")
+    tiers = [ck] + ([local] if local and os.path.isdir(local) else [])
+    partial = any(".tmp-" in e for d in tiers for e in os.listdir(d))  # the kill hit a save in flight
     if newest is None:
         return what, delay, None, partial
     verify = run([args.tckpt, "verify", ck, "--step", str(newest), "-q"])
     if verify.returncode != 0:
         raise Failure(f"kill {k}: tckpt verify --step {newest} failed: {verify.stderr.strip()}")
     for n in (1, 2, 4):
-        check = run(mpi(args, n) + [args.train, "--dir", ck, "--check"])
+        check = run(mpi(args, n) + [args.train, "--dir", ck, "--check"] + tier)
         want = f"checked step {newest} on {n} ranks"
         if check.returncode != 0 or want not in check.stdout:
             raise Failure(f"kill {k}: restore onto {n} ranks: rc {check.returncode}, {check.stdout.strip()} "
                           f"{check.stderr.strip()[:400]} (wanted '{want}')")
-    leftovers = [e for e in os.listdir(ck) if ".tmp-" in e or ".del-" in e]
+    leftovers = [e for d in tiers for e in os.listdir(d) if ".tmp-" in e or ".del-" in e]
     if leftovers:
         raise Failure(f"kill {k}: leftovers after a writer opened the directory: {leftovers}")
     return what, delay, newest, partial

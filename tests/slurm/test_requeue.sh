@@ -5,13 +5,15 @@
 # ranks save and the job requeues itself. The pending job is shrunk to 2 tasks and
 # released (the requeue otherwise waits 2 minutes); the second run resumes from the
 # step saved on the signal and finishes. The checkpoint then restores onto 3 ranks bit
-# for bit and passes tckpt verify.
+# for bit and passes tckpt verify. The job checkpoints through a node-local first tier
+# (@NODE_TMP@): the step saved on the signal is flushed to the shared directory before
+# the ranks exit.
 source "$(dirname "$0")/lib.sh"
 command -v mpi_train >/dev/null || fail "mpi_train not built (needs MPI: scripts/install-deps.sh)"
 
 steps=200
 job=$(sbatch --parsable --ntasks=4 --chdir="$work" --output="$work/train.out" \
-  "$scripts/train_requeue.sbatch" mpi_train --dir "$work/ckpt" --steps $steps --every 10 --sleep-ms 20)
+  "$scripts/train_requeue.sbatch" mpi_train --dir "$work/ckpt" --local @NODE_TMP@ --steps $steps --every 10 --sleep-ms 20)
 wait_for 60 "a committed step" grep -qs '^committed step' train.out
 scancel --signal=USR1 --batch "$job"
 
@@ -23,6 +25,7 @@ cat train.out
 
 saved=$(sed -n 's/^saved step \([0-9]*\) on signal$/\1/p' train.out)
 [ -n "$saved" ] && [ "$saved" -lt $steps ] || fail "no step saved on the signal"
+grep -qx "durable step $saved" train.out || fail "step $saved saved on the signal was not reported durable"
 grep -qx "run 0 of job $job: 4 tasks on .*" train.out || fail "first run not on 4 tasks"
 grep -q "^requeueing job $job$" train.out || fail "the job did not requeue itself"
 grep -qx "run 1 of job $job: 2 tasks on .*" train.out || fail "no second run on 2 tasks (SLURM_RESTART_COUNT=1)"

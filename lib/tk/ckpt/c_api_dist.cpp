@@ -71,6 +71,7 @@ int tk_dckpt_open(const char* dir, tk_dckpt_comm comm, const tk_dckpt_options* o
     d.threads = o.threads;
     if (o.local_dir) d.local_dir = o.local_dir;
     d.keep_last = o.keep_last;
+    d.staging_bytes = o.staging_bytes;
     auto handle = std::make_unique<tk_dckpt>();
     handle->impl = std::make_unique<tk::ckpt::DistCheckpointer>(dir, tk::dist::mpi_comm(comm), d);
     *out = handle.release();

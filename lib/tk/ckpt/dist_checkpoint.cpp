@@ -167,6 +167,11 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
   }
   collective([&] { comm_->broadcast(prepared.bytes(), deadline()); });
   if (!prepared.good()) throw prepared.error();
+  try {
+    impl_->pool.reserve(options_.staging_bytes);
+  } catch (const Error&) {
+    // Out of memory now: the first save tries again, and reports it.
+  }
   impl_->token = std::string(prepared.text, strnlen(prepared.text, sizeof prepared.text));
   if (prepared.value) impl_->last_step = impl_->committed = prepared.value - 1;
   // Every rank must see the directory rank 0 prepared (a node-local path that differs

@@ -32,6 +32,10 @@ struct DistOptions {
   // Retention on the shared directory, after each publication there: keep the newest
   // `keep_last` steps (0: keep all).
   uint32_t keep_last = 0;
+  // Staging memory this rank allocates and touches at open (its state's size, say), so
+  // that the job's first save stalls no longer than later ones (0: allocated by the
+  // first save).
+  uint64_t staging_bytes = 0;
 };
 
 // Where restore() read a step from.

@@ -48,6 +48,13 @@ Buffer StagingPool::acquire(uint64_t bytes) {
   }
 }
 
+void StagingPool::reserve(uint64_t bytes) {
+  if (bytes == 0) return;
+  Buffer b = acquire(bytes);
+  std::memset(b.mutable_data(), 0, b.size());
+  release(std::move(b));
+}
+
 void StagingPool::release(Buffer buffer) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -19,6 +19,11 @@ class StagingPool {
   void set_limit(uint64_t bytes) { limit_ = bytes; }
   // A buffer of at least `bytes`, waiting while the pool is at its limit.
   Buffer acquire(uint64_t bytes);
+  // Allocate a buffer of `bytes` and touch every page of it now, then keep it free: the
+  // first snapshot that fits then pays neither the allocation nor the page faults
+  // (fresh memory faults at first touch, and in a virtual machine the host's memory
+  // behind it too).
+  void reserve(uint64_t bytes);
   // Give a buffer from acquire() back; no other copy of it may remain.
   void release(Buffer buffer);
   uint64_t held_bytes() const;

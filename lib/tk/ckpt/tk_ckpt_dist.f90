@@ -16,6 +16,7 @@ module tk_ckpt_dist
     integer(c_int32_t) :: threads
     type(c_ptr) :: local_dir = c_null_ptr  ! c_loc of a NUL-terminated character array
     integer(c_int32_t) :: keep_last = 0
+    integer(c_int64_t) :: staging_bytes = 0
   end type tk_dckpt_options
 
   type, bind(c) :: tk_dckpt_slice

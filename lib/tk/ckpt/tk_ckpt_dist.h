@@ -53,6 +53,10 @@ typedef struct tk_dckpt_options {
   /* Keep the newest keep_last steps in `dir`, removing older ones after each
    * publication there (0, the default: keep all). */
   uint32_t keep_last;
+  /* Bytes of staging memory each rank allocates and touches at open (its share of the
+   * state, say), so that the job's first save stalls no longer than later ones; the
+   * cost moves into tk_dckpt_open (0, the default: the first save allocates). */
+  uint64_t staging_bytes;
 } tk_dckpt_options;
 
 /* One rank's piece of a global tensor: saved by tk_dckpt_save_async, wanted by

@@ -326,35 +326,50 @@ uint64_t StepReader::read_slice_part(const TensorEntry& e, const SliceEntry& sl,
       touched[b] = true;
   }
   fs::File file = open_slice(step, e, sl);
-  // Read runs of consecutive touched blocks into one buffer spanning them, checking each.
-  uint64_t first = 0;
-  while (first < nblocks && !touched[first]) ++first;
-  uint64_t last = nblocks;
-  while (last > first && !touched[last - 1]) --last;
-  const uint64_t base = first * kSliceBlockBytes;
-  const uint64_t span_end = std::min<uint64_t>(last * kSliceBlockBytes, sl.nbytes);
-  std::vector<uint8_t> buf(span_end > base ? span_end - base : 0);
-  bool all_blocks = first == 0 && last == nblocks;
-  for (uint64_t b = first; b < last;) {
+  // Every touched block is read and checked once. Blocks that lie inside one run of
+  // wanted bytes are read straight into `out` (consecutive ones in one pread); a block
+  // that straddles a run's edge goes through a scratch buffer, and its wanted bytes are
+  // copied out. When every block is read, the slice's own checksum is checked too.
+  const bool all_blocks = std::all_of(touched.begin(), touched.end(), [](bool t) { return t; });
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> whole(all_blocks ? XXH3_createState() : nullptr,
+                                                                  &XXH3_freeState);
+  if (all_blocks && !whole) throw std::bad_alloc();
+  if (whole) XXH3_64bits_reset(whole.get());
+  auto check_block = [&](uint64_t k, const uint8_t* bytes, uint64_t n) {
+    if (XXH3_64bits(bytes, n) != sl.blocks[k]) throw invalid_input("checksum mismatch in block " + std::to_string(k), where);
+    if (whole) XXH3_64bits_update(whole.get(), bytes, n);
+  };
+  auto block_end = [&](uint64_t k) { return std::min<uint64_t>((k + 1) * kSliceBlockBytes, sl.nbytes); };
+  size_t r = 0;  // runs before it end before the current block
+  std::vector<uint8_t> scratch;
+  for (uint64_t b = 0; b < nblocks;) {
     if (!touched[b]) {
-      all_blocks = false;
       ++b;
       continue;
     }
-    uint64_t end = b;
-    while (end < last && touched[end]) ++end;
-    const uint64_t lo = b * kSliceBlockBytes, hi = std::min<uint64_t>(end * kSliceBlockBytes, sl.nbytes);
-    fs::pread_all(file, sl.offset + lo, {buf.data() + (lo - base), hi - lo}, "shard");
-    for (uint64_t k = b; k < end; ++k) {
-      const uint64_t klo = k * kSliceBlockBytes, khi = std::min<uint64_t>(klo + kSliceBlockBytes, sl.nbytes);
-      if (XXH3_64bits(buf.data() + (klo - base), khi - klo) != sl.blocks[k])
-        throw invalid_input("checksum mismatch in block " + std::to_string(k), where);
+    const uint64_t lo = b * kSliceBlockBytes;
+    while (r < runs.size() && runs[r].first + run_len[r] <= lo) ++r;
+    const uint64_t run_end = r < runs.size() ? runs[r].first + run_len[r] : 0;
+    if (r < runs.size() && runs[r].first <= lo && block_end(b) <= run_end) {
+      uint64_t end = b + 1;
+      while (end < nblocks && touched[end] && block_end(end) <= run_end) ++end;
+      uint8_t* dst = out.data() + runs[r].second + (lo - runs[r].first);
+      fs::pread_all(file, sl.offset + lo, {dst, block_end(end - 1) - lo}, "shard");
+      for (uint64_t k = b; k < end; ++k) check_block(k, dst + (k - b) * kSliceBlockBytes, block_end(k) - k * kSliceBlockBytes);
+      b = end;
+      continue;
     }
-    b = end;
+    const uint64_t hi = block_end(b);
+    scratch.resize(hi - lo);
+    fs::pread_all(file, sl.offset + lo, {scratch.data(), hi - lo}, "shard");
+    check_block(b, scratch.data(), hi - lo);
+    for (size_t j = r; j < runs.size() && runs[j].first < hi; ++j) {
+      const uint64_t s0 = std::max(runs[j].first, lo), s1 = std::min(runs[j].first + run_len[j], hi);
+      if (s0 < s1) std::memcpy(out.data() + runs[j].second + (s0 - runs[j].first), scratch.data() + (s0 - lo), s1 - s0);
+    }
+    ++b;
   }
-  if (all_blocks && XXH3_64bits(buf.data(), buf.size()) != sl.xxh3) throw invalid_input("checksum mismatch", where);
-  for (size_t k = 0; k < runs.size(); ++k)
-    if (run_len[k]) std::memcpy(out.data() + runs[k].second, buf.data() + (runs[k].first - base), run_len[k]);
+  if (whole && XXH3_64bits_digest(whole.get()) != sl.xxh3) throw invalid_input("checksum mismatch", where);
   return elem ? box_numel(*region) : box_numel(want);
 }
 

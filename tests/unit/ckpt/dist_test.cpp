@@ -319,6 +319,28 @@ std::vector<uint8_t> read_big(const std::string& dir, const Box& box) {
   return out;
 }
 
+TEST(DistCheckpoint, BoxReadsAreExactWhateverTheirAlignment) {
+  test::TempDir dir("dist");
+  save_big(dir.path());  // two slices of 512 rows, each of two 1 MiB blocks (256 rows)
+  const std::vector<Box> boxes = {
+      {{0, 0}, {1024, 1024}},  // whole: every block straight into the output
+      {{256, 0}, {256, 1024}}, // exactly one block
+      {{100, 0}, {600, 1024}}, // block edges inside, across both slices
+      {{511, 0}, {3, 1024}},   // across the slices' boundary
+      {{700, 10}, {100, 20}},  // columns: every row a run of its own
+      {{1023, 1023}, {1, 1}},  // one element
+  };
+  for (const Box& box : boxes) {
+    auto got = read_big(dir.path(), box);
+    const float* g = reinterpret_cast<const float*>(got.data());
+    size_t wrong = 0;
+    for (int64_t i = 0; i < box.shape[0]; ++i)
+      for (int64_t j = 0; j < box.shape[1]; ++j)
+        wrong += g[i * box.shape[1] + j] != static_cast<float>((box.start[0] + i) * 1024 + box.start[1] + j);
+    EXPECT_EQ(wrong, 0u) << box_to_string(box);
+  }
+}
+
 TEST(DistCheckpoint, RestoreReadsAndChecksOnlyTheBlocksItNeeds) {
   test::TempDir dir("dist");
   save_big(dir.path());

@@ -356,13 +356,7 @@ int tk_ckpt_flush_status(const tk_ckpt* ckpt, tk_ckpt_flush_report* status) {
     require(ckpt, "checkpoint handle");
     require(status, "status");
     tk::ckpt::FlushStatus s = ckpt->impl->flush_status();
-    *status = tk_ckpt_flush_report{};
-    status->has_latest_committed = s.latest_committed.has_value() ? 1 : 0;
-    status->latest_committed = s.latest_committed.value_or(0);
-    status->has_latest_durable = s.latest_durable.has_value() ? 1 : 0;
-    status->latest_durable = s.latest_durable.value_or(0);
-    status->pending = s.pending;
-    status->lag_seconds = s.lag_seconds;
+    *status = flush_report(s.latest_committed, s.latest_durable, s.pending, s.lag_seconds);
     return TK_CKPT_OK;
   });
 }

@@ -123,13 +123,9 @@ int tk_dckpt_flush_status(const tk_dckpt* ckpt, tk_ckpt_flush_report* status) {
     require(ckpt, "ckpt");
     require(status, "status");
     tk::ckpt::DistFlushStatus s = ckpt->impl->flush_status();
-    *status = tk_ckpt_flush_report{};
-    status->has_latest_committed = s.latest_committed.has_value();
-    status->latest_committed = s.latest_committed.value_or(0);
-    status->has_latest_durable = s.latest_durable.has_value();
-    status->latest_durable = s.latest_durable.value_or(0);
-    for (const auto& lag : s.steps) status->pending += lag.durable ? 0 : 1;
-    if (!s.steps.empty()) status->lag_seconds = s.steps.back().lag_seconds;
+    uint64_t pending = 0;
+    for (const auto& lag : s.steps) pending += lag.durable ? 0 : 1;
+    *status = flush_report(s.latest_committed, s.latest_durable, pending, s.steps.empty() ? 0 : s.steps.back().lag_seconds);
     return TK_CKPT_OK;
   });
 }

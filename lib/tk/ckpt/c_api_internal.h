@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "tk/ckpt/tk_ckpt.h"
@@ -57,6 +58,19 @@ template <typename Body> int guarded(Body&& body) noexcept {
   } catch (...) {
     return fail(TK_CKPT_ERR_INTERNAL, [] { return std::string("internal error: unknown exception"); });
   }
+}
+
+// The C form of a tier's progress, for tk_ckpt_flush_status and tk_dckpt_flush_status.
+inline tk_ckpt_flush_report flush_report(std::optional<uint64_t> committed, std::optional<uint64_t> durable,
+                                         uint64_t pending, double lag_seconds) {
+  tk_ckpt_flush_report r{};
+  r.has_latest_committed = committed.has_value() ? 1 : 0;
+  r.latest_committed = committed.value_or(0);
+  r.has_latest_durable = durable.has_value() ? 1 : 0;
+  r.latest_durable = durable.value_or(0);
+  r.pending = pending;
+  r.lag_seconds = lag_seconds;
+  return r;
 }
 
 template <typename T> void require(const T* pointer, const char* what) {

@@ -90,6 +90,11 @@ Record agree(dist::Comm& comm, Record mine, Clock::time_point deadline) {
   return verdict;
 }
 
+// The box a slice descriptor names: empty offsets are all 0, an empty shape the global one.
+Box box_of(const DistSlice& s) {
+  return {s.offsets.empty() ? Shape(s.global_shape.size(), 0) : s.offsets, s.shape.empty() ? s.global_shape : s.shape};
+}
+
 // Remove temp directory `name` of `dir`; best effort.
 void remove_temp(const std::string& dir, const std::string& name) noexcept {
   try {
@@ -105,18 +110,6 @@ std::string node_key(const std::string& dir) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return std::string(host) + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-Error as_error(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Error& err) {
-    return err;
-  } catch (const std::bad_alloc&) {
-    return unavailable("out of memory");
-  } catch (const std::exception& err) {
-    return internal_error(err.what());
-  }
 }
 
 }  // namespace
@@ -142,6 +135,7 @@ struct DistCheckpointer::Impl {
   std::exception_ptr write_error;
   uint64_t written = 0;
   std::vector<uint8_t> part;  // this rank's part file, as written
+  std::optional<std::string> shard;  // its shard file, when it stored data
   double stall_seconds = 0, write_seconds = 0;
 };
 
@@ -162,7 +156,7 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
       auto steps = committed_steps(dir_);
       prepared = Record::ok(steps.empty() ? 0 : steps.back() + 1, fs::unique_suffix());
     } catch (...) {
-      prepared = Record::failure(as_error(std::current_exception()), "rank 0: ");
+      prepared = Record::failure(error_from(std::current_exception()), "rank 0: ");
     }
   }
   collective([&] { comm_->broadcast(prepared.bytes(), deadline()); });
@@ -183,7 +177,7 @@ DistCheckpointer::DistCheckpointer(std::string dir, std::unique_ptr<dist::Comm> 
     try {
       open_node_tier(impl_->committed);
     } catch (...) {
-      seen = Record::failure(as_error(std::current_exception()));
+      seen = Record::failure(error_from(std::current_exception()));
     }
   } else if (tiered()) {
     collective([&] { comm_->allgather({}, deadline()); });  // the node keys' round, taken part in
@@ -213,7 +207,7 @@ void DistCheckpointer::open_node_tier(std::optional<uint64_t> newest_shared) {
     key = node_key(local);
     if (key == node_key(dir_)) throw usage_error("the node-local tier is the shared directory itself", local);
   } catch (...) {
-    failed = as_error(std::current_exception());
+    failed = error_from(std::current_exception());
   }
   auto keys = collective([&] {
     return comm_->allgather({reinterpret_cast<const uint8_t*>(key.data()), key.size()},
@@ -262,6 +256,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   m.write_seconds = 0;
   m.slices.clear();
   m.part.clear();
+  m.shard.reset();
   m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
   const auto deadline = deadline_after(options_.timeout_seconds);
 
@@ -275,8 +270,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
       l.name = s.name;
       l.dtype = s.dtype;
       l.global_shape = s.global_shape;
-      l.box.start = s.offsets.empty() ? Shape(s.global_shape.size(), 0) : s.offsets;
-      l.box.shape = s.shape.empty() ? s.global_shape : s.shape;
+      l.box = box_of(s);
       l.bytes = {s.data, s.nbytes};
       l.replicated = s.replicated;
       if (s.nbytes > 0 && s.data == nullptr) throw usage_error("data is NULL", "tensor '" + s.name + "'");
@@ -330,7 +324,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   } catch (...) {
     // Too late to refuse the save alone (the others are past the allgather): fail it
     // through wait() on every rank.
-    m.local_error = as_error(std::current_exception());
+    m.local_error = error_from(std::current_exception());
     m.slices.clear();
     throw *m.local_error;
   }
@@ -340,8 +334,9 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
     try {
       io::DirFd root = io::DirFd::open(write_dir());
       io::DirFd tmp = root.make_dir(w.tmp_name);
-      write_rank_part(tmp, w.step, static_cast<uint32_t>(rank()), static_cast<uint32_t>(size()), w.slices,
-                      options_.threads, &w.written, &w.part);
+      RankPart part = write_rank_part(tmp, w.step, static_cast<uint32_t>(rank()), static_cast<uint32_t>(size()),
+                                      w.slices, options_.threads, &w.written, &w.part);
+      if (part.shard) w.shard = part.shard->file;
     } catch (...) {
       w.write_error = std::current_exception();
     }
@@ -364,7 +359,7 @@ DistSaveStats DistCheckpointer::wait() {
   // Each rank's status and, when it succeeded, its part: rank 0 merges the parts into
   // the global manifest without reading any file.
   Record mine = m.local_error ? Record::failure(*m.local_error)
-                : m.write_error ? Record::failure(as_error(m.write_error))
+                : m.write_error ? Record::failure(error_from(m.write_error))
                                 : Record::ok(m.written);
   std::vector<uint8_t> report(mine.bytes().begin(), mine.bytes().end());
   if (mine.good()) report.insert(report.end(), m.part.begin(), m.part.end());
@@ -379,7 +374,6 @@ DistSaveStats DistCheckpointer::wait() {
     // Whatever happens here becomes the outcome every rank gets: rank 0 must reach
     // the broadcast, or the others would wait for it until their deadline.
     try {
-      io::DirFd root = io::DirFd::open(dir_);
       if (outcome.good()) {
         std::vector<RankPart> parts;
         for (size_t r = 0; r < all.size(); ++r) {
@@ -394,18 +388,18 @@ DistSaveStats DistCheckpointer::wait() {
         outcome = Record::ok(merged.info.logical_bytes);
         outcome.value2 = manifest.size();
         if (!tiered()) {
-          publish_step(root, m.tmp_name, m.step, manifest);
+          publish_step(io::DirFd::open(dir_), m.tmp_name, m.step, manifest);
           keep_newest(dir_, options_.keep_last);
         }
-      } else if (!tiered()) {
-        fs::remove_tree(root, m.tmp_name);  // every rank has finished writing into it
       }
     } catch (...) {
-      if (!tiered()) remove_temp(dir_, m.tmp_name);
-      outcome = Record::failure(as_error(std::current_exception()), "rank 0: ");
+      outcome = Record::failure(error_from(std::current_exception()), "rank 0: ");
     }
   }
   collective([&] { comm_->broadcast(outcome.bytes(), deadline); });
+  // A failed step's temp directory goes, removed by whoever publishes into it (every
+  // rank writing there has finished).
+  if (!outcome.good() && (tiered() ? m.node_leader : rank() == 0)) remove_temp(write_dir(), m.tmp_name);
 
   if (tiered() && outcome.good()) {
     // The node-local commit: every node's leader publishes its node's parts with the
@@ -417,7 +411,7 @@ DistSaveStats DistCheckpointer::wait() {
       try {
         publish_step(io::DirFd::open(write_dir()), m.tmp_name, m.step, manifest);
       } catch (...) {
-        published = Record::failure(as_error(std::current_exception()));
+        published = Record::failure(error_from(std::current_exception()));
       }
     }
     Record verdict = collective([&] { return agree(*comm_, published, deadline); });
@@ -425,8 +419,6 @@ DistSaveStats DistCheckpointer::wait() {
       if (m.node_leader && published.good()) uncommit_step(write_dir(), m.step);
       outcome = verdict;
     }
-  } else if (tiered() && m.node_leader) {
-    remove_temp(write_dir(), m.tmp_name);  // every rank of the node has finished writing into it
   }
   if (!outcome.good()) {
     m.last_step = m.committed;  // the step number may be tried again
@@ -437,6 +429,7 @@ DistSaveStats DistCheckpointer::wait() {
     FlushJob job;
     job.step = m.step;
     job.tmp_name = m.tmp_name;
+    job.shard = m.shard;
     job.world_size = static_cast<uint32_t>(size());
     job.part_bytes = std::move(part_bytes);
     if (rank() == 0) job.manifest = std::move(manifest);
@@ -499,8 +492,7 @@ void restore_from(const StepReader& reader, uint64_t step, const std::vector<Dis
       throw usage_error("wanted as " + std::string(dtype_name(w.dtype)) + " " + shape_to_string(w.global_shape) +
                             ", the step holds " + dtype_name(it->dtype) + " " + shape_to_string(it->shape),
                         where);
-    boxes[i].start = w.offsets.empty() ? Shape(w.global_shape.size(), 0) : w.offsets;
-    boxes[i].shape = w.shape.empty() ? w.global_shape : w.shape;
+    boxes[i] = box_of(w);
     if (!box_inside(boxes[i], it->shape))
       throw usage_error("wanted box lies outside the global shape " + shape_to_string(it->shape), where);
     const bool whole = boxes[i].shape == it->shape;
@@ -541,7 +533,7 @@ bool holds_what_is_wanted(const std::string& local_step, const Manifest& manifes
       if (!e->shard.empty() && !present(e->shard)) return false;
       continue;
     }
-    Box want{w.offsets.empty() ? Shape(w.global_shape.size(), 0) : w.offsets, w.shape.empty() ? w.global_shape : w.shape};
+    const Box want = box_of(w);
     for (const SliceEntry& s : e->slices)
       if (box_intersect(want, Box{s.start, s.shape}) && !present(s.shard)) return false;
   }
@@ -556,13 +548,14 @@ RestoreSource DistCheckpointer::restore(uint64_t step, const std::vector<DistSli
       const std::string name = step_dir_name(step);
       const std::string local_step = options_.local_dir + "/" + name;
       const std::string shared_manifest = dir_ + "/" + name + "/" + kManifestName;
-      if (fs::exists(local_step + "/" + kManifestName)) {
+      // The same step as the shared tier's, when that has it: its manifest, byte for byte.
+      const bool same = fs::exists(local_step + "/" + kManifestName) &&
+                        (!fs::exists(shared_manifest) ||
+                         fs::read_file(shared_manifest, kMaxManifestBytes) ==
+                             fs::read_file(local_step + "/" + kManifestName, kMaxManifestBytes));
+      if (same) {
         StepReader reader(options_.local_dir, step);
-        // The same step as the shared tier's, when that has it: its manifest, byte for byte.
-        bool same = !fs::exists(shared_manifest) ||
-                    fs::read_file(shared_manifest, kMaxManifestBytes) ==
-                        fs::read_file(local_step + "/" + kManifestName, kMaxManifestBytes);
-        if (same && holds_what_is_wanted(local_step, reader.manifest(), wanted)) {
+        if (holds_what_is_wanted(local_step, reader.manifest(), wanted)) {
           restore_from(reader, step, wanted, options_.threads);
           return RestoreSource::kNodeLocal;
         }

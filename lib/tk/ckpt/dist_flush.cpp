@@ -37,16 +37,6 @@ class Backoff {
   std::chrono::microseconds pause_{500};
 };
 
-Error as_error(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Error& err) {
-    return err;
-  } catch (const std::exception& err) {
-    return internal_error(err.what());
-  }
-}
-
 }  // namespace
 
 DistFlusher::DistFlusher(Config config) : config_(std::move(config)), thread_([this] { run(); }) {}
@@ -105,7 +95,7 @@ void DistFlusher::run() {
     try {
       flush(job);
     } catch (...) {
-      failure = as_error(std::current_exception());
+      failure = error_from(std::current_exception());
     }
     const auto done = Clock::now();
     lock.lock();
@@ -131,8 +121,7 @@ void DistFlusher::flush(const FlushJob& job) {
   // part's presence tells rank 0 that the rank's copy is there.
   std::optional<io::DirFd> local = io::DirFd::open(config_.local_dir).open_dir(name);
   if (!local) throw invalid_input("the node-local copy of the step vanished", config_.local_dir + "/" + name);
-  const RankPart part = read_part(*local, config_.rank, job.step);
-  if (part.shard) copy_file(local->child_path(part.shard->file), tmp, part.shard->file);
+  if (job.shard) copy_file(local->child_path(*job.shard), tmp, *job.shard);
   const std::string part_name = part_file_name(config_.rank);
   copy_file(local->child_path(part_name), tmp, part_name + ".partial");
   fs::rename_at(tmp, part_name + ".partial", tmp, part_name);

@@ -23,6 +23,7 @@ namespace tk::ckpt {
 struct FlushJob {
   uint64_t step = 0;
   std::string tmp_name;            // the step's temporary directory on the shared tier
+  std::optional<std::string> shard;  // this rank's shard file, when it stored data
   uint32_t world_size = 0;
   std::vector<uint64_t> part_bytes;  // rank 0: each rank's part size, to check what arrived
   std::vector<uint8_t> manifest;     // rank 0: the global manifest it publishes

@@ -1,6 +1,7 @@
 #include "tk/core/error.h"
 
 #include <cstring>
+#include <new>
 
 namespace tk {
 
@@ -20,6 +21,20 @@ Error Error::with_context(const std::string& outer) const {
   if (outer.empty()) return *this;
   std::string where = where_.empty() ? outer : outer + ": " + where_;
   return Error(kind_, message_, std::move(where));
+}
+
+Error error_from(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    return err;
+  } catch (const std::bad_alloc&) {
+    return unavailable("out of memory");
+  } catch (const std::exception& err) {
+    return internal_error(err.what());
+  } catch (...) {
+    return internal_error("unknown exception");
+  }
 }
 
 Error errno_error(const std::string& what, const std::string& where, int errnum) {

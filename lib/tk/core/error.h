@@ -2,6 +2,7 @@
 // The library never prints or exits; src/cli maps kinds to exit codes and messages.
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -62,6 +63,11 @@ inline Error runtime_error(std::string msg, std::string where = {}) {
 inline Error internal_error(std::string msg, std::string where = {}) {
   return Error(ErrorKind::kInternal, std::move(msg), std::move(where));
 }
+
+// The tk::Error an exception caught as `e` stands for: itself, kUnavailable "out of
+// memory" for std::bad_alloc, kInternal for anything else. For errors carried across
+// threads or ranks as values.
+Error error_from(std::exception_ptr e);
 
 // Build an I/O error from errno: "failed to open for reading: No such file or directory".
 Error errno_error(const std::string& what, const std::string& where, int errnum);

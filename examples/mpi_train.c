@@ -1,7 +1,8 @@
 /* mpi_train: a training-style MPI job that checkpoints through the C API of libtkckpt
  * (tk_ckpt_dist.h) and resumes from the newest step on any number of ranks.
  *
- *   mpi_train --dir DIR --steps N --every K [--local DIR] [--sleep-ms MS] [--timeout S] [--check] [--stats]
+ *   mpi_train --dir DIR --steps N --every K [--local DIR] [--lazy] [--sleep-ms MS] [--timeout S] [--check]
+ *             [--stats]
  *
  * State: "w" F32 [1000, 37] split by rows, "v" F64 [24, 333] split by columns (both
  * unevenly: rank r of W holds a share proportional to r + 1), "b" F32 [37] replicated
@@ -21,6 +22,10 @@
  * flushed to --dir in the background; before it exits (at the end or on a signal) the
  * job waits for the flush, prints "durable step S" and, with --stats, the mean
  * durability lag per step, so that a requeued job finds its last step on --dir.
+ *
+ * --lazy: save with tk_dckpt_save_lazy: the copy of the state is taken in the background
+ * while the next step's passes run (the sleep), and the step waits for it
+ * (tk_dckpt_snapshot_wait) before it updates the state.
  *
  * --stats: at the end, print the mean stall, background write and commit time per
  * checkpoint (the largest over the ranks).
@@ -152,7 +157,7 @@ int main(int argc, char** argv) {
   const char* dir = NULL;
   const char* local = NULL;
   long steps = -1, every = 0, sleep = 0, timeout = 300;
-  int check_only = 0, stats = 0;
+  int check_only = 0, stats = 0, lazy = 0;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,10 +169,11 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--timeout")) timeout = parse_number(a, next), ++i;
     else if (!strcmp(a, "--check")) check_only = 1;
     else if (!strcmp(a, "--stats")) stats = 1;
+    else if (!strcmp(a, "--lazy")) lazy = 1;
     else {
       if (g_rank == 0)
         fprintf(stderr, "mpi_train: error: unknown argument '%s'\nusage: mpi_train --dir DIR --steps N --every K "
-                        "[--local DIR] [--sleep-ms MS] [--timeout S] [--check] [--stats]\n", a);
+                        "[--local DIR] [--lazy] [--sleep-ms MS] [--timeout S] [--check] [--stats]\n", a);
       MPI_Finalize();
       return 2;
     }
@@ -241,8 +247,10 @@ int main(int argc, char** argv) {
   int stop = 0;
   while (!stop && step < (uint64_t)steps) {
     ++step;
-    sleep_ms(sleep);
-    fill(&s, step);  /* the "training step" */
+    sleep_ms(sleep);  /* the step's passes: the state is only read */
+    /* The update: a lazy snapshot of the previous step must be taken by now. */
+    if (pending) check_call(tk_dckpt_snapshot_wait(ck), "tk_dckpt_snapshot_wait");
+    fill(&s, step);
     int mine = g_signalled, any = 0;
     MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     stop = any;
@@ -254,11 +262,12 @@ int main(int argc, char** argv) {
       pending = 0;
     }
     if (step % (uint64_t)every == 0 || stop || step == (uint64_t)steps) {
-      status = tk_dckpt_save_async(ck, step, slices, n);
+      status = (lazy ? tk_dckpt_save_lazy : tk_dckpt_save_async)(ck, step, slices, n);
       pending = 1, pending_step = step;
       if (status != TK_CKPT_OK) {
         /* Every rank still calls wait, which fails on all of them. */
-        fprintf(stderr, "mpi_train: error: rank %d: tk_dckpt_save_async: %s\n", g_rank, tk_ckpt_last_error());
+        fprintf(stderr, "mpi_train: error: rank %d: %s: %s\n", g_rank, lazy ? "tk_dckpt_save_lazy" : "tk_dckpt_save_async",
+                tk_ckpt_last_error());
       }
       last_saved = step;
     }

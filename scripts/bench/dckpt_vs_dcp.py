@@ -1,25 +1,32 @@
 #!/usr/bin/env python3
 """Distributed checkpoints of tensorkit (tk_dckpt_*, through ctypes under mpirun) against
 PyTorch Distributed Checkpoint (torch.distributed.checkpoint, gloo, CPU), side by side on
-the same sharded state, interleaved A,B,B,A over ROUNDS rounds (the order alternates,
-so use an even number); prints a Markdown table of the medians.
+the same sharded state, interleaved over ROUNDS rounds (the order of the sides rotates,
+so use a multiple of 3); prints a Markdown table of the medians.
 
-    scripts/bench/dckpt_vs_dcp.py [--gib 1] [--ranks 4] [--restore-ranks 2] [--rounds 4] [--saves 3]
-                                  [--lib build/libtkckpt.so] [--dir DIR]
+    scripts/bench/dckpt_vs_dcp.py [--gib 1] [--ranks 4] [--restore-ranks 2] [--rounds 6] [--saves 3]
+                                  [--compute 0.2] [--lib build/libtkckpt.so] [--dir DIR]
 
 The state: 8 F32 tensors of [R, 4096] (R sized so that the whole state is GIB GiB), each
-split by rows over the saving ranks. Measured per round, in this order:
-- raw disk: one process writes the state's bytes to a file in 64 MiB writes, then
-  fsync; the bandwidth every save is compared with;
-- save (tensorkit, then DCP): every rank starts an asynchronous save (tk_dckpt_save_async;
-  dcp.async_save) and waits for it (tk_dckpt_wait; the future's result). The stall is the
-  time inside the call that starts the save (the largest over the ranks); the save time is
-  from the first start to the last rank's return from the wait, so aggregate throughput =
-  state bytes / save time. Both fsync what they write (tk always; DCP's FileSystemWriter
-  with sync_files=True, its default);
-  tensorkit opens its directory with tk_dckpt_options.staging_bytes = the rank's share
-  (the staging memory allocated and touched at open, so that the first save does not
-  fault it in); the open time is reported, since that is where the cost goes;
+split by rows over the saving ranks. Measured per round:
+- raw disk: one process writes the state's bytes to a new file in 64 MiB writes, then
+  fsync, twice: through the page cache and with O_DIRECT. The faster of the two medians
+  is the bandwidth every save is compared with;
+- save, three ways: tensorkit (tk_dckpt_save_async, which copies the slices before it
+  returns), tensorkit with a lazy snapshot (tk_dckpt_save_lazy, which copies them in the
+  background) and DCP (dcp.async_save). Each save is one training step: every rank
+  starts the save, spends COMPUTE seconds in the step's forward and backward passes
+  (asleep: the passes run on an accelerator, the host thread waits for them), waits for
+  the snapshot where there is one to wait for (tk_dckpt_snapshot_wait, before the
+  optimizer would update the weights), then waits for the save (tk_dckpt_wait; the
+  future's result). The stall is the time the step is held up: inside the call that
+  starts the save, plus the time blocked in tk_dckpt_snapshot_wait (the largest over the
+  ranks). The save time is from the first start to the last rank's return from the wait,
+  so aggregate throughput = state bytes / save time. Everyone fsyncs what it writes (tk
+  always; DCP's FileSystemWriter with sync_files=True, its default). tensorkit opens its
+  directory with tk_dckpt_options.staging_bytes = the rank's share (the staging memory
+  allocated and touched at open, so that the first save does not fault it in); the open
+  time is reported, since that is where the cost goes;
 - restore onto RESTORE_RANKS ranks (tensorkit, then DCP): each rank reads its rows of
   every tensor (a resharding: the step was saved by RANKS ranks). Time of the slowest rank.
 The page cache is dropped before each restore when the process may (root), else the
@@ -33,6 +40,7 @@ import argparse
 import ctypes
 import ctypes.util
 import json
+import mmap
 import os
 import shutil
 import statistics
@@ -96,7 +104,7 @@ def tk_rank(args):
 
     rows = rows_for(args.gib)
     first, last = my_rows(rows, rank, world)
-    arrays = local_state(rows, rank, world) if args.role == "tk-save" else \
+    arrays = local_state(rows, rank, world) if args.role != "tk-restore" else \
         [np.empty((last - first, COLS), dtype=np.float32) for _ in range(TENSORS)]
     keep = []  # the ctypes arrays the slices point into
     slices = (Slice * TENSORS)()
@@ -110,7 +118,7 @@ def tk_rank(args):
 
     options = Options()
     lib.tk_dckpt_options_init(ctypes.byref(options))
-    if args.role == "tk-save":
+    if args.role != "tk-restore":
         options.staging_bytes = sum(a.nbytes for a in arrays)
     handle = ctypes.c_void_p()
     barrier()
@@ -118,14 +126,19 @@ def tk_rank(args):
     check(lib.tk_dckpt_open(args.ckpt.encode(), fint, ctypes.byref(options), ctypes.byref(handle)), "open")
     open_seconds = time.perf_counter() - t_open
     times = []
-    if args.role == "tk-save":
+    if args.role != "tk-restore":
+        start = lib.tk_dckpt_save_lazy if args.role == "tk-lazy-save" else lib.tk_dckpt_save_async
         for step in range(1, args.saves + 1):
             barrier()
             t0 = time.perf_counter()
-            check(lib.tk_dckpt_save_async(handle, ctypes.c_uint64(step), slices, ctypes.c_size_t(TENSORS)), "save_async")
-            t_stall = time.perf_counter()
+            check(start(handle, ctypes.c_uint64(step), slices, ctypes.c_size_t(TENSORS)), "save")
+            stall = time.perf_counter() - t0
+            time.sleep(args.compute)  # the training step's passes
+            t1 = time.perf_counter()
+            check(lib.tk_dckpt_snapshot_wait(handle), "snapshot_wait")  # before the update
+            stall += time.perf_counter() - t1
             check(lib.tk_dckpt_wait(handle, None), "wait")
-            times.append((t0, t_stall, time.perf_counter()))
+            times.append((t0, t0 + stall, time.perf_counter()))
     else:
         barrier()
         t0 = time.perf_counter()
@@ -184,6 +197,7 @@ def dcp_rank(rank, world, args, store_path):
             t0 = time.perf_counter()
             future = dcp.async_save(state, checkpoint_id=os.path.join(args.ckpt, f"step-{step}"))
             t_stall = time.perf_counter()
+            time.sleep(args.compute)  # the training step's passes
             future.result()
             times.append((t0, t_stall, time.perf_counter()))
     else:
@@ -209,7 +223,8 @@ def dcp_main(args):
 def run_role(args, role, world, ckpt, saved_by):
     me = os.path.abspath(__file__)
     common = [me, "--role", role, "--gib", str(args.gib), "--lib", args.lib, "--ckpt", ckpt, "--dir", args.dir,
-              "--world", str(world), "--saved-by", str(saved_by), "--saves", str(args.saves)]
+              "--world", str(world), "--saved-by", str(saved_by), "--saves", str(args.saves),
+              "--compute", str(args.compute)]
     if role.startswith("tk"):
         cmd = ["mpirun", "-np", str(world), "--oversubscribe", "--bind-to", "none"]
         if os.geteuid() == 0:
@@ -235,18 +250,24 @@ def run_role(args, role, world, ckpt, saved_by):
     return ops
 
 
-def raw_disk(path, nbytes):
-    block = os.urandom(64 << 20)
+def raw_disk(path, nbytes, direct):
+    """Seconds for one process to write NBYTES to a new file in 64 MiB writes and fsync
+    it: through the page cache, or with O_DIRECT from page-aligned memory."""
+    block = mmap.mmap(-1, 64 << 20)  # page-aligned, as O_DIRECT wants
+    block.write(os.urandom(len(block)))
+    view = memoryview(block)
     t0 = time.perf_counter()
-    with open(path, "wb") as f:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | (os.O_DIRECT if direct else 0), 0o600)
+    try:
         left = nbytes
         while left > 0:
-            n = min(left, len(block))
-            f.write(block[:n])
-            left -= n
-        f.flush()
-        os.fsync(f.fileno())
+            left -= os.write(fd, view[:min(left, len(block))])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     seconds = time.perf_counter() - t0
+    view.release()
+    block.close()
     os.remove(path)
     return seconds
 
@@ -266,16 +287,18 @@ def main():
     p.add_argument("--gib", type=float, default=1.0)
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--restore-ranks", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--saves", type=int, default=3, help="saves per job: the first, then the steady state")
     p.add_argument("--lib", default="build/libtkckpt.so")
+    p.add_argument("--compute", type=float, default=0.2,
+                   help="seconds of a training step's passes between starting a save and the update")
     p.add_argument("--dir", default=None)
     p.add_argument("--role", default=None)
     p.add_argument("--ckpt", default=None)
     p.add_argument("--world", type=int, default=0)
     p.add_argument("--saved-by", type=int, default=0)
     args = p.parse_args()
-    if args.role in ("tk-save", "tk-restore"):
+    if args.role in ("tk-save", "tk-lazy-save", "tk-restore"):
         return tk_rank(args)
     if args.role in ("dcp-save", "dcp-restore"):
         return dcp_main(args)
@@ -283,20 +306,23 @@ def main():
     args.lib = os.path.abspath(args.lib)
     args.dir = tempfile.mkdtemp(prefix="tk-dckpt-bench-", dir=args.dir)
     state_bytes = TENSORS * rows_for(args.gib) * COLS * 4
-    results = {k: [] for k in ("raw", "tk_save", "dcp_save", "tk_restore", "dcp_restore")}
+    results = {k: [] for k in ("raw_cached", "raw_direct", "tk_save", "tk-lazy_save", "dcp_save", "tk_restore",
+                                "dcp_restore")}
     cold = True
     try:
         for round_no in range(args.rounds):
-            results["raw"].append(raw_disk(os.path.join(args.dir, "raw"), state_bytes))
-            # Which side goes first alternates from round to round: data written last is
-            # likelier to be in the host's cache under a virtual disk, whatever the guest
-            # drops, and a fixed order would favour one side's restore.
-            order = ("tk", "dcp") if round_no % 2 == 0 else ("dcp", "tk")
+            for mode in ("cached", "direct"):
+                results[f"raw_{mode}"].append(raw_disk(os.path.join(args.dir, "raw"), state_bytes, mode == "direct"))
+            # The order rotates from round to round: data written last is likelier to be
+            # in the host's cache under a virtual disk, whatever the guest drops, and a
+            # fixed order would favour one side's restore.
+            sides = ("tk", "tk-lazy", "dcp")
+            order = sides[round_no % 3:] + sides[:round_no % 3]
             for side in order:
                 ckpt = os.path.join(args.dir, side)
                 shutil.rmtree(ckpt, ignore_errors=True)
                 results[f"{side}_save"].append(run_role(args, f"{side}-save", args.ranks, ckpt, args.ranks))
-            for side in order:
+            for side in (x for x in order if x != "tk-lazy"):  # the lazy save writes the same files
                 cold &= drop_caches()
                 results[f"{side}_restore"].append(
                     run_role(args, f"{side}-restore", args.restore_ranks, os.path.join(args.dir, side), args.ranks)[0])
@@ -304,36 +330,46 @@ def main():
         shutil.rmtree(args.dir, ignore_errors=True)
 
     med = statistics.median
-    raw = med(results["raw"])
+    # The disk's bandwidth: the faster of the two ways of writing it.
+    raw = min(med(results["raw_cached"]), med(results["raw_direct"]))
     raw_mbs = state_bytes / raw / 1e6
     gib = state_bytes / (1 << 30)
     # The first save of a job, and the later ones (the steady state: buffers reused).
-    first = {k: [ops[0] for ops in results[k]] for k in ("tk_save", "dcp_save")}
-    later = {k: [op for ops in results[k] for op in ops[1:]] for k in ("tk_save", "dcp_save")}
-    print(f"State {gib:.2f} GiB in {TENSORS} F32 tensors, saved by {args.ranks} ranks ({args.saves} saves a job), "
-          f"restored onto {args.restore_ranks}; medians of {args.rounds} interleaved rounds; restores "
+    sides = ("tk_save", "tk-lazy_save", "dcp_save")
+    first = {k: [ops[0] for ops in results[k]] for k in sides}
+    later = {k: [op for ops in results[k] for op in ops[1:]] for k in sides}
+    print(f"State {gib:.2f} GiB in {TENSORS} F32 tensors, saved by {args.ranks} ranks ({args.saves} saves a job, "
+          f"{args.compute:g} s of passes after each start), restored onto {args.restore_ranks}; medians of "
+          f"{args.rounds} interleaved rounds; restores "
           f"{'cold (page cache dropped)' if cold else 'warm (page cache not dropped)'}.\n")
-    print("| figure | tensorkit | DCP | tensorkit / DCP |")
-    print("|---|---|---|---|")
+    print("| figure | tensorkit | tensorkit, lazy snapshot | DCP | tensorkit / DCP | lazy / DCP |")
+    print("|---|---|---|---|---|---|")
     rows = []
+
+    def row(label, values, fmt, ratios=True):
+        cells = [fmt(v) for v in values]
+        cells += [f"{values[0] / values[2]:.2f}", f"{values[1] / values[2]:.2f}"] if ratios else ["", ""]
+        rows.append((label, *cells))
+
     for label, sets in (("first save of a job", first), ("later saves", later)):
         if not sets["tk_save"]:
             continue
-        a, b = (med(op["stall"] for op in sets[k]) for k in ("tk_save", "dcp_save"))
-        rows.append((f"{label}: stall, slowest rank (s)", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}"))
-        a2, b2 = (med(op["time"] for op in sets[k]) for k in ("tk_save", "dcp_save"))
-        rows.append((f"{label}: until committed on every rank (s)", f"{a2:.2f}", f"{b2:.2f}", f"{a2 / b2:.2f}"))
-        rows.append((f"{label}: stall / save", f"{a / a2:.1%}", f"{b / b2:.1%}", ""))
-        rows.append((f"{label}: aggregate throughput (MB/s, share of raw)",
-                     f"{state_bytes / a2 / 1e6:.0f} ({state_bytes / a2 / 1e6 / raw_mbs:.0%})",
-                     f"{state_bytes / b2 / 1e6:.0f} ({state_bytes / b2 / 1e6 / raw_mbs:.0%})", f"{b2 / a2:.2f}"))
+        stall = [med(op["stall"] for op in sets[k]) for k in sides]
+        save = [med(op["time"] for op in sets[k]) for k in sides]
+        row(f"{label}: stall, slowest rank (s)", stall, lambda v: f"{v:.3f}")
+        row(f"{label}: until committed on every rank (s)", save, lambda v: f"{v:.2f}")
+        row(f"{label}: stall / save", [a / b for a, b in zip(stall, save)], lambda v: f"{v:.1%}", False)
+        row(f"{label}: aggregate throughput (MB/s, share of raw)", [state_bytes / t / 1e6 for t in save],
+            lambda v: f"{v:.0f} ({v / raw_mbs:.0%})", False)
     rows.append(("tensorkit open with staging reserved, slowest rank (s)",
-                 f"{med(ops[0]['open'] for ops in results['tk_save']):.3f}", "", ""))
+                 f"{med(ops[0]['open'] for ops in results['tk_save']):.3f}", "", "", "", ""))
     a, b = med(r["time"] for r in results["tk_restore"]), med(r["time"] for r in results["dcp_restore"])
-    rows.append((f"restore {args.ranks} -> {args.restore_ranks} ranks (s)", f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}"))
+    rows.append((f"restore {args.ranks} -> {args.restore_ranks} ranks (s)", f"{a:.2f}", "", f"{b:.2f}", f"{a / b:.2f}", ""))
     for r in rows:
         print("| " + " | ".join(r) + " |")
-    print(f"\nRaw disk, same run: {raw_mbs:.0f} MB/s ({raw:.2f} s for {gib:.2f} GiB with fsync).")
+    print(f"\nRaw disk, same run: {raw_mbs:.0f} MB/s, the faster of page-cache writes "
+          f"({state_bytes / med(results['raw_cached']) / 1e6:.0f} MB/s) and O_DIRECT "
+          f"({state_bytes / med(results['raw_direct']) / 1e6:.0f} MB/s), {gib:.2f} GiB with fsync.")
     print("Per round (s): " + json.dumps({k: [round(x, 3) if isinstance(x, float) else
                                               [round(op["time"], 3) for op in x] if isinstance(x, list) else
                                               round(x["time"], 3) for x in v] for k, v in results.items()}))

@@ -5,7 +5,9 @@ Runs examples/mpi_train under `mpirun -np 4` (a step every few milliseconds, a
 checkpoint every step, resuming from the newest one), and SIGKILLs either one rank or
 the whole job at a random point: shortly after start (open, cleanup), or anywhere in
 the save loop. Half the jobs write through a node-local first tier (`--local`): their
-steps commit there and are flushed to the shared directory in the background. After
+steps commit there and are flushed to the shared directory in the background. Half
+(drawn apart) take lazy snapshots (`--lazy`): the copy of the state runs in the
+background while the next step's passes do. After
 every kill:
 
 - `tckpt ls` lists only readable, committed steps (exit 0), and the newest is at
@@ -97,20 +99,22 @@ def one_kill(args, rng, ck, k):
     whole_job = rng.random() < 0.5
     local = ck + "-local" if rng.random() < 0.5 else None
     tier = ["--local", local] if local else []
+    lazy = ["--lazy"] if rng.random() < 0.5 else []  # the copy taken in the background
     proc = subprocess.Popen(mpi(args, 4) + [args.train, "--dir", ck, "--steps", "100000000", "--every", "1",
-                                            "--sleep-ms", "2", "--timeout", "20"] + tier,
+                                            "--sleep-ms", "2", "--timeout", "20"] + tier + lazy,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
     time.sleep(delay)
-    what = "whole job" + (", tiers" if local else "")
+    mode = (", tiers" if local else "") + (", lazy" if lazy else "")
+    what = "whole job" + mode
     if not whole_job:
         ranks = session_pids(proc.pid, os.path.basename(args.train))
         if ranks:
             victim = rng.choice(ranks)
             os.kill(victim, signal.SIGKILL)
-            what = f"rank pid {victim}" + (", tiers" if local else "")
+            what = f"rank pid {victim}" + mode
             time.sleep(0.3)  # what the others do next (mpirun tears the job down)
     kill_session(proc.pid)
     proc.wait()
@@ -163,17 +167,20 @@ def main():
     os.makedirs(args.work)
     ck = os.path.join(args.work, "ck")
     t0 = time.time()
-    partials = 0
+    partials = tiered = lazy = 0
     try:
         for k in range(1, args.kills + 1):
             what, delay, newest, partial = one_kill(args, rng, ck, k)
             partials += partial
+            tiered += ", tiers" in what
+            lazy += ", lazy" in what
             state = "no step yet" if newest is None else f"newest step {newest} restored onto 1, 2 and 4 ranks"
             print(f"kill {k}: {what} at {delay:.2f}s{', step in flight' if partial else ''}: {state}", flush=True)
     except Failure as e:
         print(f"FAIL: {e}", file=sys.stderr)
         return 1
-    print(f"{args.kills} kills ({partials} during a save, partial step left behind), every check passed "
+    print(f"{args.kills} kills ({partials} during a save, partial step left behind; {tiered} with tiers, "
+          f"{lazy} with lazy snapshots), every check passed "
           f"({time.time() - t0:.0f} s)")
     shutil.rmtree(args.work, ignore_errors=True)
     return 0

@@ -79,7 +79,10 @@ int tk_dckpt_open(const char* dir, tk_dckpt_comm comm, const tk_dckpt_options* o
   });
 }
 
-int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices, size_t count) {
+namespace {
+
+int start_save(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices, size_t count,
+               tk::ckpt::DistCheckpointer::Snapshot snapshot) {
   return guarded([&] {
     require(ckpt, "ckpt");
     std::vector<tk::ckpt::DistSlice> converted;
@@ -89,7 +92,25 @@ int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* sli
       // Still take part in the save, so that wait() fails on every rank.
       ckpt->impl->save_async_refused(step, e);
     }
-    ckpt->impl->save_async(step, converted);
+    ckpt->impl->save_async(step, converted, snapshot);
+    return TK_CKPT_OK;
+  });
+}
+
+}  // namespace
+
+int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices, size_t count) {
+  return start_save(ckpt, step, slices, count, tk::ckpt::DistCheckpointer::Snapshot::kNow);
+}
+
+int tk_dckpt_save_lazy(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices, size_t count) {
+  return start_save(ckpt, step, slices, count, tk::ckpt::DistCheckpointer::Snapshot::kLazy);
+}
+
+int tk_dckpt_snapshot_wait(tk_dckpt* ckpt) {
+  return guarded([&] {
+    require(ckpt, "ckpt");
+    ckpt->impl->snapshot_wait();
     return TK_CKPT_OK;
   });
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <exception>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -131,6 +132,8 @@ struct DistCheckpointer::Impl {
   std::optional<Error> local_error;  // from save_async's checks
   Buffer staging;
   std::vector<LocalSlice> slices;
+  std::vector<uint8_t*> staged;  // where each slice's copy goes in `staging`
+  std::future<void> snapshot;    // a lazy snapshot's copy, until it is waited for
   std::thread writer;
   std::exception_ptr write_error;
   uint64_t written = 0;
@@ -235,16 +238,27 @@ DistCheckpointer::~DistCheckpointer() {
   if (impl_) impl_->flusher.reset();  // finishes the queued flushes
 }
 
-void DistCheckpointer::save_async(uint64_t step, const std::vector<DistSlice>& slices) {
-  begin_save(step, slices, std::nullopt);
+void DistCheckpointer::save_async(uint64_t step, const std::vector<DistSlice>& slices, Snapshot snapshot) {
+  begin_save(step, slices, std::nullopt, snapshot);
 }
 
 void DistCheckpointer::save_async_refused(uint64_t step, const Error& why) {
-  begin_save(step, {}, why);
+  begin_save(step, {}, why, Snapshot::kNow);
   throw why;  // not reached: begin_save rethrows it
 }
 
-void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused) {
+double DistCheckpointer::snapshot_wait() {
+  Impl& m = *impl_;
+  if (!m.snapshot.valid()) return 0;
+  auto t0 = Clock::now();
+  m.snapshot.get();
+  const double blocked = seconds_since(t0);
+  m.stall_seconds += blocked;
+  return blocked;
+}
+
+void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused,
+                                  Snapshot snapshot) {
   auto t0 = Clock::now();
   if (broken_) throw runtime_error("checkpointer unusable after a failed collective", dir_);
   if (pending_) throw usage_error("a save is already pending; wait() for it first", dir_);
@@ -305,32 +319,39 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
 
     // Copy everything, replicas another rank stores included (they are hashed in the
     // background, to check them against the saved copy), so that the caller may change
-    // its memory as soon as this returns.
+    // its memory as soon as this returns (Snapshot::kNow) or snapshot_wait() does (kLazy:
+    // the writer takes the copy first).
     uint64_t total = 0;
     std::vector<uint64_t> offsets;
     for (const auto& l : local) {
       offsets.push_back(total);
-      total += (l.bytes.size() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+      // Page-aligned copies: the shard writer sends them to the device as they are.
+      total += (l.bytes.size() + fs::kDirectAlignment - 1) / fs::kDirectAlignment * fs::kDirectAlignment;
     }
     m.staging = m.pool.acquire(total);
-    for (size_t i = 0; i < local.size(); ++i) {
-      uint8_t* dst = m.staging.mutable_data() + offsets[i];
-      snapshot_copy(dst, local[i].bytes.data(), local[i].bytes.size());
-      local[i].bytes = {dst, local[i].bytes.size()};
-    }
+    m.staged.clear();
+    for (size_t i = 0; i < local.size(); ++i) m.staged.push_back(m.staging.mutable_data() + offsets[i]);
     m.slices = std::move(local);
+    if (snapshot == Snapshot::kNow) copy_snapshot();
     m.last_step = step;
-    m.stall_seconds = seconds_since(t0);
   } catch (...) {
     // Too late to refuse the save alone (the others are past the allgather): fail it
     // through wait() on every rank.
     m.local_error = error_from(std::current_exception());
     m.slices.clear();
+    m.stall_seconds = seconds_since(t0);
     throw *m.local_error;
   }
-  m.writer = std::thread([this] {
+  std::promise<void> copied;
+  if (snapshot == Snapshot::kLazy) m.snapshot = copied.get_future();
+  m.stall_seconds = seconds_since(t0);
+  m.writer = std::thread([this, snapshot, copied = std::move(copied)]() mutable {
     Impl& w = *impl_;
     auto t1 = Clock::now();
+    if (snapshot == Snapshot::kLazy) {
+      copy_snapshot();
+      copied.set_value();
+    }
     try {
       io::DirFd root = io::DirFd::open(write_dir());
       io::DirFd tmp = root.make_dir(w.tmp_name);
@@ -344,11 +365,20 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   });
 }
 
+void DistCheckpointer::copy_snapshot() {
+  Impl& m = *impl_;
+  for (size_t i = 0; i < m.slices.size(); ++i) {
+    snapshot_copy(m.staged[i], m.slices[i].bytes.data(), m.slices[i].bytes.size());
+    m.slices[i].bytes = {m.staged[i], m.slices[i].bytes.size()};
+  }
+}
+
 DistSaveStats DistCheckpointer::wait() {
   if (broken_) throw runtime_error("checkpointer unusable after a failed collective", dir_);
   if (!pending_) throw usage_error("no save is pending", dir_);
   Impl& m = *impl_;
   if (m.writer.joinable()) m.writer.join();
+  snapshot_wait();  // taken by now: the writer took it first
   pending_ = false;
   m.slices.clear();
   if (!m.staging.empty()) m.pool.release(std::move(m.staging));

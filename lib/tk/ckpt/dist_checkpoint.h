@@ -62,7 +62,7 @@ struct DistSlice {
 
 struct DistSaveStats {
   uint64_t step = 0;
-  double stall_seconds = 0;   // inside save_async on this rank
+  double stall_seconds = 0;   // inside save_async on this rank, and blocked in snapshot_wait
   double write_seconds = 0;   // background: checksums, write and fsync of this rank's part
   double commit_seconds = 0;  // inside wait(): collectives, validation, publication
   uint64_t written_bytes = 0; // this rank's shard and part
@@ -84,7 +84,19 @@ class DistCheckpointer {
   // tensor). Copy this rank's slices and write them in the background as its part of
   // step `step`. kUsage at once for a malformed slice or a step not above the newest;
   // either way wait() must follow on every rank, and then fails on all of them.
-  void save_async(uint64_t step, const std::vector<DistSlice>& slices);
+  //
+  // Snapshot::kLazy: the copy runs in the background as well, so the call returns
+  // after the agreement; the caller must leave the slices' memory as it is until
+  // snapshot_wait() (or wait()) returns. A training step fits that: the weights stay
+  // as they are through the forward and backward passes, so the copy overlaps them and
+  // only an optimizer update that comes first waits for it (DataStates-LLM's lazy
+  // snapshots).
+  enum class Snapshot { kNow, kLazy };
+  void save_async(uint64_t step, const std::vector<DistSlice>& slices, Snapshot snapshot = Snapshot::kNow);
+  // Local. Block until the pending save's copy of this rank's slices is taken (at once
+  // after a Snapshot::kNow save, or none pending); returns the seconds blocked, which
+  // count in the save's stall.
+  double snapshot_wait();
   // Collective: take part in save `step` with nothing, as a rank whose input was
   // malformed before it could be described (the C API's descriptors); rethrows `why`,
   // and wait() then fails on every rank with it.
@@ -124,8 +136,10 @@ class DistCheckpointer {
 
  private:
   struct Impl;
-  void begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused);
+  void begin_save(uint64_t step, const std::vector<DistSlice>& slices, const std::optional<Error>& refused,
+                  Snapshot snapshot);
   void open_node_tier(std::optional<uint64_t> newest_shared);
+  void copy_snapshot();  // the pending save's slices into its staging buffer
   // Run a collective; one that throws (a timeout, an MPI failure) breaks the handle.
   template <typename Body> auto collective(Body&& body) {
     try {

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <future>
 #include <map>
 #include <memory>
 #include <set>
@@ -92,6 +93,19 @@ RankPart write_rank_part(const io::DirFd& tmp, uint64_t step, uint32_t rank, uin
   part.rank = rank;
   part.world_size = world_size;
   part.pieces.resize(slices.size());
+  std::vector<ShardItem> items;
+  std::vector<size_t> stored;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (!slices[i].store) continue;
+    stored.push_back(i);
+    items.push_back({{slices[i].name, slices[i].dtype, slices[i].box.shape, slices[i].bytes.size()}, slices[i].bytes});
+  }
+  // The shard goes to the disk while the checksums are taken: both only read the
+  // staged bytes, and the part that needs both is written once both are done.
+  const std::string name = shard_file_name(rank);
+  std::future<WrittenShard> shard;
+  if (!items.empty())
+    shard = std::async(std::launch::async, [&] { return write_shard(tmp, name, items, {}, fs::kDirectAlignment); });
 #pragma omp parallel for schedule(dynamic) num_threads(threads)
   for (size_t i = 0; i < slices.size(); ++i) {
     const LocalSlice& s = slices[i];
@@ -108,22 +122,14 @@ RankPart write_rank_part(const io::DirFd& tmp, uint64_t step, uint32_t rank, uin
     hash_slice(s.bytes, p.slice);
     if (!s.store) p.slice.blocks.clear();
   }
-  std::vector<ShardItem> items;
-  std::vector<size_t> stored;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    if (!slices[i].store) continue;
-    stored.push_back(i);
-    items.push_back({{slices[i].name, slices[i].dtype, slices[i].box.shape, slices[i].bytes.size()}, slices[i].bytes});
-  }
-  if (!items.empty()) {
-    const std::string name = shard_file_name(rank);
-    WrittenShard shard = write_shard(tmp, name, items, {});
+  if (shard.valid()) {
+    WrittenShard written_shard = shard.get();
     for (size_t k = 0; k < stored.size(); ++k) {
       part.pieces[stored[k]].slice.shard = name;
-      part.pieces[stored[k]].slice.offset = shard.offsets[k];
+      part.pieces[stored[k]].slice.offset = written_shard.offsets[k];
     }
-    part.shard = ShardInfo{name, shard.bytes};
-    *written += shard.bytes;
+    part.shard = ShardInfo{name, written_shard.bytes};
+    *written += written_shard.bytes;
   }
   std::vector<uint8_t> bytes = part_encode(part);
   fs::File file = fs::create_file(tmp, part_file_name(rank));

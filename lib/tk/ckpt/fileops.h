@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,44 @@ class File {
  private:
   int fd_ = -1;
   std::string path_;
+};
+
+// O_DIRECT wants the memory, the file offset and the length aligned to the device's
+// logical block: 4096 covers 512- and 4096-byte devices.
+inline constexpr size_t kDirectAlignment = 4096;
+
+// Appends to a file just created, through O_DIRECT where the file system takes it: the
+// bytes go from memory to the device in page-aligned blocks, past the page cache, so
+// a save neither waits for page-cache memory (slow to come by on a virtual machine
+// whose host has not backed it yet) nor evicts what the job has cached. Where O_DIRECT
+// is refused (tmpfs on older kernels, some network file systems) or the environment
+// sets TK_CKPT_DIRECT=0, plain writes, and the written pages are dropped from the
+// cache once durable. Bytes that start page-aligned in memory at a page-aligned point
+// of the file go to the device straight from the caller's memory; the rest through
+// the block. Each write passes the fault hook.
+class StreamWriter {
+ public:
+  explicit StreamWriter(File& file);
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+  void append(std::span<const uint8_t> bytes);
+  // Write what is left, set the file's size to the bytes appended, fsync.
+  void finish();
+  bool direct() const { return direct_; }
+
+ private:
+  void write_block();                                 // the block's bytes, padded to the alignment
+  void write_direct(std::span<const uint8_t> bytes);  // aligned, from the caller's memory
+  // One write of `n` bytes (`padded` sent while direct) after those written so far.
+  void put(const uint8_t* data, size_t n, size_t padded);
+  void stop_direct();  // the file system took the flag but refuses the writes
+
+  File& file_;
+  bool direct_ = false;
+  std::unique_ptr<uint8_t, void (*)(void*)> block_{nullptr, nullptr};
+  size_t filled_ = 0;    // bytes waiting in the block
+  uint64_t flushed_ = 0;  // bytes written before them
+  uint64_t size_ = 0;     // bytes appended
 };
 
 // Throws kIo (with errno) unless the fault hook says otherwise first.

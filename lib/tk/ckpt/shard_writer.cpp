@@ -6,7 +6,7 @@
 namespace tk::ckpt {
 
 WrittenShard write_shard(const io::DirFd& dir, const std::string& name, const std::vector<ShardItem>& items,
-                         const Metadata& metadata) {
+                         const Metadata& metadata, uint64_t data_alignment) {
   std::vector<io::TensorInfo> infos;
   infos.reserve(items.size());
   for (const auto& item : items) infos.push_back(item.info);
@@ -15,20 +15,22 @@ WrittenShard write_shard(const io::DirFd& dir, const std::string& name, const st
   std::vector<io::TensorInfo> ordered;
   for (size_t k : order) ordered.push_back(infos[k]);
   std::vector<uint8_t> header = io::safetensors_make_header(ordered, meta);
+  header.resize(header.size() + (data_alignment - (8 + header.size()) % data_alignment) % data_alignment, ' ');
   // The file starts with the header's length, 8 bytes little-endian.
   uint64_t header_bytes = header.size();
   for (int b = 7; b >= 0; --b) header.insert(header.begin(), static_cast<uint8_t>(header_bytes >> (8 * b)));
   fs::File file = fs::create_file(dir, name);
-  fs::write_all(file, header);
+  fs::StreamWriter out_file(file);
+  out_file.append(header);
   WrittenShard out;
   out.offsets.resize(items.size());
   uint64_t offset = header.size();
   for (size_t k : order) {
     out.offsets[k] = offset;
-    fs::write_all(file, items[k].bytes);
+    out_file.append(items[k].bytes);
     offset += items[k].bytes.size();
   }
-  fs::fsync_file(file);
+  out_file.finish();
   out.bytes = offset;
   return out;
 }

@@ -26,7 +26,10 @@ struct WrittenShard {
 
 // Create `name` in `dir` exclusively, write `items` in safetensors' canonical order
 // with `metadata` in the header, and fsync it. Throws kIo (through the fault hook).
+// `data_alignment` (a multiple of 8): the header is padded with spaces, as the format
+// allows, so that the data starts at a multiple of it; fs::kDirectAlignment lets
+// page-aligned tensors go to the device straight from memory (fs::StreamWriter).
 WrittenShard write_shard(const io::DirFd& dir, const std::string& name, const std::vector<ShardItem>& items,
-                         const Metadata& metadata);
+                         const Metadata& metadata, uint64_t data_alignment = 8);
 
 }  // namespace tk::ckpt

@@ -64,6 +64,21 @@ module tk_ckpt_dist
       integer(c_size_t), value :: count
     end function
 
+    function tk_dckpt_save_lazy(ckpt, step, slices, count) bind(c, name="tk_dckpt_save_lazy")
+      import :: c_int, c_ptr, c_int64_t, c_size_t, tk_dckpt_slice
+      integer(c_int) :: tk_dckpt_save_lazy
+      type(c_ptr), value :: ckpt
+      integer(c_int64_t), value :: step
+      type(tk_dckpt_slice), intent(in) :: slices(*)
+      integer(c_size_t), value :: count
+    end function
+
+    function tk_dckpt_snapshot_wait(ckpt) bind(c, name="tk_dckpt_snapshot_wait")
+      import :: c_int, c_ptr
+      integer(c_int) :: tk_dckpt_snapshot_wait
+      type(c_ptr), value :: ckpt
+    end function
+
     function tk_dckpt_wait(ckpt, stats) bind(c, name="tk_dckpt_wait")
       import :: c_int, c_ptr, tk_dckpt_stats
       integer(c_int) :: tk_dckpt_wait

@@ -13,7 +13,7 @@
  * by the caller; the library calls MPI only on the thread that calls these functions.
  *
  * Collective calls (every rank of the communicator calls them, in the same order):
- * tk_dckpt_open, tk_dckpt_save_async, tk_dckpt_wait, tk_dckpt_flush, tk_dckpt_close.
+ * tk_dckpt_open, tk_dckpt_save_async, tk_dckpt_save_lazy, tk_dckpt_wait, tk_dckpt_flush, tk_dckpt_close.
  * The others are local.
  *
  * Tiers: with options.local_dir set (a node-local disk, $SLURM_TMPDIR), every rank
@@ -54,8 +54,10 @@ typedef struct tk_dckpt_options {
    * publication there (0, the default: keep all). */
   uint32_t keep_last;
   /* Bytes of staging memory each rank allocates and touches at open (its share of the
-   * state, say), so that the job's first save stalls no longer than later ones; the
-   * cost moves into tk_dckpt_open (0, the default: the first save allocates). */
+   * state, each slice rounded up to 4 KiB: copies are page-aligned, so that they go to
+   * the disk straight from the pool), so that the job's first save stalls no longer
+   * than later ones; the cost moves into tk_dckpt_open (0, the default: the first save
+   * allocates). */
   uint64_t staging_bytes;
 } tk_dckpt_options;
 
@@ -82,7 +84,8 @@ typedef struct tk_dckpt_slice {
 /* What tk_dckpt_wait did on this rank. Times in seconds. */
 typedef struct tk_dckpt_stats {
   uint64_t step;
-  double stall_seconds;    /* time spent inside tk_dckpt_save_async on this rank */
+  double stall_seconds;    /* inside tk_dckpt_save_async (or _lazy) on this rank, and
+                              blocked in tk_dckpt_snapshot_wait */
   double write_seconds;    /* background: checksums, write and fsync of this rank's part */
   double commit_seconds;   /* inside tk_dckpt_wait: collectives, validation, publication */
   uint64_t written_bytes;  /* bytes this rank wrote (its shard and part) */
@@ -111,6 +114,21 @@ TK_CKPT_API int tk_dckpt_open(const char* dir, tk_dckpt_comm comm, const tk_dckp
  * pending on this handle. */
 TK_CKPT_API int tk_dckpt_save_async(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices,
                                     size_t count);
+
+/* Collective. As tk_dckpt_save_async, but the copy of the slices is taken in the
+ * background too: the call returns once the ranks agree, and the caller must leave the
+ * slices' memory unchanged until tk_dckpt_snapshot_wait (or tk_dckpt_wait) returns. A
+ * training step fits this: start the save before the forward pass and wait for the
+ * snapshot before the optimizer updates the weights, so that the copy overlaps the
+ * passes. The stall reported by tk_dckpt_wait is the time in this call plus the time
+ * blocked in tk_dckpt_snapshot_wait. */
+TK_CKPT_API int tk_dckpt_save_lazy(tk_dckpt* ckpt, uint64_t step, const tk_dckpt_slice* slices,
+                                   size_t count);
+
+/* Local. Block until the pending save's copy of this rank's slices is taken; after it
+ * the caller may modify them. Returns at once after tk_dckpt_save_async, or when no
+ * save is pending. */
+TK_CKPT_API int tk_dckpt_snapshot_wait(tk_dckpt* ckpt);
 
 /* Collective. Wait for this rank's background work, then commit the step across ranks:
  * rank 0 checks that every rank succeeded and that the slices agree (same dtype and

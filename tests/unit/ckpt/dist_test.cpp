@@ -124,6 +124,37 @@ TEST(DistCheckpoint, ReshardsNtoMBitExact) {
   }
 }
 
+// A lazy save copies in the background: once snapshot_wait returns, the caller's
+// memory may change (an optimizer update), and the step still holds what it held at
+// the save; the stall counts the time blocked in snapshot_wait.
+TEST(DistCheckpoint, ALazySnapshotKeepsTheStateAsItWasAtTheSave) {
+  test::TempDir dir("dist");
+  run_ranks(3, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(dir.path(), std::move(comm));
+    for (uint64_t step : {4u, 5u}) {
+      auto state = rank_state(step, 3, r);
+      ck.save_async(step, slices_of(state), DistCheckpointer::Snapshot::kLazy);
+      const double blocked = ck.snapshot_wait();
+      EXPECT_GE(blocked, 0.0);
+      EXPECT_EQ(ck.snapshot_wait(), 0.0);  // taken: the second call returns at once
+      for (auto& p : state) std::fill(p.bytes.begin(), p.bytes.end(), 0xEE);  // the update
+      DistSaveStats s = ck.wait();
+      EXPECT_EQ(s.step, step);
+      EXPECT_GE(s.stall_seconds, blocked);
+    }
+    EXPECT_EQ(ck.snapshot_wait(), 0.0);  // none pending
+  });
+  expect_restores(dir.path(), 2, 5, false);
+  // Without snapshot_wait, wait() takes the copy first.
+  run_ranks(2, [&](int r, std::unique_ptr<dist::Comm> comm) {
+    DistCheckpointer ck(dir.path(), std::move(comm));
+    auto state = rank_state(6, 2, r);
+    ck.save_async(6, slices_of(state), DistCheckpointer::Snapshot::kLazy);
+    ck.wait();
+  });
+  expect_restores(dir.path(), 3, 6, true);
+}
+
 TEST(DistCheckpoint, ToolsReadItWithoutTheTransport) {
   test::TempDir dir("dist");
   save_world(dir.path(), 3, 7);

@@ -244,6 +244,8 @@ int main(int argc, char** argv) {
   double sum_stall = 0, sum_write = 0, sum_commit = 0; /* this rank's, over its commits */
   uint64_t pending_step = 0, last_saved = status == TK_CKPT_OK ? start : 0;
   uint64_t step = status == TK_CKPT_OK ? start : 0;
+  int (*save)(tk_dckpt*, uint64_t, const tk_dckpt_slice*, size_t) = lazy ? tk_dckpt_save_lazy : tk_dckpt_save_async;
+  const char* save_name = lazy ? "tk_dckpt_save_lazy" : "tk_dckpt_save_async";
   int stop = 0;
   while (!stop && step < (uint64_t)steps) {
     ++step;
@@ -262,12 +264,11 @@ int main(int argc, char** argv) {
       pending = 0;
     }
     if (step % (uint64_t)every == 0 || stop || step == (uint64_t)steps) {
-      status = (lazy ? tk_dckpt_save_lazy : tk_dckpt_save_async)(ck, step, slices, n);
+      status = save(ck, step, slices, n);
       pending = 1, pending_step = step;
       if (status != TK_CKPT_OK) {
         /* Every rank still calls wait, which fails on all of them. */
-        fprintf(stderr, "mpi_train: error: rank %d: %s: %s\n", g_rank, lazy ? "tk_dckpt_save_lazy" : "tk_dckpt_save_async",
-                tk_ckpt_last_error());
+        fprintf(stderr, "mpi_train: error: rank %d: %s: %s\n", g_rank, save_name, tk_ckpt_last_error());
       }
       last_saved = step;
     }

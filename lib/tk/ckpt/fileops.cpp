@@ -141,8 +141,9 @@ StreamWriter::StreamWriter(File& file) : file_(file) {
   if (const char* env = std::getenv("TK_CKPT_DIRECT"); env && std::strcmp(env, "0") == 0) return;
   const int flags = ::fcntl(file_.fd(), F_GETFL);
   if (flags < 0 || ::fcntl(file_.fd(), F_SETFL, flags | O_DIRECT) != 0) return;
-  block_ = {static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kDirectBlock)), &std::free};
-  if (!block_) {
+  try {
+    block_ = Buffer::allocate(kDirectBlock);  // 2 MiB-aligned at this size (else put() falls back)
+  } catch (const Error&) {
     stop_direct();
     return;
   }
@@ -157,50 +158,33 @@ void StreamWriter::stop_direct() {
 
 void StreamWriter::append(std::span<const uint8_t> bytes) {
   size_ += bytes.size();
-  if (!direct_) {
-    write_all(file_, bytes);
-    return;
-  }
-  while (!bytes.empty()) {
+  // Pieces written from the caller's memory are of at most 64 MiB, as in write_all:
+  // each one chance for a fault.
+  constexpr size_t kPiece = size_t(64) << 20;
+  while (direct_ && !bytes.empty()) {
     const bool aligned = reinterpret_cast<uintptr_t>(bytes.data()) % kDirectAlign == 0;
+    size_t n = 0;
     if (aligned && filled_ % kDirectAlign == 0 && bytes.size() >= kDirectAlign) {
       if (filled_ > 0) write_block();  // whole pages: the file stays aligned
       if (!direct_) break;
-      const size_t n = bytes.size() / kDirectAlign * kDirectAlign;
-      write_direct(bytes.first(n));
-      bytes = bytes.subspan(n);
-      if (!direct_) break;
-      continue;
+      n = std::min(bytes.size() / kDirectAlign * kDirectAlign, kPiece);
+      put(bytes.data(), n, n);
+    } else {
+      n = std::min(bytes.size(), kDirectBlock - filled_);
+      std::memcpy(block_.mutable_data() + filled_, bytes.data(), n);
+      filled_ += n;
+      if (filled_ == kDirectBlock) write_block();
     }
-    const size_t n = std::min(bytes.size(), kDirectBlock - filled_);
-    std::memcpy(block_.get() + filled_, bytes.data(), n);
-    filled_ += n;
     bytes = bytes.subspan(n);
-    if (filled_ == kDirectBlock) write_block();
-    if (!direct_) break;
   }
-  if (!direct_) write_all(file_, bytes);  // refused: what is left goes the plain way
-}
-
-void StreamWriter::write_direct(std::span<const uint8_t> bytes) {
-  // Pieces of at most 64 MiB, as write_all: each one chance for a fault.
-  constexpr size_t kPiece = size_t(64) << 20;
-  while (!bytes.empty()) {
-    const size_t n = std::min(kPiece, bytes.size());
-    put(bytes.data(), n, n);
-    bytes = bytes.subspan(n);
-    if (!direct_) {
-      write_all(file_, bytes);
-      return;
-    }
-  }
+  if (!bytes.empty()) write_all(file_, bytes);  // plain writes, or O_DIRECT refused on the way
 }
 
 void StreamWriter::write_block() {
   // The last block is padded to the alignment; finish() cuts the file back.
   const size_t padded = (filled_ + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
-  std::memset(block_.get() + filled_, 0, padded - filled_);
-  put(block_.get(), filled_, padded);
+  std::memset(block_.mutable_data() + filled_, 0, padded - filled_);
+  put(block_.data(), filled_, padded);
   filled_ = 0;
 }
 

@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tk/ckpt/checkpoint.h"
+#include "tk/core/buffer.h"
 #include "tk/io/dir_fd.h"
 
 namespace tk::ckpt::fs {
@@ -57,15 +57,14 @@ class StreamWriter {
   bool direct() const { return direct_; }
 
  private:
-  void write_block();                                 // the block's bytes, padded to the alignment
-  void write_direct(std::span<const uint8_t> bytes);  // aligned, from the caller's memory
+  void write_block();  // the block's bytes, padded to the alignment
   // One write of `n` bytes (`padded` sent while direct) after those written so far.
   void put(const uint8_t* data, size_t n, size_t padded);
   void stop_direct();  // the file system took the flag but refuses the writes
 
   File& file_;
   bool direct_ = false;
-  std::unique_ptr<uint8_t, void (*)(void*)> block_{nullptr, nullptr};
+  Buffer block_;  // kDirectBlock bytes, page-aligned
   size_t filled_ = 0;    // bytes waiting in the block
   uint64_t flushed_ = 0;  // bytes written before them
   uint64_t size_ = 0;     // bytes appended

@@ -1,7 +1,11 @@
 // tdecomp cp | tucker | tt | rescal: read, decompose each selected tensor, write, report.
+#include <cstdio>
+
 #include <fmt/format.h>
 
+#include "cli/display_text.h"
 #include "cli/input.h"
+#include "cli/number_format.h"
 #include "cli/progress.h"
 #include "input.h"
 #include "settings.h"
@@ -22,6 +26,48 @@ struct Job {
   cli::Progress& progress;
   const Source& source;
 };
+
+decomp::Method method_of(const std::string& method) {
+  if (method == "cp") return decomp::Method::kCp;
+  if (method == "tucker") return decomp::Method::kTucker;
+  if (method == "tt") return decomp::Method::kTt;
+  return decomp::Method::kRescal;
+}
+
+DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
+
+// The source tensor stored unchanged; `d` names it (and is the decomposition that was
+// not smaller, when one was computed).
+Outcome kept(const Source& src, Decomposition d) {
+  Outcome o{std::move(d), src.tensor.nbytes(), {}, {}};
+  o.kept = src.tensor;
+  return o;
+}
+
+// `d` in its factor dtype, or the tensor itself where that is not smaller. The reported
+// error is that of the factors as stored: rounded to a narrower dtype, then measured.
+template <typename T>
+Outcome stored(const Job& job, const decomp::DenseView<T>& x, const uint8_t* mask, Decomposition d) {
+  const Source& src = job.source;
+  d.factor_dtype = job.s.factor_dtype.value_or(default_factor_dtype(d.dtype));
+  d.notes["precision"] = job.s.f32 ? "f32" : "f64";
+  if (d.stored_bytes() >= src.tensor.nbytes()) {
+    job.tool.warning(fmt::format("{}: the decomposition ({} bytes) is not smaller than the tensor ({} bytes); the "
+                                 "tensor is stored unchanged",
+                                 src.name, d.stored_bytes(), src.tensor.nbytes()));
+    return kept(src, std::move(d));
+  }
+  if (d.factor_dtype != DType::kF64) {
+    decomp::round_parts(d, d.factor_dtype);
+    d.rel_error = decomp::reconstruction_error(x, d, mask);
+  }
+  const bool bounded = d.method == decomp::Method::kTucker || d.method == decomp::Method::kTt;
+  if (bounded && job.o.tol && d.rel_error > *job.o.tol)
+    job.tool.warning(fmt::format("{}: the factors stored as {} have relative error {:.3e}, above --tol {}; "
+                                 "--factor-dtype f64 keeps the bound",
+                                 src.name, dtype_name(d.factor_dtype), d.rel_error, cli::format_number(*job.o.tol)));
+  return Outcome{std::move(d), src.tensor.nbytes(), {}, {}};
+}
 
 decomp::IterationCallback iteration_callback(const Job& job) {
   const bool verbose = job.tool.options().verbose > 0;
@@ -140,7 +186,7 @@ template <typename T> Outcome run_budget(const Job& job, const decomp::DenseView
   }
   decomp::BudgetChoice choice = decomp::budget_search(p, *job.s.budget);
   choice.model.notes["budget_bytes"] = std::to_string(*job.s.budget);
-  return Outcome{std::move(choice.model), src.tensor.nbytes(), std::move(choice.candidates)};
+  return Outcome{std::move(choice.model), src.tensor.nbytes(), std::move(choice.candidates), {}};
 }
 
 template <typename T> Outcome decompose_dense(const Job& job) {
@@ -161,15 +207,28 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   if (o.method == "rescal" && (shape.size() != 3 || shape[0] != shape[1]))
     throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(shape), src.where);
 
+  if (job.s.budget && *job.s.budget >= src.tensor.nbytes()) {
+    job.tool.warning(fmt::format("{}: the budget ({} bytes) is not smaller than the tensor ({} bytes); the tensor is "
+                                 "stored unchanged",
+                                 src.name, *job.s.budget, src.tensor.nbytes()));
+    Decomposition d;
+    d.name = src.name;
+    d.method = method_of(o.method);
+    d.shape = src.tensor.shape();
+    d.dtype = src.tensor.dtype();
+    return kept(src, std::move(d));
+  }
+
   std::vector<uint8_t> mask;
   if (!o.mask.empty()) mask = read_mask(o.mask, src);
-  ComputeData<T> data(src, mask.empty() ? nullptr : mask.data());
+  const uint8_t* observed = mask.empty() ? nullptr : mask.data();
+  ComputeData<T> data(src, observed);
   decomp::DenseView<T> x{data.data(), shape};
   if (job.s.budget) return run_budget(job, x);
 
   Decomposition d;
   if (o.method == "cp") {
-    d = run_cp(job, x, mask.empty() ? nullptr : mask.data());
+    d = run_cp(job, x, observed);
   } else if (o.method == "tucker") {
     d = decomp::from_tucker(src.name, shape, src.tensor.dtype(), decomp::tucker(x, tucker_options(job)));
     d.notes["algorithm"] = o.tucker_method;
@@ -189,10 +248,8 @@ template <typename T> Outcome decompose_dense(const Job& job) {
     d = decomp::from_rescal(src.name, shape, src.tensor.dtype(), decomp::rescal(x, r));
     d.seed = job.s.seed;
   }
-  return Outcome{std::move(d), src.tensor.nbytes(), {}};
+  return stored(job, x, observed, std::move(d));
 }
-
-DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
 
 // A .tns input: sparse CP, or a dense method on the densified tensor when it is small.
 std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s, Input& input,
@@ -202,6 +259,7 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   if (o.method == "cp") read_options.shape = s.shape;
   io::SparseTensor sparse = input.read_tns(read_options);
   const std::string name = tns_tensor_name(o.input);
+  if (o.explain) std::fputs((cli::escape_text(name) + ": decompose\n").c_str(), stderr);
   if (o.method != "cp" || s.budget || !o.mask.empty()) {
     if (o.method == "cp") throw usage_error("--budget and --mask need a dense input, not .tns");
     Source src = densify(sparse, name, file);
@@ -216,8 +274,14 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   Decomposition d = decomp::from_cp(name, sparse.shape, DType::kF64, decomp::cp_als_sparse(sparse, c));
   d.seed = s.seed;
   d.notes["sparse_nnz"] = std::to_string(sparse.nnz());
+  d.notes["precision"] = "f64";
+  d.factor_dtype = s.factor_dtype.value_or(DType::kF64);
+  if (d.factor_dtype != DType::kF64) {
+    decomp::round_parts(d, d.factor_dtype);
+    d.rel_error = decomp::reconstruction_error(sparse, d);
+  }
   const uint64_t coo_bytes = static_cast<uint64_t>(sparse.nnz()) * (8 * sparse.order() + 8);
-  return {Outcome{std::move(d), coo_bytes, {}}};
+  return {Outcome{std::move(d), coo_bytes, {}, {}}};
 }
 
 }  // namespace
@@ -235,18 +299,14 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
     cli::warn_skipped(tool, *reader, o.input);
     metadata = reader->metadata();
     const std::string file = io::input_display_name(o.input);
-    for (size_t index : selected_tensors(*reader, tool.options().selection())) {
+    const Shape reshape = o.method == "tt" ? s.shape : Shape{};
+    for (size_t index : tensors_to_decompose(tool, *reader, o.method, reshape, o.explain)) {
       Source src = read_source(*reader, index, file);
       Job job{o, s, tool, progress, src};
       outcomes.push_back(s.f32 && o.method != "rescal" ? decompose_dense<float>(job) : decompose_dense<double>(job));
     }
   }
   progress.clear();
-  for (auto& out : outcomes) {
-    if (!out.budget.empty()) continue;  // the budget search chose the dtype
-    out.model.factor_dtype = s.factor_dtype.value_or(default_factor_dtype(out.model.dtype));
-    out.model.notes["precision"] = s.f32 ? "f32" : "f64";
-  }
   write_decompositions(tool, o.output, s.format, outcomes, std::move(metadata));
   report_decompositions(tool, o.method, o.input, o.output, outcomes);
   return cli::kExitOk;

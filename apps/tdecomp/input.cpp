@@ -1,11 +1,16 @@
 // Reading the tensors to decompose.
 #include "input.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "cli/display_text.h"
+#include "cli/number_format.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
@@ -18,6 +23,45 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }
 
 template <typename T> constexpr DType kComputeDType = sizeof(T) == 8 ? DType::kF64 : DType::kF32;
+
+bool is_real_number_type(DType dtype) {
+  const DTypeClass cls = dtype_traits(dtype).cls;
+  return cls != DTypeClass::kBool && cls != DTypeClass::kComplex;
+}
+
+// Why `method` cannot take a tensor: `group` for the notice, `reason` for --explain.
+struct Unfit {
+  std::string group;
+  std::string reason;
+};
+
+std::optional<Unfit> unfit(const io::TensorInfo& info, const std::string& method, const Shape& reshape) {
+  if (!is_real_number_type(info.dtype))
+    return Unfit{"of a non-numeric dtype", fmt::format("dtype {} is not a real number type", dtype_name(info.dtype))};
+  const Shape& shape = reshape.empty() ? info.shape : reshape;
+  if (method == "rescal") {
+    if (shape.size() != 3 || shape[0] != shape[1])
+      return Unfit{"not n x n x m", fmt::format("shape {}, rescal needs n x n x m", shape_to_string(shape))};
+  } else if (shape.size() < 2) {
+    return Unfit{"of order below 2", fmt::format("order {}, {} needs >= 2", shape.size(), method)};
+  }
+  return std::nullopt;
+}
+
+// The skipped tensors by group: "3 tensors of order below 2 (e.g. 'a.bias'), ...".
+struct Skipped {
+  std::string group;
+  size_t count = 0;
+  std::string example;
+};
+
+std::string skipped_text(const std::vector<Skipped>& skipped) {
+  std::vector<std::string> parts;
+  for (const Skipped& s : skipped)
+    parts.push_back(
+        fmt::format("{} {} (e.g. '{}')", cli::count_noun(s.count, "tensor", "tensors"), s.group, s.example));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 }  // namespace
 
@@ -54,11 +98,43 @@ std::vector<size_t> selected_tensors(const io::TensorReader& reader, cli::Tensor
   return picked;
 }
 
+std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::TensorReader& reader,
+                                         const std::string& method, const Shape& reshape, bool explain) {
+  cli::TensorSelection selection = tool.options().selection();
+  const bool chosen = !tool.options().tensors.empty();
+  const auto& infos = reader.tensors();
+  std::vector<size_t> picked;
+  std::vector<Skipped> skipped;
+  std::string decisions;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const std::string& name = infos[i].name;
+    std::string decision = "decompose";
+    if (!selection.selects(name)) {
+      decision = "not selected (-t/--exclude)";
+    } else if (auto u = chosen ? std::nullopt : unfit(infos[i], method, reshape)) {
+      decision = "skipped (" + u->reason + ")";
+      auto group = std::find_if(skipped.begin(), skipped.end(), [&](const Skipped& s) { return s.group == u->group; });
+      if (group == skipped.end()) group = skipped.insert(skipped.end(), Skipped{u->group, 0, name});
+      ++group->count;
+    } else {
+      picked.push_back(i);
+    }
+    if (explain) decisions += cli::escape_text(name) + ": " + decision + "\n";
+  }
+  std::fputs(decisions.c_str(), stderr);
+  selection.check_all_patterns_used();
+  if (infos.empty()) throw invalid_input("no tensor to decompose");
+  if (picked.empty() && skipped.empty()) throw usage_error("every tensor is excluded; -t and --exclude select tensors");
+  if (picked.empty())
+    throw usage_error("no tensor left to decompose: skipped " + skipped_text(skipped) + "; -t selects tensors");
+  if (!skipped.empty()) tool.summary("notice: skipped " + skipped_text(skipped) + "; -t selects tensors");
+  return picked;
+}
+
 Source read_source(io::TensorReader& reader, size_t index, const std::string& file) {
   const io::TensorInfo& info = reader.tensors()[index];
   Source s{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
-  const DTypeClass cls = dtype_traits(info.dtype).cls;
-  if (cls == DTypeClass::kBool || cls == DTypeClass::kComplex)
+  if (!is_real_number_type(info.dtype))
     throw invalid_input(fmt::format("dtype {} is not a real number type", dtype_name(info.dtype)), s.where);
   s.tensor = reader.read(index);
   return s;

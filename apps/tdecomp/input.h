@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/selection.h"
+#include "cli/tool.h"
 #include "tk/core/tensor.h"
 #include "tk/io/tensor_file.h"
 #include "tk/io/tns.h"
@@ -45,6 +46,16 @@ struct Source {
 
 // Indices of the tensors `selection` picks, in storage order; every -t must match.
 std::vector<size_t> selected_tensors(const io::TensorReader& reader, cli::TensorSelection selection);
+
+// The tensors `method` ("cp", "tucker", "tt", "rescal") decomposes, in storage order,
+// decided from the headers. Without -t, tensors it cannot take (order below 2, not
+// n x n x m for rescal, a dtype that is not a real number type; `reshape`, when not
+// empty, is the shape every tensor is decomposed in) are skipped, named by one notice
+// (a summary: not with -q). With -t every selected tensor is kept, to be refused when
+// read. `explain`: one line per tensor of the file on stderr, "NAME: DECISION". kUsage
+// when nothing is left; kInvalidInput for a file without tensors.
+std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::TensorReader& reader,
+                                         const std::string& method, const Shape& reshape, bool explain);
 
 // Read tensor `index`; kInvalidInput when its dtype is not numeric (BOOL, C64).
 Source read_source(io::TensorReader& reader, size_t index, const std::string& file);

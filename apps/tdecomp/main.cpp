@@ -25,6 +25,12 @@ void add_storage(CLI::App* sub, DecompOptions& o, bool budget) {
         ->type_name("BYTES");
 }
 
+void add_explain(CLI::App* sub, DecompOptions& o) {
+  sub->add_flag("--explain", o.explain,
+                "Print each tensor's decision on stderr. Without -t, tensors the method cannot take (order, shape, "
+                "dtype) are skipped and left out of the output");
+}
+
 void add_iterations(CLI::App* sub, DecompOptions& o) {
   sub->add_option("--tol", o.tol, "Stop when the fit changes by less (default 1e-8)")->type_name("EPS");
   sub->add_option("--max-iters", o.max_iters, "Iteration limit (default 500)")->type_name("N");
@@ -49,6 +55,7 @@ CLI::App* add_cp(tk::cli::Tool& tool, DecompOptions& o) {
   sub->add_option("--mask", o.mask, "0/1 tensor of the input's shape: fit only the 1 entries")->type_name("FILE");
   sub->add_option("--shape", o.shape, "Declared shape of a .tns input (default: inferred)")->type_name("D1,D2,...");
   add_storage(sub, o, true);
+  add_explain(sub, o);
   return sub;
 }
 
@@ -62,6 +69,7 @@ CLI::App* add_tucker(tk::cli::Tool& tool, DecompOptions& o) {
       ->check(CLI::IsMember({"sthosvd", "hooi"}));
   sub->add_option("--max-iters", o.max_iters, "HOOI sweeps (default 50)")->type_name("N");
   add_storage(sub, o, true);
+  add_explain(sub, o);
   return sub;
 }
 
@@ -73,6 +81,7 @@ CLI::App* add_tt(tk::cli::Tool& tool, DecompOptions& o) {
   sub->add_option("--shape", o.shape, "Reshape (tensorise) each tensor first, e.g. 16,16,16,16")
       ->type_name("D1,D2,...");
   add_storage(sub, o, true);
+  add_explain(sub, o);
   return sub;
 }
 
@@ -98,6 +107,7 @@ CLI::App* add_rescal(tk::cli::Tool& tool, DecompOptions& o) {
   sub->add_option("--lambda-r", o.lambda_r, "Ridge regularisation of the R_k (overrides --l2)")->type_name("REG");
   sub->add_option("--factor-dtype", o.factor_dtype, "dtype of the stored factors (default: f64 for f64 tensors, else f32)")
       ->type_name("DT");
+  add_explain(sub, o);
   return sub;
 }
 

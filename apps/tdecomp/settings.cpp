@@ -30,7 +30,7 @@ std::vector<int64_t> ranks_parse(const std::string& text) {
 }
 
 double ratio(const Outcome& o) {
-  const uint64_t stored = o.model.stored_bytes();
+  const uint64_t stored = o.stored_bytes();
   return stored ? static_cast<double>(o.source_bytes) / static_cast<double>(stored) : 0.0;
 }
 
@@ -42,12 +42,33 @@ double seconds_per_iteration(const decomp::Decomposition& d) {
 
 std::string ranks_text(const std::vector<int64_t>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
 
-json outcome_json(const Outcome& o) {
+// A kept tensor: exact, stored in its own dtype; the decomposition's size when one was
+// computed.
+json kept_json(const Outcome& o) {
   const auto& d = o.model;
   json j = {{"name", d.name},
             {"method", decomp::method_name(d.method)},
             {"shape", d.shape},
             {"dtype", dtype_name(d.dtype)},
+            {"stored", "kept"},
+            {"rel_error", 0.0},
+            {"fit", 1.0},
+            {"seconds", d.seconds},
+            {"bytes_in", o.source_bytes},
+            {"bytes_out", o.stored_bytes()},
+            {"compression_ratio", cli::json_number(ratio(o))}};
+  if (!d.parts.empty()) j["decomposition_bytes"] = d.stored_bytes();
+  return j;
+}
+
+json outcome_json(const Outcome& o) {
+  if (o.kept) return kept_json(o);
+  const auto& d = o.model;
+  json j = {{"name", d.name},
+            {"method", decomp::method_name(d.method)},
+            {"shape", d.shape},
+            {"dtype", dtype_name(d.dtype)},
+            {"stored", "decomposition"},
             {"ranks", d.ranks},
             {"factor_dtype", dtype_name(d.factor_dtype)},
             {"rel_error", cli::json_number(d.rel_error)},
@@ -57,7 +78,7 @@ json outcome_json(const Outcome& o) {
             {"seconds", d.seconds},
             {"seconds_per_iteration", seconds_per_iteration(d)},
             {"bytes_in", o.source_bytes},
-            {"bytes_out", d.stored_bytes()},
+            {"bytes_out", o.stored_bytes()},
             {"compression_ratio", cli::json_number(ratio(o))}};
   if (d.method == decomp::Method::kTt) j["tt_shape"] = d.tt_shape;
   if (d.seed) j["seed"] = *d.seed;
@@ -122,25 +143,35 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
 
 void write_decompositions(const cli::Tool& tool, const std::string& output, io::FileFormat format,
                           const std::vector<Outcome>& outcomes, io::Metadata metadata) {
+  constexpr size_t kWhole = SIZE_MAX;  // the part index of a kept tensor
   std::vector<decomp::Decomposition> models;
+  std::vector<decomp::KeptTensor> kept;
   std::vector<io::TensorInfo> infos;
   std::vector<std::pair<size_t, size_t>> origin;  // (outcome, part) of each info
   for (size_t k = 0; k < outcomes.size(); ++k) {
-    models.push_back(outcomes[k].model);
-    auto part = decomp::part_infos(outcomes[k].model);
+    const Outcome& o = outcomes[k];
+    if (o.kept) {
+      kept.push_back({o.model.name, o.model.method});
+      infos.push_back({o.model.name, o.kept->dtype(), o.kept->shape(), o.kept->nbytes()});
+      origin.emplace_back(k, kWhole);
+      continue;
+    }
+    models.push_back(o.model);
+    auto part = decomp::part_infos(o.model);
     for (size_t p = 0; p < part.size(); ++p) origin.emplace_back(k, p);
     infos.insert(infos.end(), part.begin(), part.end());
   }
   std::optional<std::string> previous;
   if (auto it = metadata.find(cli::kTkMetadataKey); it != metadata.end()) previous = it->second;
-  metadata[cli::kTkMetadataKey] = decomp::decomp_metadata(models, previous);
+  metadata[cli::kTkMetadataKey] = decomp::decomp_metadata(models, kept, previous);
   cli::provenance_add(metadata, tool.provenance());
   io::WriteOptions options;
   options.format = format;
   auto writer = io::open_writer(output, options);
   for (size_t i : writer->begin(infos, metadata)) {
-    const auto& d = outcomes[origin[i].first].model;
-    writer->write(i, decomp::part_tensor(d, d.parts[origin[i].second]));
+    const auto& [k, p] = origin[i];
+    const auto& d = outcomes[k].model;
+    writer->write(i, p == kWhole ? *outcomes[k].kept : decomp::part_tensor(d, d.parts[p]));
   }
   writer->finish();
 }
@@ -153,8 +184,12 @@ void report_decompositions(const cli::Tool& tool, const std::string& command, co
                           "seconds", "ratio"});
     for (const auto& o : outcomes) {
       const auto& d = o.model;
-      table.add_row({d.name, decomp::method_name(d.method), shape_to_string(d.shape), ranks_text(d.ranks),
-                     dtype_name(d.factor_dtype), fmt::format("{:.3e}", d.rel_error), fmt::format("{:.6f}", d.fit()),
+      // A kept tensor: "kept" for its ranks, its own dtype, exact.
+      const double error = o.kept ? 0.0 : d.rel_error;
+      table.add_row({d.name, decomp::method_name(d.method), shape_to_string(d.shape),
+                     o.kept ? std::string("kept") : ranks_text(d.ranks),
+                     dtype_name(o.kept ? d.dtype : d.factor_dtype), fmt::format("{:.3e}", error),
+                     fmt::format("{:.6f}", 1.0 - error),
                      std::to_string(d.iterations), fmt::format("{:.2f}", 1e3 * seconds_per_iteration(d)),
                      fmt::format("{:.3f}", d.seconds), fmt::format("{:.2f}", ratio(o))});
     }

@@ -35,14 +35,19 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o);
 DType float_dtype_parse(const std::string& text, const std::string& flag);
 
 // One reported decomposition; `budget` holds the budget search's candidates, if any.
+// With `kept`, the source tensor is stored unchanged in place of `model`, which then
+// only names it (and holds the decomposition that was not smaller, if one was computed).
 struct Outcome {
   decomp::Decomposition model;
   uint64_t source_bytes = 0;           // the input's bytes (sparse: coordinates and values)
   std::vector<decomp::BudgetCandidate> budget;
+  std::optional<Tensor> kept;
+
+  uint64_t stored_bytes() const { return kept ? kept->nbytes() : model.stored_bytes(); }
 };
 
-// Write the decompositions to `output` with the input's metadata, the `tk` description
-// and provenance, atomically.
+// Write the decompositions and kept tensors to `output` with the input's metadata, the
+// `tk` description and provenance, atomically.
 void write_decompositions(const cli::Tool& tool, const std::string& output, io::FileFormat format,
                           const std::vector<Outcome>& outcomes, io::Metadata metadata);
 

@@ -20,6 +20,7 @@ struct DecompOptions {
   std::string precision = "f64";  // --precision f64|f32: compute precision
   std::string factor_dtype;       // --factor-dtype; empty: F64 for F64 sources, else F32
   std::string budget;             // --budget BYTES (cp, tucker, tt)
+  bool explain = false;           // --explain: each tensor's decision on stderr
   // CP and RESCAL
   int rank = 0;                   // --rank
   bool rank_given = false;

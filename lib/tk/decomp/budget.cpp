@@ -1,11 +1,13 @@
 // The storage-budget search (budget.h).
 #include "tk/decomp/budget.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "tk/core/error.h"
+#include "tk/linalg/blas.h"
 
 namespace tk::decomp {
 
@@ -64,11 +66,12 @@ class Searcher {
   std::map<int, Decomposition> by_rank_;
 };
 
-template <typename T> double relative_error(const DenseView<T>& x, const Decomposition& d) {
+template <typename T> double relative_error(const DenseView<T>& x, const Decomposition& d, const uint8_t* mask) {
   std::vector<double> y = reconstruct(d);
   if (y.size() != shape_numel(x.shape)) throw internal_error("reconstruction has the wrong size", d.name);
   double diff = 0, norm = 0;
   for (size_t i = 0; i < y.size(); ++i) {
+    if (mask && !mask[i]) continue;
     const double v = static_cast<double>(x.data[i]);
     diff += (v - y[i]) * (v - y[i]);
     norm += v * v;
@@ -104,7 +107,43 @@ BudgetChoice budget_search(const BudgetProblem& problem, uint64_t budget_bytes, 
   return choice;
 }
 
-double reconstruction_error(const DenseView<double>& x, const Decomposition& d) { return relative_error(x, d); }
-double reconstruction_error(const DenseView<float>& x, const Decomposition& d) { return relative_error(x, d); }
+double reconstruction_error(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask) {
+  return relative_error(x, d, mask);
+}
+double reconstruction_error(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask) {
+  return relative_error(x, d, mask);
+}
+
+// ||X - M||^2 = ||X||^2 - 2 <X, M> + ||M||^2, with <X, M> over the nonzeros and
+// ||M||^2 = lambda^T (A_0^T A_0 * ... * A_{d-1}^T A_{d-1}) lambda (elementwise products).
+double reconstruction_error(const io::SparseTensor& x, const Decomposition& d) {
+  const CpResult m = to_cp(d);
+  const int64_t rank = static_cast<int64_t>(m.lambda.size());
+  const int order = x.order();
+  std::vector<double> hadamard(static_cast<size_t>(rank * rank), 1.0), gram(hadamard.size());
+  for (int n = 0; n < order; ++n) {
+    linalg::gemm(linalg::Op::kTrans, linalg::Op::kNoTrans, rank, rank, x.shape[n], 1.0, m.factors[n].data(), rank,
+                 m.factors[n].data(), rank, 0.0, gram.data(), rank);
+    for (size_t i = 0; i < gram.size(); ++i) hadamard[i] *= gram[i];
+  }
+  double model_sq = 0;
+  for (int64_t r = 0; r < rank; ++r)
+    for (int64_t s = 0; s < rank; ++s) model_sq += m.lambda[r] * m.lambda[s] * hadamard[r * rank + s];
+  double inner = 0, norm_sq = 0;
+  std::vector<double> product(static_cast<size_t>(rank));
+  for (int64_t e = 0; e < x.nnz(); ++e) {
+    product = m.lambda;
+    for (int n = 0; n < order; ++n) {
+      const double* row = m.factors[n].data() + x.indices[e * order + n] * rank;
+      for (int64_t r = 0; r < rank; ++r) product[r] *= row[r];
+    }
+    double value = 0;
+    for (double p : product) value += p;
+    inner += x.values[e] * value;
+    norm_sq += x.values[e] * x.values[e];
+  }
+  const double diff = std::max(0.0, norm_sq - 2 * inner + model_sq);
+  return norm_sq > 0 ? std::sqrt(diff / norm_sq) : std::sqrt(diff);
+}
 
 }  // namespace tk::decomp

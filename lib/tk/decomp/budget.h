@@ -45,8 +45,12 @@ struct BudgetChoice {
 BudgetChoice budget_search(const BudgetProblem& problem, uint64_t budget_bytes,
                            const std::vector<DType>& dtypes = {DType::kF32, DType::kBF16, DType::kF16});
 
-// ||X - reconstruct(d)|| / ||X||, the model reshaped to x's shape.
-double reconstruction_error(const DenseView<double>& x, const Decomposition& d);
-double reconstruction_error(const DenseView<float>& x, const Decomposition& d);
+// ||X - reconstruct(d)|| / ||X||, the model reshaped to x's shape. Where `mask` (one
+// byte per element, may be null) is 0, the entry counts in neither norm.
+double reconstruction_error(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask = nullptr);
+double reconstruction_error(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask = nullptr);
+// The same for a CP model `d` of sparse coordinates, from inner products (O(nnz R) plus
+// the factors' Gram matrices; never densified). kInvalidInput when d is not CP.
+double reconstruction_error(const io::SparseTensor& x, const Decomposition& d);
 
 }  // namespace tk::decomp

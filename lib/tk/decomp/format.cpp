@@ -78,7 +78,10 @@ std::vector<Part> expected_parts(const Decomposition& d) {
       need_ranks(1);
       if (order != 3 || d.shape[0] != d.shape[1]) throw invalid_input("tdecomp metadata: RESCAL needs an n x n x m shape", d.name);
       parts.push_back(empty_part("rescal.A", {d.shape[0], d.ranks[0]}));
-      parts.push_back(empty_part("rescal.R", {d.shape[2], d.ranks[0], d.ranks[0]}));
+      if (d.notes.at("r_layout") == kRescalLegacyLayout)
+        parts.push_back(empty_part("rescal.R", {d.shape[2], d.ranks[0], d.ranks[0]}));
+      else
+        parts.push_back(empty_part("rescal.R", {d.ranks[0], d.ranks[0], d.shape[2]}));
       break;
   }
   return parts;
@@ -116,6 +119,34 @@ json parse_object(const std::optional<std::string>& text) {
   if (!text) return json::object();
   std::optional<json> j = json_parse_if_valid(*text);
   return j && j->is_object() ? std::move(*j) : json::object();
+}
+
+// The tk value to read descriptions from (kInvalidInput when it is not JSON).
+json parse_tk(const std::optional<std::string>& tk_value) {
+  json tk = tk_value ? json_parse(*tk_value, "metadata value 'tk'") : json::object();
+  return tk.is_object() ? tk : json::object();
+}
+
+std::vector<KeptTensor> kept_from(const json& tk) {
+  std::vector<KeptTensor> kept;
+  auto member = tk.find("decomp_kept");
+  if (member == tk.end()) return kept;
+  if (!member->is_object()) throw invalid_input("tdecomp metadata: 'decomp_kept' is not an object");
+  for (const auto& [name, j] : member->items()) {
+    if (!j.is_object() || !j.contains("method") || !j["method"].is_string())
+      throw invalid_input("tdecomp metadata: malformed kept entry", name);
+    kept.push_back({name, method_parse(j["method"].get<std::string>())});
+  }
+  return kept;
+}
+
+// RESCAL's R layout from an entry: the note, or the older layout where it is absent.
+std::string rescal_layout(const json& j, const std::string& name) {
+  auto it = j.find("r_layout");
+  if (it == j.end()) return kRescalLegacyLayout;
+  if (!it->is_string() || (*it != kRescalLayout && *it != kRescalLegacyLayout))
+    throw invalid_input("tdecomp metadata: unknown RESCAL 'r_layout'", name);
+  return it->get<std::string>();
 }
 
 }  // namespace
@@ -181,7 +212,12 @@ Decomposition from_rescal(const std::string& name, const Shape& shape, DType dty
   const int64_t rank = r.n > 0 ? static_cast<int64_t>(r.a.size()) / r.n : 0;
   d.ranks = {rank};
   d.parts.push_back({"rescal.A", {r.n, rank}, r.a});
-  d.parts.push_back({"rescal.R", {r.m, rank, rank}, r.r});
+  // R_k = r[k*rank*rank ...] becomes R[:, :, k], the slice axis of the input.
+  std::vector<double> stacked(r.r.size());
+  for (int64_t k = 0; k < r.m; ++k)
+    for (int64_t ab = 0; ab < rank * rank; ++ab) stacked[ab * r.m + k] = r.r[k * rank * rank + ab];
+  d.parts.push_back({"rescal.R", {rank, rank, r.m}, std::move(stacked)});
+  d.notes["r_layout"] = kRescalLayout;
   d.rel_error = r.rel_error;
   d.iterations = r.iterations;
   d.seconds = r.seconds;
@@ -218,17 +254,21 @@ void round_parts(Decomposition& d, DType dtype) {
   }
 }
 
-std::string decomp_metadata(const std::vector<Decomposition>& decomps, const std::optional<std::string>& previous) {
+std::string decomp_metadata(const std::vector<Decomposition>& decomps, const std::vector<KeptTensor>& kept,
+                            const std::optional<std::string>& previous) {
   json tk = parse_object(previous);
   json entries = json::object();
   for (const auto& d : decomps) entries[d.name] = decomp_json(d);
   tk["decomp"] = std::move(entries);
+  tk.erase("decomp_kept");
+  for (const auto& k : kept) tk["decomp_kept"][k.name] = {{"method", method_name(k.method)}};
   return tk.dump();
 }
 
 std::optional<std::string> metadata_without_decomp(const std::optional<std::string>& tk_value) {
   json tk = parse_object(tk_value);
   tk.erase("decomp");
+  tk.erase("decomp_kept");
   if (tk.empty()) return std::nullopt;
   return tk.dump();
 }
@@ -250,10 +290,12 @@ Tensor part_tensor(const Decomposition& d, const Part& part) {
 }
 
 std::vector<Decomposition> parse_decomp_metadata(const std::optional<std::string>& tk_value) {
-  json tk = tk_value ? json_parse(*tk_value, "metadata value 'tk'") : json::object();
-  if (!tk.is_object()) tk = json::object();
-  if (!tk.contains("decomp") || !tk["decomp"].is_object() || tk["decomp"].empty())
-    throw invalid_input("no tdecomp metadata (not a tdecomp output)");
+  json tk = parse_tk(tk_value);
+  const bool described = tk.contains("decomp") && tk["decomp"].is_object() && !tk["decomp"].empty();
+  if (!described) {
+    if (kept_from(tk).empty()) throw invalid_input("no tdecomp metadata (not a tdecomp output)");
+    return {};
+  }
   std::vector<Decomposition> out;
   for (const auto& [name, j] : tk["decomp"].items()) {
     if (!j.is_object() || !j.contains("method") || !j["method"].is_string() || !j.contains("dtype") ||
@@ -270,6 +312,7 @@ std::vector<Decomposition> parse_decomp_metadata(const std::optional<std::string
     d.dtype = *dtype;
     d.factor_dtype = *factor_dtype;
     if (d.method == Method::kTt) d.tt_shape = shape_from_json(j.value("tt_shape", json()), "tt_shape");
+    if (d.method == Method::kRescal) d.notes["r_layout"] = rescal_layout(j, name);
     if (j.contains("rel_error") && j["rel_error"].is_number()) d.rel_error = j["rel_error"].get<double>();
     if (j.contains("iterations") && j["iterations"].is_number_integer()) d.iterations = j["iterations"].get<int>();
     if (j.contains("seconds") && j["seconds"].is_number()) d.seconds = j["seconds"].get<double>();
@@ -278,6 +321,10 @@ std::vector<Decomposition> parse_decomp_metadata(const std::optional<std::string
     out.push_back(std::move(d));
   }
   return out;
+}
+
+std::vector<KeptTensor> parse_kept_metadata(const std::optional<std::string>& tk_value) {
+  return kept_from(parse_tk(tk_value));
 }
 
 void set_part(Decomposition& d, size_t part_index, const Tensor& stored) {

@@ -6,10 +6,13 @@
 //   CP      NAME.cp.lambda [R], NAME.cp.factor.N [I_N, R]
 //   Tucker  NAME.tucker.core [r_1, ..., r_d], NAME.tucker.factor.N [I_N, r_N]
 //   TT      NAME.tt.core.K [r_K, n_K, r_K+1]
-//   RESCAL  NAME.rescal.A [n, R], NAME.rescal.R [m, R, R]
+//   RESCAL  NAME.rescal.A [n, R], NAME.rescal.R [R, R, m] (R[:, :, k] pairs with X[:, :, k])
 // The `tk` metadata value is a JSON object; its "decomp" member maps each source name
 // to {"method", "shape", "dtype", "ranks", "factor_dtype", "rel_error", "fit",
-// "iterations", "seconds", "seed", ...} (TT adds "tt_shape": the tensorised shape).
+// "iterations", "seconds", "seed", ...} (TT adds "tt_shape": the tensorised shape;
+// RESCAL "r_layout": "r,r,m", absent in files that stored R as [m, R, R]). Its
+// "decomp_kept" member maps the name of each tensor stored unchanged, under its own
+// name, to {"method"}: the method whose decomposition would not have been smaller.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,11 @@ namespace tk::decomp {
 enum class Method { kCp, kTucker, kTt, kRescal };
 
 const char* method_name(Method method);  // "cp", "tucker", "tt", "rescal"
+
+// RESCAL's "r_layout" note: R stored as [R, R, m]; files written before the note stored
+// it as [m, R, R] and are read as such.
+inline constexpr const char* kRescalLayout = "r,r,m";
+inline constexpr const char* kRescalLegacyLayout = "m,r,r";
 
 // One stored array of a decomposition, in f64 until it is written.
 struct Part {
@@ -52,7 +60,8 @@ struct Decomposition {
   bool converged = true;
   std::optional<uint64_t> seed;
   // Further facts for the metadata (e.g. "init": "gram", "precision": "f64"); strings
-  // only, kept in key order.
+  // only, kept in key order. RESCAL: "r_layout" ("r,r,m", or "m,r,r" as read from an
+  // older file) gives the shape order of the R part.
   std::map<std::string, std::string> notes;
 
   double fit() const { return 1.0 - rel_error; }
@@ -82,11 +91,20 @@ std::vector<double> reconstruct(const Decomposition& d);
 
 // ---- storage ----
 
-// The `tk` metadata value describing `decomps`, merged into `previous` (the input's `tk`
-// value, whose other keys are kept; a previous "decomp" member is replaced).
-std::string decomp_metadata(const std::vector<Decomposition>& decomps, const std::optional<std::string>& previous);
-// `tk` value with the "decomp" member removed (for files rebuilt from decompositions);
-// nullopt when nothing else is left.
+// A source tensor stored unchanged under its own name, in place of a decomposition by
+// `method` that would not have been smaller.
+struct KeptTensor {
+  std::string name;
+  Method method = Method::kCp;
+};
+
+// The `tk` metadata value describing `decomps` and `kept`, merged into `previous` (the
+// input's `tk` value, whose other keys are kept; previous "decomp" and "decomp_kept"
+// members are replaced).
+std::string decomp_metadata(const std::vector<Decomposition>& decomps, const std::vector<KeptTensor>& kept,
+                            const std::optional<std::string>& previous);
+// `tk` value with the "decomp" and "decomp_kept" members removed (for files rebuilt
+// from decompositions); nullopt when nothing else is left.
 std::optional<std::string> metadata_without_decomp(const std::optional<std::string>& tk_value);
 
 // The tensor infos and tensors to write for `d` (parts cast to d.factor_dtype).
@@ -94,9 +112,12 @@ std::vector<io::TensorInfo> part_infos(const Decomposition& d);
 Tensor part_tensor(const Decomposition& d, const Part& part);
 
 // Descriptions found in a `tk` metadata value, parts not yet loaded (values empty,
-// shapes as expected). Throws kInvalidInput ("no tdecomp metadata") when there is no
-// "decomp" member, or when it is malformed.
+// shapes as expected). Throws kInvalidInput ("no tdecomp metadata") when there is
+// neither a "decomp" nor a "decomp_kept" entry, or when either is malformed.
 std::vector<Decomposition> parse_decomp_metadata(const std::optional<std::string>& tk_value);
+// The tensors a `tk` metadata value lists as kept (none without "decomp_kept"); throws
+// kInvalidInput when the member is malformed.
+std::vector<KeptTensor> parse_kept_metadata(const std::optional<std::string>& tk_value);
 
 // Load the parts of `d` with `load(name)`, which returns the stored tensor; checks
 // shapes and dtypes against the description (kInvalidInput naming the part otherwise).

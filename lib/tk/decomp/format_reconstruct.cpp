@@ -83,16 +83,21 @@ std::vector<double> reconstruct_tt(const Decomposition& d) {
   return cur;
 }
 
-// X[:, :, k] = A R_k A^T for each of the m slices.
+// X[:, :, k] = A R_k A^T for each of the m slices; R_k = R[:, :, k] (or R[k] in the
+// older layout).
 std::vector<double> reconstruct_rescal(const Decomposition& d) {
   const int64_t n = d.shape[0], m = d.shape[2], rank = d.ranks.at(0);
   const auto& a = values(d, 0);
   const auto& r = values(d, 1);
+  auto layout = d.notes.find("r_layout");
+  const bool legacy = layout != d.notes.end() && layout->second == kRescalLegacyLayout;
   std::vector<double> x(static_cast<size_t>(n * n * m));
   std::vector<double> ar(static_cast<size_t>(n * rank)), slice(static_cast<size_t>(n * n));
+  std::vector<double> rk(static_cast<size_t>(rank * rank));
   for (int64_t k = 0; k < m; ++k) {
-    linalg::gemm(Op::kNoTrans, Op::kNoTrans, n, rank, rank, 1.0, a.data(), rank, r.data() + k * rank * rank, rank, 0.0,
-                 ar.data(), rank);
+    for (int64_t ab = 0; ab < rank * rank; ++ab) rk[ab] = legacy ? r[k * rank * rank + ab] : r[ab * m + k];
+    linalg::gemm(Op::kNoTrans, Op::kNoTrans, n, rank, rank, 1.0, a.data(), rank, rk.data(), rank, 0.0, ar.data(),
+                 rank);
     linalg::gemm(Op::kNoTrans, Op::kTrans, n, n, rank, 1.0, ar.data(), rank, a.data(), rank, 0.0, slice.data(), n);
     for (int64_t ij = 0; ij < n * n; ++ij) x[ij * m + k] = slice[ij];
   }

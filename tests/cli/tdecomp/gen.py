@@ -5,6 +5,10 @@
 #   hilbert OUT    1/(1+i+j+k+l) on 8^4 (f64), tensor "h"
 #   rescal OUT     nonnegative RESCAL rank 3, 20x20x4, tensor "rel"
 #   plain OUT      rank-3 CP 14x13x12 with U(0,1) factors (f64), tensor "x"
+#   model OUT      a model-like file (f32): "a.bias" [16], "a.weight" [16, 12] of rank 2,
+#                  "b.bias" [12], "conv" [6, 5, 4] of multilinear rank 2, "mask" (bool),
+#                  "step" (int64 [1])
+#   full OUT       "w" [8, 6], full rank, and "x" [10, 9, 8] of multilinear rank 2 (f32)
 import sys
 
 import numpy as np
@@ -35,6 +39,19 @@ elif kind == "rescal":
     t = {"rel": np.einsum("ia,kab,jb->ijk", a, r, a)}
 elif kind == "plain":
     t = {"x": cp((14, 13, 12), 3, lo=0)}
+elif kind in ("model", "full"):
+    def tucker2(shape):
+        us = [rng.normal(size=(n, 2)) for n in shape]
+        return np.einsum("abc,ia,jb,kc->ijk", rng.normal(size=(2, 2, 2)), *us).astype(np.float32)
+    if kind == "model":
+        t = {"a.bias": rng.normal(size=16).astype(np.float32),
+             "a.weight": (rng.normal(size=(16, 2)) @ rng.normal(size=(2, 12))).astype(np.float32),
+             "b.bias": rng.normal(size=12).astype(np.float32),
+             "conv": tucker2((6, 5, 4)),
+             "mask": np.ones((4, 4), np.bool_),
+             "step": np.array([7], np.int64)}
+    else:
+        t = {"w": rng.normal(size=(8, 6)).astype(np.float32), "x": tucker2((10, 9, 8))}
 else:
     raise SystemExit("unknown kind " + kind)
 

@@ -47,6 +47,45 @@ TEST(Budget, CpReinvestsNarrowerDtypesInRank) {
   EXPECT_EQ(asked, (std::vector<int>{2, 4}));
 }
 
+// The error of rounded parts, masked entries left out; for sparse coordinates from inner
+// products, as from the dense tensor.
+TEST(Budget, ReconstructionErrorOfStoredPartsMaskedAndSparse) {
+  const Shape shape = {4, 3, 2};
+  CpResult r;
+  r.lambda = {2.0, 0.5};
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> g;
+  for (int64_t n : shape) {
+    r.factors.emplace_back(n * 2);
+    for (double& v : r.factors.back()) v = g(rng);
+  }
+  Decomposition d = from_cp("x", shape, DType::kF64, r);
+  std::vector<double> x = reconstruct(d);
+  for (double& v : x) v += 0.01 * g(rng);
+  const DenseView<double> view{x.data(), shape};
+  round_parts(d, DType::kBF16);
+  const double dense = reconstruction_error(view, d);
+  EXPECT_GT(dense, 0.0);
+
+  std::vector<uint8_t> mask(x.size(), 1);
+  mask[5] = 0;
+  std::vector<double> y = reconstruct(d);
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (mask[i]) diff += (x[i] - y[i]) * (x[i] - y[i]), norm += x[i] * x[i];
+  EXPECT_NEAR(reconstruction_error(view, d, mask.data()), std::sqrt(diff / norm), 1e-15);
+
+  io::SparseTensor sparse;
+  sparse.shape = shape;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 2; ++k) {
+        sparse.indices.insert(sparse.indices.end(), {i, j, k});
+        sparse.values.push_back(x[(i * 3 + j) * 2 + k]);
+      }
+  EXPECT_NEAR(reconstruction_error(sparse, d), dense, 1e-9 * dense);
+}
+
 TEST(Budget, TooSmallIsAUsageError) {
   std::vector<int> asked;
   BudgetProblem p = fake_cp(asked);

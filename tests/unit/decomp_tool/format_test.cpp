@@ -1,5 +1,6 @@
 // Decompositions as stored tensors: metadata round trip, part checks, and dense
 // reconstruction against plain-loop references.
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -103,6 +104,50 @@ TEST(DecompFormat, RescalReconstructMatchesLoops) {
             want[(i * n + j) * m + k] += r.a[i * rank + a] * r.r[(k * rank + a) * rank + b] * r.a[j * rank + b];
   expect_near_all(reconstruct(d), want, 1e-12);
   EXPECT_EQ(d.part_name(d.parts[1]), "rel.rescal.R");
+  // Stored as [R, R, m]: R[:, :, k] is the R_k of slice k.
+  EXPECT_EQ(d.parts[1].shape, (Shape{rank, rank, m}));
+  EXPECT_EQ(d.parts[1].values[(1 * rank + 0) * m + 2], r.r[(2 * rank + 1) * rank + 0]);
+}
+
+TEST(DecompFormat, RescalOlderLayoutIsReadAsStored) {
+  const int64_t n = 4, m = 2, rank = 2;
+  RescalResult r;
+  r.n = n;
+  r.m = m;
+  r.a = gaussian(n * rank, 40);
+  r.r = gaussian(m * rank * rank, 41);
+  Decomposition d = from_rescal("rel", {n, n, m}, DType::kF64, r);
+  d.factor_dtype = DType::kF64;
+  EXPECT_EQ(parse_decomp_metadata(decomp_metadata({d}, {}, std::nullopt))[0].parts[1].shape, (Shape{rank, rank, m}));
+  // A file from before "r_layout": R as [m, R, R], which is RescalResult's own order.
+  d.notes.erase("r_layout");
+  std::vector<Decomposition> old = parse_decomp_metadata(decomp_metadata({d}, {}, std::nullopt));
+  ASSERT_EQ(old.size(), 1u);
+  ASSERT_EQ(old[0].parts[1].shape, (Shape{m, rank, rank}));
+  set_part(old[0], 0, part_tensor(d, d.parts[0]));
+  Tensor stacked = Tensor::empty(DType::kF64, {m, rank, rank});
+  std::copy(r.r.begin(), r.r.end(), stacked.mutable_data_as<double>());
+  set_part(old[0], 1, stacked);
+  expect_near_all(reconstruct(old[0]), reconstruct(from_rescal("rel", {n, n, m}, DType::kF64, r)), 0.0);
+  test::expect_error_exact(
+      [&] {
+        parse_decomp_metadata(std::string(R"({"decomp":{"rel":{"method":"rescal","dtype":"F64","shape":[4,4,2],)"
+                                          R"("ranks":[2],"r_layout":"k,r,r"}}})"));
+      },
+      ErrorKind::kInvalidInput, "tdecomp metadata: unknown RESCAL 'r_layout'", "rel");
+}
+
+TEST(DecompFormat, KeptTensorsAreListedBesideDecompositions) {
+  const std::string tk = decomp_metadata({}, {{"w", Method::kTucker}}, std::string(R"({"provenance":[]})"));
+  EXPECT_TRUE(parse_decomp_metadata(tk).empty());  // a tdecomp output all the same
+  std::vector<KeptTensor> kept = parse_kept_metadata(tk);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].name, "w");
+  EXPECT_EQ(kept[0].method, Method::kTucker);
+  EXPECT_EQ(metadata_without_decomp(tk), std::optional<std::string>(R"({"provenance":[]})"));
+  EXPECT_TRUE(parse_kept_metadata(std::nullopt).empty());
+  EXPECT_EQ(test::kind_of([] { parse_kept_metadata(std::string(R"({"decomp_kept":{"w":{"method":"svd"}}})")); }),
+            ErrorKind::kInvalidInput);
 }
 
 TEST(DecompFormat, MetadataRoundTripLoadsParts) {
@@ -114,7 +159,7 @@ TEST(DecompFormat, MetadataRoundTripLoadsParts) {
   Decomposition d = from_tucker("x", {3, 4}, DType::kF16, r);
   d.factor_dtype = DType::kF32;
   d.seed = 42;
-  std::string tk = decomp_metadata({d}, std::string(R"({"provenance":[{"tool":"tconvert"}]})"));
+  std::string tk = decomp_metadata({d}, {}, std::string(R"({"provenance":[{"tool":"tconvert"}]})"));
   std::vector<Decomposition> parsed = parse_decomp_metadata(tk);
   ASSERT_EQ(parsed.size(), 1u);
   Decomposition& p = parsed[0];
@@ -138,7 +183,7 @@ TEST(DecompFormat, MetadataRoundTripLoadsParts) {
       EXPECT_EQ(p.parts[k].values[i], static_cast<double>(static_cast<float>(d.parts[k].values[i])));
   // Other keys of the previous `tk` value survive; removing the description leaves them.
   EXPECT_EQ(metadata_without_decomp(tk), std::optional<std::string>(R"({"provenance":[{"tool":"tconvert"}]})"));
-  EXPECT_EQ(metadata_without_decomp(decomp_metadata({d}, std::nullopt)), std::nullopt);
+  EXPECT_EQ(metadata_without_decomp(decomp_metadata({d}, {}, std::nullopt)), std::nullopt);
 }
 
 TEST(DecompFormat, RejectsInputWithoutDescription) {

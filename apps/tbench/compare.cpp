@@ -116,7 +116,7 @@ int run_compare(cli::Tool& tool, const CompareOptions& o) {
       if (c.verdict != bench::Verdict::kSame || tool.options().verbose > 0)
         table.add_row({key, name, cli::format_number(ov), cli::format_number(nv), percent(c.relative), word});
       changes.push_back(json{{"cell", key}, {"metric", name}, {"old", ov}, {"new", nv},
-                             {"relative_change", cli::json_number(c.relative, true)}, {"verdict", word},
+                             {"relative_change", cli::json_number(c.relative)}, {"verdict", word},
                              {"regressed", c.verdict == bench::Verdict::kRegressed}});
     }
   }

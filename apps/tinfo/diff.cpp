@@ -109,7 +109,7 @@ json row_json(const Row& r) {
     j["mismatches"] = r.diff.mismatches;
     j["max_abs_err"] = cli::json_number(r.diff.max_abs_error);
     j["rel_err"] = cli::json_number(r.diff.rel_error);
-    j["sqnr_db"] = cli::json_number(r.diff.sqnr_db, /*keep_infinity=*/true);
+    j["sqnr_db"] = cli::json_number(r.diff.sqnr_db);
   }
   return j;
 }

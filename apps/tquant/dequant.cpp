@@ -8,9 +8,11 @@
 #include "cli/input.h"
 #include "cli/output.h"
 #include "cli/provenance.h"
+#include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
+#include "tk/quant/view.h"
 #include "tquant.h"
 
 namespace tk::tquant {
@@ -56,7 +58,7 @@ Tensor restore(const std::string& name, const quant::LayoutRecord& record, DType
   });
   std::vector<float> values(n);
   try {
-    scheme->dequantize(q, values.data());
+    quant::dequantize_view(*scheme, q, values.data());
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
     throw invalid_input(e.message(), "tensor '" + name + "'");
@@ -75,8 +77,11 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   cli::check_binary_output(args.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(args.output);
   cli::check_output_not_input({args.input}, args.output);
+  if (tool.options().json && *tool.options().json == "-" && args.output == "-") {
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  }
 
-  auto reader = cli::open_reader(tool, args.input);
+  auto reader = cli::open_seekable_reader(tool, args.input);
   const std::string where = io::input_display_name(args.input);
   io::Metadata metadata = reader->metadata();
   auto tk_value = metadata.find(cli::kTkMetadataKey);
@@ -108,7 +113,12 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
     const io::TensorInfo& in = reader->tensors()[i];
     auto it = owner.find(in.name);
     if (it == owner.end()) {
-      infos.push_back(in);
+      io::TensorInfo out = in;
+      if (cast && dtype_is_float(in.dtype)) {
+        out.dtype = *cast;
+        out.nbytes = dtype_storage_bytes(*cast, shape_numel(in.shape));
+      }
+      infos.push_back(out);
       slots.push_back({i, nullptr});
     } else if (placed.insert(it->second).second) {
       const quant::LayoutRecord& r = records.at(*it->second);
@@ -118,13 +128,17 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
     }
   }
 
-  // Parts are read by name: a pipe is held in memory first.
-  std::vector<Tensor> held;
-  if (!reader->random_access()) {
-    for (size_t i = 0; i < reader->tensors().size(); ++i) held.push_back(reader->read(i));
-  }
-  auto read_index = [&](size_t i) { return held.empty() ? reader->read(i) : held[i]; };
+  // Parts are read by name (a pipe was spooled to a temporary file).
+  auto read_index = [&](size_t i) { return reader->read(i); };
   auto read_part = [&](const std::string& part) { return read_index(*reader->find(part)); };
+  // A passed-through float tensor in the --dtype asked for.
+  auto pass = [&](size_t i, DType dtype) {
+    Tensor t = read_index(i);
+    if (t.dtype() == dtype) return t;
+    Tensor out = Tensor::empty(dtype, t.shape());
+    cast_array(t.dtype(), t.data(), dtype, out.mutable_data(), t.numel());
+    return out;
+  };
 
   io::WriteOptions options;
   options.format = format;
@@ -132,10 +146,29 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   for (size_t k : writer->begin(infos, metadata)) {
     const Slot& s = slots[k];
     writer->write(k, s.record ? restore(*s.record, records.at(*s.record), infos[k].dtype, read_part)
-                              : read_index(s.input_index));
+                              : pass(s.input_index, infos[k].dtype));
   }
   writer->finish();
-  tool.summary(fmt::format("{} restored, {} passed through", records.size(), infos.size() - records.size()));
+  const size_t passed = infos.size() - records.size();
+  tool.summary(fmt::format("{} restored, {} passed through", records.size(), passed));
+  if (const auto& json = tool.options().json) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (size_t k = 0; k < infos.size(); ++k) {
+      const auto* record = slots[k].record ? &records.at(*slots[k].record) : nullptr;
+      nlohmann::json t = {{"name", infos[k].name},
+                          {"action", record ? "restore" : "pass"},
+                          {"dtype", dtype_name(infos[k].dtype)},
+                          {"shape", infos[k].shape},
+                          {"bytes", infos[k].nbytes}};
+      if (record) t["scheme"] = record->scheme;
+      tensors.push_back(std::move(t));
+    }
+    cli::write_json({{"input", args.input},
+                     {"output", args.output},
+                     {"tensors", std::move(tensors)},
+                     {"totals", {{"restored", records.size()}, {"passed", passed}}}},
+                    *json);
+  }
   return cli::kExitOk;
 }
 

@@ -27,13 +27,14 @@ int main(int argc, char** argv) {
       ->type_name("floor|ceil|search");
   app.add_flag("--fast", q.fast, "Absmax scales, no error search");
   app.add_flag("--double-quant", q.double_quant, "nf4: quantize the block scales too");
-  app.add_option("--outliers", q.outliers, "Codebook schemes: keep this share of values exactly in f16")
+  app.add_option("--outliers", q.outliers, "Codebook schemes: keep this percentage of values exactly in f16 (0.1%)")
       ->type_name("P%");
   app.add_option("--importance", q.importance, "Per-column error weights per tensor (safetensors or HDF5 vectors)")
       ->type_name("FILE");
   app.add_option("--budget", q.budget, "Average bits per weight over the quantized tensors, metadata included")
       ->type_name("BPW");
-  app.add_option("--size", q.size, "Output size in bytes (tensor data) instead of --budget")->type_name("BYTES");
+  app.add_option("--size", q.size, "Output file size instead of --budget: 600KB (SI), 600KiB (IEC), bytes")
+      ->type_name("BYTES");
   app.add_option("--candidates", q.candidates, "Schemes the budget may choose from, comma-separated")
       ->type_name("LIST");
   app.add_option("--rule", q.rules, "Fix the scheme of tensors matching GLOB (repeatable, last match wins)")
@@ -42,8 +43,12 @@ int main(int argc, char** argv) {
   app.add_option("--keep", q.keep, "Leave tensors matching GLOB unquantized (repeatable; adds to the defaults)")
       ->type_name("GLOB")
       ->allow_extra_args(false);
-  app.add_flag("--no-default-keep", q.no_default_keep, "Do not keep norms, biases and embeddings by default");
-  app.add_flag("--explain", q.explain, "Print the default --keep list and the decision for every tensor");
+  app.add_flag("--no-default-keep", q.no_default_keep,
+               "Quantize what the default rules keep: scalars, 1-D, small tensors, norms, biases, embeddings");
+  app.add_option("--min-elements", q.min_elements, "Keep tensors of fewer elements (default 4096)")->type_name("N");
+  app.add_flag("--quantize-embeddings", q.quantize_embeddings, "Quantize embeddings too (kept by default)");
+  app.add_flag("--keep-lm-head", q.keep_lm_head, "Keep the output head (lm_head, output.weight) unquantized");
+  app.add_flag("--explain", q.explain, "Print the default keep rules and the decision for every tensor");
   app.add_flag("--dry-run", q.dry_run, "Quantize and report, but write nothing");
   app.add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf unquantized instead of failing");
   app.footer(fmt::format("Schemes:\n  {}", fmt::join(tk::quant::scheme_names(), "\n  ")));
@@ -64,7 +69,8 @@ int main(int argc, char** argv) {
   curve->add_option("--svg", svg, "Write the chart (bpw vs SQNR) to this SVG file")->type_name("FILE");
   curve->add_option("--importance", q.importance, "Per-column error weights per tensor")->type_name("FILE");
   curve->add_option("--keep", q.keep, "Leave tensors matching GLOB out")->type_name("GLOB")->allow_extra_args(false);
-  curve->add_flag("--no-default-keep", q.no_default_keep, "Do not keep norms, biases and embeddings");
+  curve->add_flag("--no-default-keep", q.no_default_keep, "Do not keep by the default rules");
+  curve->add_option("--min-elements", q.min_elements, "Keep tensors of fewer elements (default 4096)")->type_name("N");
   curve->add_option("--group-size", q.group_size, "Values per group along a row")->type_name("G");
   curve->add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf out");
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tk/core/error.h"
+#include "tk/quant/view.h"
 
 namespace tk::tquant {
 
@@ -26,20 +27,22 @@ double clipped_share(const float* x, const float* y, int64_t rows, int64_t cols,
 Measured quantize_measure(const quant::Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                           const quant::QuantOptions& options, bool keep_parts) {
   Measured m;
-  m.q = scheme.quantize(x.data(), shape, options);
+  const int64_t view = quant::choose_view_cols(scheme, shape, options);
+  m.q = quant::quantize_view(scheme, x.data(), shape, view, options);
   std::vector<float> y(x.size());
-  scheme.dequantize(m.q, y.data());
-  int64_t cols = shape.empty() ? 1 : shape.back();
-  int64_t rows = cols == 0 ? 0 : static_cast<int64_t>(x.size()) / cols;
+  quant::dequantize_view(scheme, m.q, y.data());
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  const int64_t rows = view == 0 ? 0 : static_cast<int64_t>(x.size()) / view;
   m.stats = quant::measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), cols, options.importance);
   int64_t block = 0;
   if (auto it = m.q.params.find("group_size"); it != m.q.params.end()) {
     std::from_chars(it->second.data(), it->second.data() + it->second.size(), block);
   }
-  m.stats.clipped_share = clipped_share(x.data(), y.data(), rows, cols, block);
+  m.stats.clipped_share = clipped_share(x.data(), y.data(), rows, view, block);
   for (float v : x) m.signal += static_cast<double>(v) * v;
   m.bytes = m.q.stored_bytes();
   m.bpw = x.empty() ? 0 : static_cast<double>(m.bytes) * 8 / static_cast<double>(x.size());
+  for (const auto& [suffix, part] : m.q.parts) m.part_infos[suffix] = {part.dtype(), part.shape()};
   if (!keep_parts) m.q.parts.clear();
   return m;
 }

@@ -2,7 +2,9 @@
 // what the budget solver weighs.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tk/quant/scheme.h"
@@ -15,9 +17,12 @@ struct Measured {
   uint64_t bytes = 0;  // all parts
   double bpw = 0;      // bytes * 8 / elements
   double signal = 0;   // sum of x^2, for the totals' SQNR
+  // dtype and shape of every part, kept when the parts are dropped.
+  std::map<std::string, std::pair<DType, Shape>> part_infos;
 };
 
-// `keep_parts` false drops the parts after measuring (budget candidates).
+// Quantize under the scheme's best view (tk/quant/view.h). `keep_parts` false drops
+// the parts after measuring (budget candidates, or results written later).
 Measured quantize_measure(const quant::Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                           const quant::QuantOptions& options, bool keep_parts);
 

@@ -8,19 +8,20 @@ namespace tk::tquant {
 
 namespace {
 
-// "0.1%" -> 0.001; "0.001" -> 0.001. A share in [0, 0.5].
-double parse_share(const std::string& text) {
-  std::string number = text;
-  double divide = 1;
-  if (!number.empty() && number.back() == '%') number.pop_back(), divide = 100;
+// "0.1%" -> 0.001: a percentage, written with its sign, from 0% to 50%. A bare number
+// is refused: "0.1" is read as 10% by some tools and as 0.1% by others.
+double parse_percent(const std::string& text) {
+  if (text.empty() || text.back() != '%') {
+    throw usage_error("expected a percentage such as 0.1%, got '" + text + "'", "--outliers");
+  }
+  const std::string number = text.substr(0, text.size() - 1);
   double value = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (number.empty() || ec != std::errc() || end != number.data() + number.size()) {
-    throw usage_error("expected a share such as 0.1% or 0.001, got '" + text + "'", "--outliers");
+    throw usage_error("expected a percentage such as 0.1%, got '" + text + "'", "--outliers");
   }
-  value /= divide;
-  if (!(value >= 0 && value <= 0.5)) throw usage_error("share must be between 0 and 50%", "--outliers");
-  return value;
+  if (!(value >= 0 && value <= 50)) throw usage_error("must be between 0% and 50%", "--outliers");
+  return value / 100;
 }
 
 }  // namespace
@@ -57,7 +58,7 @@ quant::QuantOptions options_from_args(const QuantArgs& a) {
   }
   o.fast = a.fast;
   o.double_quant = a.double_quant;
-  if (!a.outliers.empty()) o.outlier_fraction = parse_share(a.outliers);
+  if (!a.outliers.empty()) o.outlier_fraction = parse_percent(a.outliers);
   return o;
 }
 

@@ -9,7 +9,23 @@
 namespace tk::tquant {
 
 const std::vector<std::string>& default_keep_globs() {
-  static const std::vector<std::string> globs = {"*norm*", "*bias", "*embed*", "*wte*", "*wpe*", "*ln_*"};
+  // Case matters to the globs, so both spellings are listed: HF's "LayerNorm", TF's
+  // "BatchNorm", PyTorch's "norm"; "bias" (PyTorch, Flax), "biases" and "bias:0"
+  // (TF/Keras); batch-norm statistics; detector anchor constants.
+  static const std::vector<std::string> globs = {
+      "*norm*", "*Norm*", "*ln_*",      "*bias",     "*bias:0",  "*biases",     "*biases:0",
+      "*/b",    "*.b",    "*moving_mean*", "*moving_variance*", "*running_mean*", "*running_var*",
+      "*anchor*", "*Anchor*"};
+  return globs;
+}
+
+const std::vector<std::string>& embedding_globs() {
+  static const std::vector<std::string> globs = {"*embed*", "*Embed*", "*wte*", "*wpe*", "*tok_embeddings*"};
+  return globs;
+}
+
+const std::vector<std::string>& lm_head_globs() {
+  static const std::vector<std::string> globs = {"*lm_head*", "output.weight", "*/logits/*"};
   return globs;
 }
 
@@ -42,13 +58,36 @@ std::pair<std::string, std::string> parse_rule(const std::string& rule) {
 
 namespace {
 
-std::string matching_keep(const std::string& name, const QuantArgs& args) {
-  for (const std::string& g : args.keep) {
+std::string first_match(const std::vector<std::string>& globs, const std::string& name) {
+  for (const std::string& g : globs) {
     if (io::glob_match(g, name)) return g;
   }
-  if (!args.no_default_keep) {
-    for (const std::string& g : default_keep_globs()) {
-      if (io::glob_match(g, name)) return g;
+  return {};
+}
+
+// Why the default rules keep this tensor in its dtype, or empty: by kind (scalars,
+// 1-D tensors, small tensors), then by name.
+std::string default_keep_reason(const io::TensorInfo& info, const QuantArgs& args) {
+  if (!args.keep_lm_head && args.no_default_keep) return {};
+  if (args.keep_lm_head) {
+    if (std::string g = first_match(lm_head_globs(), info.name); !g.empty()) {
+      return fmt::format("output head '{}' (--keep-lm-head)", g);
+    }
+  }
+  if (args.no_default_keep) return {};
+  const uint64_t n = shape_numel(info.shape);
+  if (info.shape.empty()) return "scalar";
+  if (n == 1) return "one element";
+  if (info.shape.size() == 1) return "1-D";
+  if (n < static_cast<uint64_t>(args.min_elements)) {
+    return fmt::format("{} elements, under --min-elements {}", n, args.min_elements);
+  }
+  if (std::string g = first_match(default_keep_globs(), info.name); !g.empty()) {
+    return fmt::format("name matches '{}'", g);
+  }
+  if (!args.quantize_embeddings) {
+    if (std::string g = first_match(embedding_globs(), info.name); !g.empty()) {
+      return fmt::format("embedding '{}' (--quantize-embeddings quantizes it)", g);
     }
   }
   return {};
@@ -58,31 +97,34 @@ std::string matching_keep(const std::string& name, const QuantArgs& args) {
 
 std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, const QuantArgs& args,
                                     cli::TensorSelection& selection, bool budget) {
+  if (args.min_elements < 0) throw usage_error("must not be negative", "--min-elements");
   std::vector<std::pair<std::string, std::string>> rules;
   for (const std::string& r : args.rules) rules.push_back(parse_rule(r));
   std::vector<PlanEntry> plan;
   for (size_t i = 0; i < infos.size(); ++i) {
+    const std::string& name = infos[i].name;
+    if (!selection.selects(name)) continue;  // -t/--exclude: left out of the output
     PlanEntry e;
     e.index = i;
     e.info = infos[i];
-    const std::string& name = infos[i].name;
     const std::pair<std::string, std::string>* rule = nullptr;
     for (const auto& r : rules) {
       if (io::glob_match(r.first, name)) rule = &r;
     }
-    std::string keep = matching_keep(name, args);
-    if (!selection.selects(name)) {
-      e.reason = "not selected";
-    } else if (!dtype_is_float(infos[i].dtype)) {
+    std::string kept;
+    if (!dtype_is_float(infos[i].dtype)) {
       e.reason = fmt::format("{} is not a float dtype", dtype_name(infos[i].dtype));
     } else if (shape_numel(infos[i].shape) == 0) {
       e.reason = "empty";
+    } else if (kept = default_keep_reason(infos[i], args); !kept.empty()) {
+      e.reason = "kept: " + kept;
+      if (rule) e.unapplied_rule = rule->first + "=" + rule->second;
     } else if (rule) {
       e.quantize = true;
       e.scheme = rule->second;
       e.reason = fmt::format("rule '{}={}'", rule->first, rule->second);
-    } else if (!keep.empty()) {
-      e.reason = fmt::format("kept by --keep '{}'", keep);
+    } else if (std::string g = first_match(args.keep, name); !g.empty()) {
+      e.reason = fmt::format("kept by --keep '{}'", g);
     } else {
       e.quantize = true;
       e.budgeted = budget;

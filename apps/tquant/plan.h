@@ -15,12 +15,17 @@ struct PlanEntry {
   bool quantize = false;     // else passed through unchanged
   bool budgeted = false;     // the scheme is chosen by the budget solver
   std::string scheme;        // fixed scheme (--scheme or --rule) or the budget's choice
-  std::string reason;        // "--scheme", "rule 'GLOB=SCHEME'", "kept by --keep 'GLOB'", ...
+  std::string reason;        // "--scheme", "rule 'GLOB=SCHEME'", "kept: 1-D", ...
+  int64_t group_size = 0;    // a fallback's group size (0: the options')
+  std::string unapplied_rule;  // a --rule that matched a tensor the default rules keep
 };
 
-// Decide for every tensor of the input: selection (-t/--exclude), dtype, --rule (last
-// match wins, before --keep), --keep (user globs, then the defaults), empty tensors.
-// `budget` marks the remaining tensors for the solver, else they get args.scheme.
+// Decide for every tensor the selection (-t/--exclude) takes (the others are left out):
+// dtype, empty tensors, the default keep rules (by kind: scalars, 1-D, under
+// --min-elements; by name: norms, biases, anchors, embeddings; --keep-lm-head), which
+// a --rule does not override (the entry names the rule for a notice), then --rule (last
+// match wins) and --keep. `budget` marks the remaining tensors for the solver, else
+// they get args.scheme.
 std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, const QuantArgs& args,
                                     cli::TensorSelection& selection, bool budget);
 

@@ -19,15 +19,20 @@
 #include "session.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
+#include "tk/quant/view.h"
 #include "tquant.h"
 
 namespace tk::tquant {
 
 namespace {
 
-void explain(const QuantArgs& args, const std::vector<PlanEntry>& plan) {
-  std::string text = fmt::format("default --keep globs{}: {}\n", args.no_default_keep ? " (off)" : "",
-                                 fmt::join(default_keep_globs(), " "));
+void explain(Session& s, const std::vector<PlanEntry>& plan) {
+  const QuantArgs& args = s.args;
+  std::string text = fmt::format(
+      "default keep rules{}: scalars, 1-D tensors, tensors under --min-elements {}; names {}; embeddings {}{}\n",
+      args.no_default_keep ? " (off)" : "", args.min_elements, fmt::join(default_keep_globs(), " "),
+      fmt::join(embedding_globs(), " "), args.quantize_embeddings ? " (quantized)" : "");
+  if (args.keep_lm_head) text += fmt::format("kept output heads: {}\n", fmt::join(lm_head_globs(), " "));
   if (args.budget || !args.size.empty()) {
     text += fmt::format("budget candidates: {}\n",
                         args.candidates.empty() ? fmt::format("{}", fmt::join(default_candidates(), ","))
@@ -35,8 +40,15 @@ void explain(const QuantArgs& args, const std::vector<PlanEntry>& plan) {
   }
   for (const PlanEntry& e : plan) {
     std::string name = cli::escape_text(e.info.name);
-    text += e.quantize ? fmt::format("{}: {} ({})\n", name, e.scheme, e.reason)
-                       : fmt::format("{}: pass through ({})\n", name, e.reason);
+    if (!e.quantize) {
+      text += fmt::format("{}: pass through ({}{})\n", name, e.reason,
+                          e.unapplied_rule.empty() ? "" : fmt::format("; rule '{}' not applied", e.unapplied_rule));
+      continue;
+    }
+    const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
+    const int64_t view = quant::choose_view_cols(s.scheme(e.scheme), e.info.shape, s.options_for(e));
+    const std::string as = view == cols ? "" : fmt::format(", as [{}, {}]", shape_numel(e.info.shape) / view, view);
+    text += fmt::format("{}: {} ({}{})\n", name, e.scheme, e.reason, as);
   }
   std::fputs(text.c_str(), stderr);
 }
@@ -52,6 +64,41 @@ void refuse_quantized_input(const io::Metadata& metadata) {
     return;
   }
   throw usage_error("the input is already quantized; run 'tquant dequant' first");
+}
+
+// Notices about the plan: non-float tensors passed through, and --rule patterns that
+// matched tensors the default rules keep (a rule does not override them silently).
+std::vector<std::string> plan_notices(const std::vector<PlanEntry>& plan) {
+  std::vector<std::string> notices;
+  std::map<std::string, std::pair<size_t, std::string>> unapplied;  // rule -> count, first name
+  for (const PlanEntry& e : plan) {
+    if (!dtype_is_float(e.info.dtype)) {
+      notices.push_back(fmt::format("notice: {} ({}) is not a float tensor; passed through unchanged",
+                                    cli::escape_text(e.info.name), dtype_name(e.info.dtype)));
+    }
+    if (!e.unapplied_rule.empty()) {
+      auto& [count, first] = unapplied[e.unapplied_rule];
+      if (count++ == 0) first = e.info.name;
+    }
+  }
+  for (const auto& [rule, hit] : unapplied) {
+    notices.push_back(fmt::format("notice: --rule '{}' matched {} kept by the default rules (e.g. '{}'); "
+                                  "--no-default-keep applies it to them",
+                                  rule, cli::count_noun(hit.first, "tensor", "tensors"), cli::escape_text(hit.second)));
+  }
+  return notices;
+}
+
+// A view whose rows are still padded (a tensor that no view fills exactly).
+std::string padding_notice(const PlanEntry& e, const quant::Quantized& q) {
+  auto padded = q.params.find("padded_cols");
+  if (padded == q.params.end()) return {};
+  auto view = q.params.find("view_cols");
+  const std::string cols =
+      view != q.params.end() ? view->second : std::to_string(e.info.shape.empty() ? 1 : e.info.shape.back());
+  if (padded->second == cols) return {};
+  return fmt::format("notice: {}: rows of {} values padded to {} (recorded in the metadata)",
+                     cli::escape_text(e.info.name), cols, padded->second);
 }
 
 }  // namespace
@@ -80,39 +127,44 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
-  Source src(cli::open_reader(tool, args.input));
+  Source src(cli::open_seekable_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());
+  if (!args.importance.empty()) session.check_importance_names(src.reader().tensors());
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();
   // Notices are said once the run has succeeded: a failing run prints its one error
   // line and nothing else (DESIGN.md, "CLI contract").
-  std::vector<std::string> notices;
-  for (const PlanEntry& e : plan) {
-    if (!dtype_is_float(e.info.dtype) && e.reason != "not selected") {
-      notices.push_back(fmt::format("notice: {} ({}) is not a float tensor; passed through unchanged", e.info.name,
-                                    dtype_name(e.info.dtype)));
-    }
+  std::vector<std::string> notices = plan_notices(plan);
+  for (PlanEntry& e : plan) {
+    if (!e.quantize || e.budgeted) continue;
+    if (std::string n = session.fit_fixed(e); !n.empty()) notices.push_back(std::move(n));
   }
   cli::Progress progress(common.show_progress, tool.name());
   if (budget) allocate(session, src, plan, progress);
-  if (args.explain) explain(args, plan);
+  if (args.explain) explain(session, plan);
 
+  // Parts are held for writing up to kHeldBytes; past that they are dropped and the
+  // tensor is quantized again when the writer comes to it (the same bytes: quantizing
+  // is deterministic), so memory stays bounded by a few tensors.
+  constexpr uint64_t kHeldBytes = uint64_t{64} << 20;
+  uint64_t held = 0;
   std::vector<Result> results;
+  cli::WorkMeter meter(weights_to_quantize(plan));
+  LongRunWarning slow(tool, "");
   for (size_t k = 0; k < plan.size(); ++k) {
     PlanEntry& e = plan[k];
     if (!e.quantize) continue;
-    progress.show(fmt::format("quantizing {}/{}: {}", k + 1, plan.size(), e.info.name));
+    progress.show(fmt::format("quantizing {}/{} tensors, {}: {}", k + 1, plan.size(), meter.text("weights"), e.info.name));
+    slow.check(meter, "quantizing");
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;
     Measured m = quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), true);
-    auto padded = m.q.params.find("padded_cols");
-    int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
-    if (padded != m.q.params.end() && padded->second != std::to_string(cols)) {
-      notices.push_back(
-          fmt::format("{}: {} columns padded to {} (recorded in the metadata)", e.info.name, cols, padded->second));
-    }
+    meter.add(x.size());
+    if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
+    held += m.bytes;
+    if (held > kHeldBytes) m.q.parts.clear();
     results.push_back({&e, std::move(m)});
   }
   progress.clear();
@@ -120,10 +172,21 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   std::optional<std::string> sha256;
   uint64_t out_bytes = 0;
   if (!args.dry_run) {
-    WriteOutcome w = write_quantized(tool, args, format, src.reader().metadata(), plan, results,
-                                     [&src](size_t index) { return src.read(index); });
+    auto requantize = [&](const Result& r) {
+      bool finite = true;
+      std::vector<float> x = src.read_f32(r.entry->index, &finite);
+      return quantize_measure(session.scheme(r.entry->scheme), x, r.entry->info.shape, session.options_for(*r.entry),
+                              true)
+          .q;
+    };
+    InputAccess input{[&src](size_t index) { return src.read(index); },
+                      [&src](size_t index) { src.release(index); }, requantize};
+    WriteOutcome w = write_quantized(tool, args, format, src.reader().metadata(), plan, results, input);
     sha256 = w.sha256;
     out_bytes = w.bytes;
+    if (!args.size.empty() && sha256 && out_bytes > cli::bytes_parse(args.size, "--size")) {
+      notices.push_back(fmt::format("warning: the output is {} bytes, over --size {}", out_bytes, args.size));
+    }
   }
   for (const std::string& n : notices) tool.summary(n);
   report_quantize(tool, args, plan, results, sha256, out_bytes);

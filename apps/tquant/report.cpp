@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -14,23 +15,43 @@ namespace {
 
 using nlohmann::json;
 
+// The totals of a run. Per-tensor SQNRs are summarised four ways, because they answer
+// different questions: the median and the worst tensor (what a layer sees), the mean
+// weighted by elements (what an average weight sees), and the energy-weighted figure
+// (the error of the whole model as one vector, which a few large-valued tensors can
+// dominate).
 struct Totals {
   uint64_t weights = 0, bytes = 0;
   double signal = 0, noise = 0, weighted_sse = 0;
+  double median_db = INFINITY, element_db = INFINITY, worst_db = INFINITY;
+  std::string worst;  // name of the worst tensor
   double bpw() const { return weights ? static_cast<double>(bytes) * 8 / static_cast<double>(weights) : 0; }
   double sqnr_db() const { return noise > 0 ? 10 * std::log10(signal / noise) : INFINITY; }
 };
 
 Totals totals_of(const std::vector<Result>& results) {
   Totals t;
+  std::vector<double> dbs;
+  double weighted_db = 0, finite_weights = 0;
   for (const Result& r : results) {
     const Measured& m = r.measured;
-    t.weights += r.entry->info.shape.empty() ? 1 : shape_numel(r.entry->info.shape);
+    const uint64_t n = r.entry->info.shape.empty() ? 1 : shape_numel(r.entry->info.shape);
+    t.weights += n;
     t.bytes += m.bytes;
     t.signal += m.signal;
     t.noise += m.signal * m.stats.rel_rmse * m.stats.rel_rmse;
     t.weighted_sse += m.stats.weighted_sse;
+    const double db = m.stats.sqnr_db;
+    dbs.push_back(db);
+    if (std::isfinite(db)) weighted_db += db * static_cast<double>(n), finite_weights += static_cast<double>(n);
+    if (db < t.worst_db) t.worst_db = db, t.worst = r.entry->info.name;
   }
+  if (!dbs.empty()) {
+    std::sort(dbs.begin(), dbs.end());
+    const size_t h = dbs.size() / 2;
+    t.median_db = dbs.size() % 2 ? dbs[h] : (dbs[h - 1] + dbs[h]) / 2;
+  }
+  if (finite_weights > 0) t.element_db = weighted_db / finite_weights;
   return t;
 }
 
@@ -47,10 +68,14 @@ std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Re
   }
   size_t passed = plan.size() - results.size();
   std::string text = table.render();
-  text += fmt::format("total: {} quantized, {} passed through; {} weights in {} at {:.4f} bpw, SQNR {} dB\n",
+  text += fmt::format("total: {} quantized, {} passed through; {} weights in {} at {:.4f} bpw\n",
                       cli::count_noun(results.size(), "tensor", "tensors"),
-                      cli::count_noun(passed, "tensor", "tensors"), t.weights, cli::format_bytes(t.bytes),
-                      t.bpw(), db_text(t.sqnr_db()));
+                      cli::count_noun(passed, "tensor", "tensors"), t.weights, cli::format_bytes(t.bytes), t.bpw());
+  if (!results.empty()) {
+    text += fmt::format("SQNR dB: median {}, element-weighted {}, worst {} ({}), energy-weighted {}\n",
+                        db_text(t.median_db), db_text(t.element_db), db_text(t.worst_db), cli::escape_text(t.worst),
+                        db_text(t.sqnr_db()));
+  }
   if (args.dry_run) {
     text += "dry run: nothing written\n";
   } else if (sha256) {
@@ -80,7 +105,7 @@ json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, cons
       j["bytes"] = m.bytes;
       j["bpw"] = m.bpw;
       j["rel_rmse"] = cli::json_number(m.stats.rel_rmse);
-      j["sqnr_db"] = cli::json_number(m.stats.sqnr_db, true);
+      j["sqnr_db"] = cli::json_number(m.stats.sqnr_db);
       j["max_abs"] = cli::json_number(m.stats.max_abs);
       j["clipped_share"] = m.stats.clipped_share;
       j["weighted_sse"] = cli::json_number(m.stats.weighted_sse);
@@ -98,7 +123,12 @@ json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, cons
                 {"weights", t.weights},
                 {"bytes", t.bytes},
                 {"bpw", t.bpw()},
-                {"sqnr_db", cli::json_number(t.sqnr_db(), true)},
+                {"sqnr_db", cli::json_number(t.sqnr_db())},
+                {"sqnr_db_energy_weighted", cli::json_number(t.sqnr_db())},
+                {"sqnr_db_median", cli::json_number(t.median_db)},
+                {"sqnr_db_element_weighted", cli::json_number(t.element_db)},
+                {"sqnr_db_worst", cli::json_number(t.worst_db)},
+                {"worst_tensor", results.empty() ? json(nullptr) : json(t.worst)},
                 {"weighted_sse", cli::json_number(t.weighted_sse)}}},
               {"output_bytes", out_bytes},
               {"output_sha256", sha256 ? json(*sha256) : json(nullptr)}};

@@ -22,12 +22,21 @@ struct WriteOutcome {
   uint64_t bytes = 0;
 };
 
+// How the writer gets at the input: `read` fetches an input tensor, `release` says it
+// has been written (TensorReader::release), `requantize` quantizes a result again
+// whose parts were dropped to bound memory.
+struct InputAccess {
+  std::function<Tensor(size_t)> read;
+  std::function<void(size_t)> release;
+  std::function<quant::Quantized(const Result&)> requantize;
+};
+
 // Write the output: in input order, each quantized tensor as its parts NAME.<suffix>,
-// every other tensor unchanged (`read_input` fetches it); the `tk` metadata gets the
-// layout records and the provenance.
+// every other tensor unchanged; the `tk` metadata gets the layout records and the
+// provenance.
 WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
                              const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
-                             const std::vector<Result>& results, const std::function<Tensor(size_t)>& read_input);
+                             const std::vector<Result>& results, const InputAccess& input);
 
 // Per-tensor table and totals (text on stdout, or on stderr when stdout carries the
 // data), and the --json document.

@@ -1,27 +1,26 @@
 #include "session.h"
 
 #include <cmath>
+#include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "cli/display_text.h"
 #include "cli/number_format.h"
+#include "cli/output.h"
 #include "measure.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
+#include "tk/quant/view.h"
 
 namespace tk::tquant {
-
-Source::Source(std::unique_ptr<io::TensorReader> reader) : reader_(std::move(reader)) {
-  if (reader_->random_access()) return;
-  for (size_t i = 0; i < reader_->tensors().size(); ++i) held_.push_back(reader_->read(i));
-}
-
-Tensor Source::read(size_t index) { return held_.empty() ? reader_->read(index) : held_[index]; }
 
 std::vector<float> Source::read_f32(size_t index, bool* finite) {
   Tensor t = read(index);
   std::vector<float> x(t.numel());
   convert_to_f32(t.dtype(), t.data(), 0, t.numel(), x.data());
+  reader_->release(index);
   bool ok = true;
   for (float v : x) ok &= std::isfinite(v);
   *finite = ok;
@@ -36,9 +35,74 @@ const quant::Scheme& Session::scheme(const std::string& spec) {
 
 quant::QuantOptions Session::options_for(const PlanEntry& e) const {
   quant::QuantOptions o = base;
+  if (e.group_size > 0) o.group_size = e.group_size;
   int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
   o.importance = quant::importance_for(importance, e.info.name, cols);
   return o;
+}
+
+bool Session::fits(const std::string& spec, const PlanEntry& e) {
+  const quant::Scheme& sc = scheme(spec);
+  const quant::QuantOptions o = options_for(e);
+  const Shape& shape = e.info.shape;
+  const int64_t view = quant::choose_view_cols(sc, shape, o);
+  const uint64_t n = shape_numel(shape);
+  const uint64_t stored = quant::padded_values(sc, view == 0 ? 0 : static_cast<int64_t>(n) / view, view, o);
+  return (stored - n) * 16 <= n;
+}
+
+namespace {
+
+// Bits per code of a scheme spec, for its integer fallback; 0 when it has none.
+int fallback_bits(const std::string& spec) {
+  if (spec.size() == 3 && spec[0] == 'q' && spec[2] == 'k') return spec[1] - '0';
+  if (spec == "nf4" || spec == "mxfp4" || spec == "nvfp4") return 4;
+  if (spec.rfind("mxfp6", 0) == 0) return 6;
+  if (spec.rfind("mxfp8", 0) == 0 || spec == "mxint8") return 8;
+  for (const char* family : {"int", "trellis:", "kmeans:"}) {
+    const size_t n = std::strlen(family);
+    if (spec.rfind(family, 0) == 0 && spec.size() > n && spec[n] >= '2' && spec[n] <= '8') return spec[n] - '0';
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string Session::fit_fixed(PlanEntry& e) {
+  if (fits(e.scheme, e)) return {};
+  const std::string original = e.scheme;
+  const int64_t block = scheme(original).row_block(e.info.shape.empty() ? 1 : e.info.shape.back(), options_for(e));
+  const std::string why = fmt::format("{} cannot fill {}'s blocks of {}", cli::count_noun(shape_numel(e.info.shape), "value", "values"),
+                                      original, block);
+  if (const int bits = fallback_bits(original); bits > 0) {
+    PlanEntry trial = e;
+    trial.scheme = "int" + std::to_string(bits);
+    for (int64_t group : {32, 16, 8}) {
+      trial.group_size = group;
+      if (!fits(trial.scheme, trial)) continue;
+      e.scheme = trial.scheme;
+      e.group_size = group;
+      e.reason += fmt::format(", fallback {} g{} ({})", e.scheme, group, why);
+      return fmt::format("notice: {}: {}; quantized with {} g{} instead", e.info.name, why, e.scheme, group);
+    }
+  }
+  e.quantize = false;
+  e.reason = "kept: " + why;
+  return fmt::format("notice: {}: {}; kept in {}", e.info.name, why, dtype_name(e.info.dtype));
+}
+
+void Session::check_importance_names(const std::vector<io::TensorInfo>& infos) const {
+  std::set<std::string> names;
+  for (const io::TensorInfo& info : infos) names.insert(info.name);
+  size_t unmatched = 0;
+  std::string example;
+  for (const auto& [name, values] : importance) {
+    if (names.count(name)) continue;
+    if (unmatched++ == 0) example = name;
+  }
+  if (unmatched == 0) return;
+  tool.warning(fmt::format("{} of {} --importance entries match no tensor of the input (e.g. '{}'); they are unused",
+                           unmatched, importance.size(), cli::escape_text(example)));
 }
 
 bool Session::accept_values(PlanEntry& e, bool finite) {
@@ -81,13 +145,29 @@ double weighted_signal(const std::vector<float>& x, int64_t cols, const float* i
 
 }  // namespace
 
+uint64_t weights_to_quantize(const std::vector<PlanEntry>& plan) {
+  uint64_t n = 0;
+  for (const PlanEntry& e : plan) n += e.quantize ? shape_numel(e.info.shape) : 0;
+  return n;
+}
+
+void LongRunWarning::check(const cli::WorkMeter& meter, const char* phase) {
+  if (said_ || meter.seconds() < 10 || meter.eta_seconds() < kWarnSeconds) return;
+  said_ = true;
+  tool_.warning(fmt::format("{} will take about {} more at {:.2g} weights/s{}", phase,
+                            cli::format_duration(meter.eta_seconds()), meter.rate(), hint_));
+}
+
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
                                   const std::vector<std::string>& candidates, cli::Progress& progress) {
   for (const auto& c : candidates) s.scheme(c);
   CandidateTable table;
+  cli::WorkMeter meter(weights_to_quantize(plan));
+  LongRunWarning slow(s.tool, "; fewer --candidates shorten it");
   for (size_t k = 0; k < plan.size(); ++k) {
     PlanEntry& e = plan[k];
-    progress.show(fmt::format("measuring {}/{}: {}", k + 1, plan.size(), e.info.name));
+    progress.show(fmt::format("measuring {}/{} tensors, {}: {}", k + 1, plan.size(), meter.text("weights"), e.info.name));
+    slow.check(meter, "measuring the candidates");
     bool finite = true;
     std::vector<float> x;
     if (e.quantize) x = src.read_f32(e.index, &finite);
@@ -95,12 +175,13 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
       table.pass_bytes += e.info.nbytes;
       continue;
     }
+    meter.add(x.size());
     quant::QuantOptions o = s.options_for(e);
     int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
-    table.weights += x.size();
     double signal = weighted_signal(x, cols, o.importance);
     if (!e.budgeted) {
       Measured m = quantize_measure(s.scheme(e.scheme), x, e.info.shape, o, false);
+      table.weights += x.size();
       table.fixed_bytes += m.bytes;
       table.fixed_error += m.stats.weighted_sse;
       table.fixed_signal += signal;
@@ -110,6 +191,7 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     std::vector<std::string> usable;
     for (const std::string& c : candidates) {
       try {
+        if (!s.fits(c, e)) continue;
         Measured m = quantize_measure(s.scheme(c), x, e.info.shape, o, false);
         item.bytes.push_back(m.bytes);
         item.error.push_back(m.stats.weighted_sse);
@@ -118,7 +200,14 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
         if (err.kind() != ErrorKind::kUsage) throw;
       }
     }
-    if (usable.empty()) throw usage_error("no candidate scheme applies", "tensor '" + e.info.name + "'");
+    if (usable.empty()) {
+      e.quantize = false;
+      e.budgeted = false;
+      e.reason = "kept: no candidate fills its blocks";
+      table.pass_bytes += e.info.nbytes;
+      continue;
+    }
+    table.weights += x.size();
     table.items.push_back(std::move(item));
     table.entries.push_back(&e);
     table.usable.push_back(std::move(usable));
@@ -127,13 +216,33 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
   return table;
 }
 
+namespace {
+
+// What the output file holds besides tensor data, over-estimated: the header entries of
+// every stored tensor, the layout records, the input's metadata and the provenance.
+uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan, const io::Metadata& metadata) {
+  const bool hdf5 = cli::output_format(s.args.output, s.args.format) == io::FileFormat::kHdf5;
+  const uint64_t per_tensor = hdf5 ? 2048 : 96;
+  uint64_t bytes = 4096;
+  for (const auto& [key, value] : metadata) bytes += key.size() + value.size() + 8;
+  for (const PlanEntry& e : plan) {
+    const uint64_t stored = e.quantize ? 4 : 1;  // parts of a quantized tensor: at most 4
+    bytes += stored * (e.info.name.size() + 16 + per_tensor) + (e.quantize ? e.info.name.size() + 320 : 0);
+  }
+  return bytes;
+}
+
+}  // namespace
+
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
   CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args), progress);
   if (t.items.empty()) return;
   const bool by_bpw = s.args.budget.has_value();
   uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
                              : cli::bytes_parse(s.args.size, "--size");
-  uint64_t reserved = t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes);
+  // --size is the output file's size: pass-through tensors and the header count too.
+  uint64_t reserved =
+      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src.reader().metadata()));
   uint64_t min_bytes = quant::budget_min_bytes(t.items) + reserved;
   if (capacity < min_bytes) {
     if (by_bpw) {

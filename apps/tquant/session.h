@@ -15,20 +15,21 @@
 
 namespace tk::tquant {
 
-// The input's tensors: read on demand from a random-access reader, or all held in
-// memory when the input is a pipe (the budget reads tensors twice, and the writer
-// wants them in its own order).
+// The input's tensors, read on demand from a random-access reader (a pipe is spooled
+// by cli::open_seekable_reader): the budget reads tensors twice, and the writer wants
+// them in its own order, with memory bounded by the tensors in hand.
 class Source {
  public:
-  explicit Source(std::unique_ptr<io::TensorReader> reader);
+  explicit Source(std::unique_ptr<io::TensorReader> reader) : reader_(std::move(reader)) {}
   const io::TensorReader& reader() const { return *reader_; }
-  Tensor read(size_t index);
-  // The tensor as f32; `finite` tells whether every value is.
+  Tensor read(size_t index) { return reader_->read(index); }
+  // See TensorReader::release.
+  void release(size_t index) { reader_->release(index); }
+  // The tensor as f32 (then released); `finite` tells whether every value is.
   std::vector<float> read_f32(size_t index, bool* finite);
 
  private:
   std::unique_ptr<io::TensorReader> reader_;
-  std::vector<Tensor> held_;
 };
 
 struct Session {
@@ -39,8 +40,17 @@ struct Session {
   std::map<std::string, std::unique_ptr<quant::Scheme>> schemes;
 
   const quant::Scheme& scheme(const std::string& spec);
-  // base + the tensor's importance vector.
+  // base + the entry's group size + the tensor's importance vector.
   quant::QuantOptions options_for(const PlanEntry& e) const;
+  // Whether `spec` fills its blocks on this tensor under its best view (at most 1/16
+  // of the values stored are padding); kUsage errors of the scheme propagate.
+  bool fits(const std::string& spec, const PlanEntry& e);
+  // A fixed scheme that cannot fill its blocks here: fall back to the integer scheme
+  // of as many bits with groups of 32, 16 or 8 (as llama.cpp falls back from k-quants),
+  // or keep the tensor; the reason says which. Returns a notice line, or empty.
+  std::string fit_fixed(PlanEntry& e);
+  // Warn once about entries of the importance file that match no tensor.
+  void check_importance_names(const std::vector<io::TensorInfo>& infos) const;
   // NaN/Inf: kInvalidInput naming the tensor, or with --allow-nonfinite a warning and
   // the entry turned into a pass-through (returns false).
   bool accept_values(PlanEntry& e, bool finite);
@@ -56,6 +66,22 @@ struct CandidateTable {
   double fixed_error = 0, fixed_signal = 0;
   uint64_t pass_bytes = 0;   // tensors passed through
   uint64_t weights = 0;      // elements of all quantized tensors
+};
+
+// Elements of the tensors the plan quantizes.
+uint64_t weights_to_quantize(const std::vector<PlanEntry>& plan);
+
+// One warning when a phase's ETA passes kWarnSeconds (checked after 10 s of it).
+class LongRunWarning {
+ public:
+  static constexpr double kWarnSeconds = 600;
+  LongRunWarning(const cli::Tool& tool, std::string hint) : tool_(tool), hint_(std::move(hint)) {}
+  void check(const cli::WorkMeter& meter, const char* phase);
+
+ private:
+  const cli::Tool& tool_;
+  std::string hint_;
+  bool said_ = false;
 };
 
 std::vector<std::string> split_list(const std::string& text);

@@ -34,6 +34,9 @@ struct QuantArgs {
   std::vector<std::string> rules;      // --rule GLOB=SCHEME
   std::vector<std::string> keep;       // --keep GLOB
   bool no_default_keep = false;        // --no-default-keep
+  int64_t min_elements = 4096;         // --min-elements: smaller tensors are kept
+  bool quantize_embeddings = false;    // --quantize-embeddings
+  bool keep_lm_head = false;           // --keep-lm-head
   bool explain = false;                // --explain
   bool dry_run = false;                // --dry-run
   bool allow_nonfinite = false;        // --allow-nonfinite
@@ -46,8 +49,12 @@ struct DequantArgs {
   std::string dtype;  // f32|bf16|f16; empty: each tensor's original dtype
 };
 
-// Tensors kept in their dtype unless a --rule names them: norms, biases, embeddings.
+// Names kept in their dtype by default (norms, biases, anchors in HF, PyTorch,
+// TF/Keras and JAX naming), and the embedding and output-head names that
+// --quantize-embeddings and --keep-lm-head decide.
 const std::vector<std::string>& default_keep_globs();
+const std::vector<std::string>& embedding_globs();
+const std::vector<std::string>& lm_head_globs();
 // The candidate schemes of --budget when --candidates is not given.
 std::vector<std::string> default_candidates();
 

@@ -28,7 +28,7 @@ std::optional<std::string> file_sha256(const std::string& path) {
 
 WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
                              const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
-                             const std::vector<Result>& results, const std::function<Tensor(size_t)>& read_input) {
+                             const std::vector<Result>& results, const InputAccess& input) {
   std::map<const PlanEntry*, const Result*> by_entry;
   for (const Result& r : results) by_entry[r.entry] = &r;
 
@@ -42,12 +42,17 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
       slots.push_back({e.index, nullptr, {}});
       continue;
     }
-    const quant::Quantized& q = it->second->measured.q;
-    records[e.info.name] = quant::layout_record(q, e.info.dtype);
-    for (const auto& [suffix, part] : q.parts) {
-      infos.push_back({quant::layout_part_name(e.info.name, suffix), part.dtype(), part.shape(), part.nbytes()});
+    const Measured& m = it->second->measured;
+    quant::LayoutRecord record = quant::layout_record(m.q, e.info.dtype);
+    record.parts.clear();
+    for (const auto& [suffix, part] : m.part_infos) {
+      const auto& [dtype, shape] = part;
+      infos.push_back({quant::layout_part_name(e.info.name, suffix), dtype, shape,
+                       dtype_storage_bytes(dtype, shape_numel(shape))});
       slots.push_back({e.index, it->second, suffix});
+      record.parts.push_back(suffix);
     }
+    records[e.info.name] = std::move(record);
   }
   io::Metadata metadata = input_metadata;
   std::optional<std::string> previous;
@@ -59,9 +64,19 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
   options.format = format;
   auto writer = io::open_writer(args.output, options);
   WriteOutcome outcome;
+  const Result* cached = nullptr;  // the last result quantized again, and its parts
+  quant::Quantized again;
   for (size_t k : writer->begin(infos, metadata)) {
     const OutputSlot& s = slots[k];
-    writer->write(k, s.result ? s.result->measured.q.parts.at(s.suffix) : read_input(s.input_index));
+    if (!s.result) {
+      writer->write(k, input.read(s.input_index));
+      input.release(s.input_index);
+    } else if (!s.result->measured.q.parts.empty()) {
+      writer->write(k, s.result->measured.q.parts.at(s.suffix));
+    } else {
+      if (cached != s.result) again = input.requantize(*s.result), cached = s.result;
+      writer->write(k, again.parts.at(s.suffix));
+    }
     outcome.bytes += infos[k].nbytes;
   }
   writer->finish();

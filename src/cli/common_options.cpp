@@ -71,7 +71,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
     return [&dst](const std::vector<std::string>& values) { dst.insert(dst.end(), values.begin(), values.end()); };
   };
   app.add_option_function<std::vector<std::string>>("-t,--tensors", append_to(o.tensors),
-                                                     "Select tensors whose name matches GLOB (* and ?); repeatable")
+                                                     "Only the tensors whose name matches GLOB (* and ?); the others are left out of the output. Repeatable")
       ->type_name("GLOB")
       ->allow_extra_args(false);
   app.add_option_function<std::vector<std::string>>("--exclude", append_to(o.exclude),

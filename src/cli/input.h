@@ -19,4 +19,12 @@ void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::s
 std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::string& path,
                                               const io::ReadOptions& options = {});
 
+// A reader that takes indices in any order, for tools that read tensors twice or in
+// their own order, with memory bounded by the tensor being read: `path` itself when it
+// is a regular file, a directory or a shard index; standard input or another stream is
+// first copied to a temporary file in $TMPDIR (unlinked at once, so nothing is left
+// behind) and mapped from there; TensorReader::release() keeps the resident part small.
+// Errors name the stream ("<stdin>"), not the temporary file.
+std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path);
+
 }  // namespace tk::cli

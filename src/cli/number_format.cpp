@@ -33,9 +33,8 @@ std::string format_number(double value) {
   return buf;
 }
 
-nlohmann::json json_number(double value, bool keep_infinity) {
+nlohmann::json json_number(double value) {
   if (std::isfinite(value)) return value;
-  if (keep_infinity && std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return nullptr;
 }
 
@@ -56,18 +55,20 @@ uint64_t bytes_parse(const std::string& text, const std::string& flag) {
     throw usage_error("not a byte count: '" + text + "'", flag);
   }
   std::string unit = text.substr(used);
-  for (const char* suffix : {"iB", "B", "i"})
-    if (unit.size() > 1 && unit.ends_with(suffix) && unit.size() == 1 + std::strlen(suffix)) {
-      unit.resize(1);
-      break;
-    }
+  double base = 1024;  // "K", "KiB"
+  if (unit.size() == 2 && unit[1] == 'B') {
+    base = 1000;  // "KB", "kB"
+    unit.resize(1);
+  } else if (unit.size() == 3 && unit.ends_with("iB")) {
+    unit.resize(1);
+  }
   double scale = 1;
   if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "k") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else throw usage_error("not a byte count: '" + text + "' (use a number with K, M, G or T)", flag);
+  else if (unit == "K" || unit == "k") scale = base;
+  else if (unit == "M") scale = base * base;
+  else if (unit == "G") scale = base * base * base;
+  else if (unit == "T") scale = base * base * base * base;
+  else throw usage_error("not a byte count: '" + text + "' (use a number with KB, MB, GB, KiB, MiB, GiB, ...)", flag);
   double bytes = value * scale;
   if (!(bytes >= 0) || bytes > 9.0e18) throw usage_error("byte count out of range: '" + text + "'", flag);
   return static_cast<uint64_t>(bytes + 0.5);

@@ -15,9 +15,9 @@ std::string format_bytes(uint64_t bytes);
 std::string format_number(double value);
 
 // A floating-point value for a JSON report: the number, or null when it is not finite
-// (JSON has no NaN or infinity). Infinity is reported as the string "inf"/"-inf" when
-// `keep_infinity` is set, for fields such as an SQNR where +inf means "exact".
-nlohmann::json json_number(double value, bool keep_infinity = false);
+// (JSON has no NaN or infinity; an SQNR of null means "exact"). Always a JSON number or
+// null, never a string, so that consumers need no special case.
+nlohmann::json json_number(double value);
 
 // "1 tensor", "5 tensors".
 std::string count_noun(uint64_t n, const char* singular, const char* plural);
@@ -26,9 +26,10 @@ std::string count_noun(uint64_t n, const char* singular, const char* plural);
 
 namespace tk::cli {
 
-// Parse a byte count for a command line: "4096", "64K", "512MiB", "1.5G", "2GB" (K, M,
-// G, T with or without "i"/"iB"/"B" are powers of 1024). Throws kUsage naming `flag`
-// on anything else.
+// Parse a byte count for a command line, units as written: "4096", "600KB" (SI: kB/KB,
+// MB, GB, TB are powers of 1000), "512MiB" (IEC: KiB, MiB, GiB, TiB are powers of 1024),
+// and the bare letters "64K", "1.5G" as powers of 1024 (as dd and sort read them).
+// Throws kUsage naming `flag` on anything else.
 uint64_t bytes_parse(const std::string& text, const std::string& flag);
 
 }  // namespace tk::cli

@@ -9,6 +9,28 @@
 
 namespace tk::cli {
 
+// The rate and the time left of one phase of work counted in units (weights, bytes),
+// for progress lines and for warning before a run that will take long.
+class WorkMeter {
+ public:
+  explicit WorkMeter(uint64_t total);
+  void add(uint64_t units) { done_ += units; }
+  uint64_t done() const { return done_; }
+  double seconds() const;
+  // Units per second and seconds left; 0 until a second has passed.
+  double rate() const;
+  double eta_seconds() const;
+  // "1.2M/10.8M weights, 0.9M weights/s, ETA 11 s" (rate and ETA once known).
+  std::string text(std::string_view unit) const;
+
+ private:
+  uint64_t total_, done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// "42 s", "3 min 5 s", "2 h 10 min".
+std::string format_duration(double seconds);
+
 class Progress {
  public:
   // `label` starts the line ("tconvert").

@@ -1,5 +1,8 @@
 // safetensors reader: a memory map with zero-copy tensor views for regular files, a
 // sequential reader (tensors in data-offset order) for pipes and memory streams.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -88,6 +91,19 @@ class MappedReader final : public TensorReader {
       }
       return Tensor(info.dtype, info.shape, std::move(bytes));
     });
+  }
+
+  // The mapping is private and read-only, so dropping its pages loses nothing: a later
+  // access faults them in again from the file.
+  void release(size_t index) override {
+    if (index >= infos_.size() || infos_[index].nbytes == 0) return;
+    static const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const auto base = reinterpret_cast<uintptr_t>(file_.data());
+    const uint64_t at = data_start_ + offsets_[index];
+    const uint64_t first = (base + at) / page * page;
+    const uint64_t end = std::min<uint64_t>(base + file_.size(), base + at + infos_[index].nbytes);
+    const uint64_t last = (end + page - 1) / page * page;
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   }
 
  private:

@@ -159,6 +159,12 @@ class ShardedReader final : public TensorReader {
     return shards_[shard]->read(i);
   }
 
+  void release(size_t index) override {
+    if (index >= locations_.size()) return;
+    auto [shard, i] = locations_[index];
+    shards_[shard]->release(i);
+  }
+
  private:
   std::vector<std::unique_ptr<TensorReader>> shards_;
   std::vector<std::pair<size_t, size_t>> locations_;  // (shard, index in shard) per tensor

@@ -69,6 +69,12 @@ class TensorReader {
   // kUsage when a sequential reader is asked to go back.
   virtual Tensor read(size_t index) = 0;
 
+  // A hint that the caller is done with tensor `index` for now: a mapped reader drops
+  // the tensor's pages from the process (they stay in the page cache, and a later read
+  // maps them again), so that a pass over a large file keeps its resident memory near
+  // one tensor. Tensors already returned stay valid. The default does nothing.
+  virtual void release(size_t index) { (void)index; }
+
   using PieceSink = std::function<void(std::span<const uint8_t>)>;
   // Deliver the bytes of tensor `index` to `sink` in consecutive pieces of `piece_bytes`
   // (the last one may be shorter), under the same ordering rules as read(). Sequential

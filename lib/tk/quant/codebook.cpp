@@ -252,6 +252,10 @@ class KmeansScheme final : public Scheme {
     return "k-means codebook of " + std::to_string(1 << bits_) +
            " f16 levels per tensor, row or group; optional f16 outliers";
   }
+  int64_t row_block(int64_t cols, const QuantOptions& options) const override {
+    const KmeansLayout l = plan_layout(1, cols, bits_, options);
+    return l.granularity == Granularity::kGroup ? l.segment : 1;
+  }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     KmeansLayout l = plan_layout(rows, cols, bits_, options);
     uint64_t n = static_cast<uint64_t>(rows * cols);

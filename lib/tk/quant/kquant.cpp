@@ -88,6 +88,7 @@ class KScheme final : public Scheme {
            std::to_string(f_.scale_bits) + "-bit sub-block scales" + (f_.asymmetric ? " and mins" : "");
   }
 
+  int64_t row_block(int64_t, const QuantOptions&) const override { return kSuper; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
     const Layout l = make_layout(Shape{rows, cols}, kSuper);
     return static_cast<double>(stored_bytes(l)) * 8.0 / static_cast<double>(rows * cols);

@@ -66,6 +66,7 @@ class MxScheme final : public Scheme {
     return std::string(f_.name) + ": OCP MX v1.0, blocks of 32 with an E8M0 scale (--scale-rule floor|ceil|search)";
   }
 
+  int64_t row_block(int64_t, const QuantOptions&) const override { return kBlock; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
     const Layout l = make_layout(Shape{rows, cols}, kBlock);
     const double bytes = static_cast<double>(l.rows * l.padded_cols * bits_ / 8 + l.rows * l.groups_per_row);

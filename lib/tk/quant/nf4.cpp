@@ -48,6 +48,7 @@ class Nf4Scheme final : public Scheme {
     return "nf4: normal-float 4-bit, blocks of 64, optional double quantization of the scales";
   }
 
+  int64_t row_block(int64_t, const QuantOptions& o) const override { return layout_for(Shape{1, 8}, o).group; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
     const Layout l = layout_for(Shape{rows, cols}, o);
     return static_cast<double>(stored_bytes(l, o)) * 8.0 / static_cast<double>(rows * cols);

@@ -43,6 +43,7 @@ class Nvfp4Scheme final : public Scheme {
     return "nvfp4: E2M1 in blocks of 16 with an E4M3 block scale and an f32 tensor scale";
   }
 
+  int64_t row_block(int64_t, const QuantOptions&) const override { return kBlock; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
     const Layout l = make_layout(Shape{rows, cols}, kBlock);
     const double bytes = static_cast<double>(l.rows * l.padded_cols / 2 + l.rows * l.groups_per_row + 4);

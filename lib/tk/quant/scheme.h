@@ -67,6 +67,12 @@ class Scheme {
   virtual std::string description() const = 0;
   // Exact bits per weight of a rows x cols tensor with these options, all parts counted.
   virtual double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const = 0;
+  // Rows of `cols` values are padded with zeros to a multiple of this many values under
+  // these options (1: no padding). tk::quant::choose_view uses it to fill blocks.
+  virtual int64_t row_block(int64_t cols, const QuantOptions& options) const {
+    (void)cols, (void)options;
+    return 1;
+  }
   // Quantize `x` (numel(shape) f32 values, finite). Throws kUsage for options the
   // scheme does not take (e.g. a group size that is not a multiple of its block).
   virtual Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const = 0;

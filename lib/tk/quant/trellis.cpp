@@ -381,6 +381,9 @@ class TrellisScheme final : public Scheme {
            "-bit bitshift trellis, Viterbi search), f16 codebook of 2^" + std::to_string(l_) +
            " values learned per tensor, one scale per group (default 256)";
   }
+  int64_t row_block(int64_t cols, const QuantOptions& o) const override {
+    return o.granularity == Granularity::kChannel ? 8 : group_of(o, cols);
+  }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     if (rows * cols == 0) return 0;
     const Layout l = make_layout({rows, cols}, group_of(options, cols));

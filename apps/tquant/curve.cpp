@@ -78,7 +78,7 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
   selection.check_all_patterns_used();
   std::vector<std::string> candidates = candidate_list(args);
   cli::Progress progress(tool.options().show_progress, tool.name());
-  CandidateTable t = measure_candidates(session, src, plan, candidates, progress);
+  CandidateTable t = measure_candidates(session, src, plan, candidates, progress, false);
   progress.clear();
   if (t.items.empty()) throw usage_error("no tensor to quantize");
   double signal = t.fixed_signal;

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-elements", q.min_elements, "Keep tensors of fewer elements (default 4096)")->type_name("N");
   app.add_flag("--quantize-embeddings", q.quantize_embeddings, "Quantize embeddings too (kept by default)");
   app.add_flag("--keep-lm-head", q.keep_lm_head, "Keep the output head (lm_head, output.weight) unquantized");
+  app.add_flag("--exact-budget", q.exact_budget,
+               "Measure every candidate on every row (default: large tensors on a sample of rows, then "
+               "whole where the sample does not decide)");
   app.add_flag("--explain", q.explain, "Print the default keep rules and the decision for every tensor");
   app.add_flag("--dry-run", q.dry_run, "Quantize and report, but write nothing");
   app.add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf unquantized instead of failing");

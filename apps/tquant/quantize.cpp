@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "results.h"
 #include "session.h"
+#include "spill.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/view.h"
@@ -141,14 +142,18 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     if (std::string n = session.fit_fixed(e); !n.empty()) notices.push_back(std::move(n));
   }
   cli::Progress progress(common.show_progress, tool.name());
-  if (budget) allocate(session, src, plan, progress);
+  if (budget) {
+    if (std::string account = allocate(session, src, plan, progress); !account.empty()) {
+      notices.push_back("notice: " + account);
+    }
+  }
   if (args.explain) explain(session, plan);
 
-  // Parts are held for writing up to kHeldBytes; past that they are dropped and the
-  // tensor is quantized again when the writer comes to it (the same bytes: quantizing
-  // is deterministic), so memory stays bounded by a few tensors.
+  // Parts are held for writing up to kHeldBytes; past that they are set aside in a
+  // temporary file, so memory stays bounded by a few tensors.
   constexpr uint64_t kHeldBytes = uint64_t{64} << 20;
   uint64_t held = 0;
+  PartSpill spill;
   std::vector<Result> results;
   cli::WorkMeter meter(weights_to_quantize(plan));
   LongRunWarning slow(tool, "");
@@ -164,7 +169,12 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     meter.add(x.size());
     if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
     held += m.bytes;
-    if (held > kHeldBytes) m.q.parts.clear();
+    if (held > kHeldBytes && !args.dry_run) {
+      for (const auto& [suffix, part] : m.q.parts) m.spilled[suffix] = spill.append(part);
+      m.q.parts.clear();
+    } else if (held > kHeldBytes) {
+      m.q.parts.clear();
+    }
     results.push_back({&e, std::move(m)});
   }
   progress.clear();
@@ -172,15 +182,8 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   std::optional<std::string> sha256;
   uint64_t out_bytes = 0;
   if (!args.dry_run) {
-    auto requantize = [&](const Result& r) {
-      bool finite = true;
-      std::vector<float> x = src.read_f32(r.entry->index, &finite);
-      return quantize_measure(session.scheme(r.entry->scheme), x, r.entry->info.shape, session.options_for(*r.entry),
-                              true)
-          .q;
-    };
     InputAccess input{[&src](size_t index) { return src.read(index); },
-                      [&src](size_t index) { src.release(index); }, requantize};
+                      [&src](size_t index) { src.release(index); }, &spill};
     WriteOutcome w = write_quantized(tool, args, format, src.reader().metadata(), plan, results, input);
     sha256 = w.sha256;
     out_bytes = w.bytes;

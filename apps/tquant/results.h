@@ -22,13 +22,15 @@ struct WriteOutcome {
   uint64_t bytes = 0;
 };
 
+class PartSpill;
+
 // How the writer gets at the input: `read` fetches an input tensor, `release` says it
-// has been written (TensorReader::release), `requantize` quantizes a result again
-// whose parts were dropped to bound memory.
+// has been written (TensorReader::release); `spill` holds the parts of results that
+// were set aside to bound memory.
 struct InputAccess {
   std::function<Tensor(size_t)> read;
   std::function<void(size_t)> release;
-  std::function<quant::Quantized(const Result&)> requantize;
+  const PartSpill* spill = nullptr;
 };
 
 // Write the output: in input order, each quantized tensor as its parts NAME.<suffix>,

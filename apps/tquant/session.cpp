@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -159,7 +160,7 @@ void LongRunWarning::check(const cli::WorkMeter& meter, const char* phase) {
 }
 
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress) {
+                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample) {
   for (const auto& c : candidates) s.scheme(c);
   CandidateTable table;
   cli::WorkMeter meter(weights_to_quantize(plan));
@@ -189,12 +190,24 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     }
     quant::BudgetItem item;
     std::vector<std::string> usable;
+    std::vector<Estimate> estimates;
+    std::map<std::pair<int64_t, int64_t>, RowSample> samples;  // most candidates share one
     for (const std::string& c : candidates) {
       try {
         if (!s.fits(c, e)) continue;
-        Measured m = quantize_measure(s.scheme(c), x, e.info.shape, o, false);
-        item.bytes.push_back(m.bytes);
-        item.error.push_back(m.stats.weighted_sse);
+        const quant::Scheme& scheme = s.scheme(c);
+        const RowSample* rows = nullptr;
+        if (sample) {
+          const int64_t view = quant::choose_view_cols(scheme, e.info.shape, o);
+          const std::pair<int64_t, int64_t> key{view, kSampleShare};
+          auto it = samples.find(key);
+          if (it == samples.end()) it = samples.emplace(key, sample_rows(x, view, cols, o.importance)).first;
+          rows = &it->second;
+        }
+        const Estimate est = estimate_error(scheme, x, e.info.shape, o, rows);
+        item.bytes.push_back(est.bytes);
+        item.error.push_back(est.error);
+        estimates.push_back(est);
         usable.push_back(c);
       } catch (const Error& err) {
         if (err.kind() != ErrorKind::kUsage) throw;
@@ -211,6 +224,9 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     table.items.push_back(std::move(item));
     table.entries.push_back(&e);
     table.usable.push_back(std::move(usable));
+    table.estimates.push_back(std::move(estimates));
+    for (auto& [view, rows] : samples) rows.picked = {};  // only the energies are needed now
+    table.samples.push_back(std::move(samples));
     table.signal.push_back(signal);
   }
   return table;
@@ -234,9 +250,72 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
 
 }  // namespace
 
-void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
-  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args), progress);
-  if (t.items.empty()) return;
+namespace {
+
+// How far apart the error estimates of candidates a and b of tensor i may lie while
+// the sampling leaves their order open: paired on a shared sample where both were
+// estimated on it, else the sum of their own spreads (kConfidence standard errors
+// plus the bias allowance).
+double margin(const CandidateTable& t, size_t i, size_t a, size_t b) {
+  const Estimate& ea = t.estimates[i][a];
+  const Estimate& eb = t.estimates[i][b];
+  const double own = kConfidence * (ea.se + eb.se) + ea.bias + eb.bias;
+  auto it = t.samples[i].find({ea.view, ea.share});
+  if (it == t.samples[i].end()) return own;
+  return std::min(own, paired_spread(ea, eb, it->second) + ea.bias + eb.bias);
+}
+
+// Drop tensor i's candidates that cannot win: an estimate worse, beyond the margin,
+// than another candidate of no more bytes (or equal to it in both, after it).
+size_t drop_dominated(CandidateTable& t, size_t i) {
+  quant::BudgetItem& item = t.items[i];
+  const size_t n = item.bytes.size();
+  std::vector<char> keep(n, 1);
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t c = 0; c < n && keep[j]; ++c) {
+      if (c == j || !keep[c] || item.bytes[c] > item.bytes[j]) continue;
+      const bool beaten = item.error[j] - item.error[c] > margin(t, i, c, j);
+      const bool tie_lower = item.bytes[c] == item.bytes[j] && item.error[c] == item.error[j] && c < j;
+      if (beaten || tie_lower) keep[j] = 0;
+    }
+  }
+  size_t kept = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (!keep[j]) continue;
+    item.bytes[kept] = item.bytes[j];
+    item.error[kept] = item.error[j];
+    t.usable[i][kept] = t.usable[i][j];
+    t.estimates[i][kept] = std::move(t.estimates[i][j]);
+    ++kept;
+  }
+  item.bytes.resize(kept), item.error.resize(kept), t.usable[i].resize(kept), t.estimates[i].resize(kept);
+  return n - kept;
+}
+
+// The estimated candidates of tensor i that the solve's choice does not decide: the
+// chosen one and those whose error lies within the margin of it.
+std::vector<size_t> undecided(const CandidateTable& t, size_t i, int choice) {
+  std::vector<size_t> out;
+  const auto c = static_cast<size_t>(choice);
+  for (size_t j = 0; j < t.items[i].bytes.size(); ++j) {
+    if (j == c) continue;
+    if (std::fabs(t.items[i].error[j] - t.items[i].error[c]) > margin(t, i, c, j)) continue;
+    if (!t.estimates[i][j].exact) out.push_back(j);
+    if (!t.estimates[i][c].exact && (out.empty() || out.front() != c)) out.insert(out.begin(), c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
+  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args), progress, !s.args.exact_budget);
+  if (t.items.empty()) return {};
+  size_t estimated = 0, refined = 0, measured = 0, dropped = 0;
+  for (size_t i = 0; i < t.items.size(); ++i) {
+    for (const Estimate& e : t.estimates[i]) estimated += !e.exact;
+    dropped += drop_dominated(t, i);
+  }
   const bool by_bpw = s.args.budget.has_value();
   uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
                              : cli::bytes_parse(s.args.size, "--size");
@@ -254,7 +333,48 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
                       "--size");
   }
   quant::BudgetResult r = quant::budget_solve(t.items, capacity - reserved);
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < t.items.size(); ++i) {
+      const std::vector<size_t> todo = undecided(t, i, r.choice[i]);
+      if (todo.empty()) continue;
+      PlanEntry& e = *t.entries[i];
+      progress.show(fmt::format("measuring again: {} ({} candidates)", e.info.name, todo.size()));
+      bool finite = true;
+      const std::vector<float> x = src.read_f32(e.index, &finite);
+      const quant::QuantOptions o = s.options_for(e);
+      const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
+      for (size_t j : todo) {
+        const quant::Scheme& scheme = s.scheme(t.usable[i][j]);
+        const Estimate& was = t.estimates[i][j];
+        // A sample four times larger, on rows shared by the other candidates refined
+        // with it; whole once that would be most of the tensor.
+        const std::pair<int64_t, int64_t> key{was.view, was.share / 4};
+        auto it = t.samples[i].find(key);
+        if (it == t.samples[i].end() || it->second.picked.empty()) {
+          it = t.samples[i].insert_or_assign(key, sample_rows(x, was.view, cols, o.importance, key.second)).first;
+        }
+        const Estimate again = estimate_error(scheme, x, e.info.shape, o, key.second >= 4 ? &it->second : nullptr);
+        s.tool.verbose(1, fmt::format("{} {}: estimated error {:.6g} (standard error {:.3g}, bias allowance {:.3g}) "
+                                      "on 1/{} of the rows; {} {:.6g} ({:+.2f}%)",
+                                      cli::escape_text(e.info.name), t.usable[i][j], was.error, was.se, was.bias,
+                                      was.share, again.exact ? "whole" : fmt::format("on 1/{}", again.share),
+                                      again.error, 100 * (was.error / again.error - 1)));
+        t.items[i].error[j] = again.error;
+        t.estimates[i][j] = again;
+        (again.exact ? measured : refined) += 1;
+      }
+      for (auto& [key, sample] : t.samples[i]) sample.picked = {};
+      again = true;
+    }
+    if (again) r = quant::budget_solve(t.items, capacity - reserved);
+  }
   for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i]->scheme = t.usable[i][r.choice[i]];
+  if (estimated == 0) return {};
+  return fmt::format("budget: {} candidate errors estimated on samples of rows, {} dropped as beaten beyond the "
+                     "estimates' margin; where the estimate did not decide, {} estimated again on larger samples "
+                     "and {} measured whole (--exact-budget measures all)",
+                     estimated, dropped, refined, measured);
 }
 
 }  // namespace tk::tquant

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/progress.h"
+#include "measure.h"
 #include "plan.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/budget.h"
@@ -61,6 +62,9 @@ struct CandidateTable {
   std::vector<quant::BudgetItem> items;        // per budgeted tensor
   std::vector<PlanEntry*> entries;             // the same tensors
   std::vector<std::vector<std::string>> usable;  // candidates that applied, per tensor
+  std::vector<std::vector<Estimate>> estimates;  // per tensor, per usable candidate
+  // Per tensor, by (view, share); their values dropped once measured.
+  std::vector<std::map<std::pair<int64_t, int64_t>, RowSample>> samples;
   std::vector<double> signal;                  // importance-weighted sum of x^2, per tensor
   uint64_t fixed_bytes = 0;  // tensors quantized with a --rule scheme
   double fixed_error = 0, fixed_signal = 0;
@@ -86,11 +90,17 @@ class LongRunWarning {
 
 std::vector<std::string> split_list(const std::string& text);
 std::vector<std::string> candidate_list(const QuantArgs& args);
+// `sample`: estimate the errors of large tensors on a sample of rows (estimate_error).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress);
+                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);
 // --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest
-// reachable bpw (or size) when the budget is below it.
-void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress);
+// reachable bpw (or size) when the budget is below it. Errors are estimated on samples
+// (unless --exact-budget); candidates whose estimate is worse, beyond the estimates'
+// margin, than a candidate no larger are dropped; after each solve, the chosen
+// candidate and any other whose estimated error lies within the margin of it are
+// estimated again on a sample four times larger (and at last measured whole), and the
+// budget is solved again until no choice rests on an undecided estimate. Returns a one-line account for the summary.
+std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress);
 
 // tquant curve: single schemes against budgeted allocations.
 int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_path);

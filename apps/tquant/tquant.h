@@ -40,6 +40,7 @@ struct QuantArgs {
   bool explain = false;                // --explain
   bool dry_run = false;                // --dry-run
   bool allow_nonfinite = false;        // --allow-nonfinite
+  bool exact_budget = false;           // --exact-budget: measure every candidate whole
 };
 
 struct DequantArgs {

@@ -3,6 +3,7 @@
 
 #include "cli/provenance.h"
 #include "results.h"
+#include "spill.h"
 #include "tk/codec/sha256.h"
 #include "tk/quant/layout.h"
 
@@ -64,8 +65,6 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
   options.format = format;
   auto writer = io::open_writer(args.output, options);
   WriteOutcome outcome;
-  const Result* cached = nullptr;  // the last result quantized again, and its parts
-  quant::Quantized again;
   for (size_t k : writer->begin(infos, metadata)) {
     const OutputSlot& s = slots[k];
     if (!s.result) {
@@ -74,8 +73,8 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
     } else if (!s.result->measured.q.parts.empty()) {
       writer->write(k, s.result->measured.q.parts.at(s.suffix));
     } else {
-      if (cached != s.result) again = input.requantize(*s.result), cached = s.result;
-      writer->write(k, again.parts.at(s.suffix));
+      const auto& [dtype, shape] = s.result->measured.part_infos.at(s.suffix);
+      writer->write(k, input.spill->read(s.result->measured.spilled.at(s.suffix), dtype, shape));
     }
     outcome.bytes += infos[k].nbytes;
   }

@@ -228,6 +228,7 @@ uint64_t outlier_count(uint64_t n, double fraction) {
 // Flat positions of the largest importance-weighted magnitudes, ascending.
 std::vector<uint64_t> pick_outliers(const float* x, uint64_t n, int64_t cols,
                                     const float* importance, uint64_t count) {
+  if (count == 0) return {};
   std::vector<uint64_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
   auto score = [&](uint64_t i) {
@@ -255,6 +256,9 @@ class KmeansScheme final : public Scheme {
   int64_t row_block(int64_t cols, const QuantOptions& options) const override {
     const KmeansLayout l = plan_layout(1, cols, bits_, options);
     return l.granularity == Granularity::kGroup ? l.segment : 1;
+  }
+  bool rows_independent(const QuantOptions& options) const override {
+    return options.granularity == Granularity::kChannel || options.granularity == Granularity::kGroup;
   }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     KmeansLayout l = plan_layout(rows, cols, bits_, options);

@@ -37,6 +37,7 @@ class Fp8Scheme final : public Scheme {
     return name_ + ": FP8 codes with an f32 scale per tensor (or per channel), saturating";
   }
 
+  bool rows_independent(const QuantOptions& o) const override { return per_channel(o); }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
     const double numel = static_cast<double>(rows * cols);
     const double scales = per_channel(o) ? static_cast<double>(rows) : 1.0;

@@ -44,6 +44,8 @@ class Nvfp4Scheme final : public Scheme {
   }
 
   int64_t row_block(int64_t, const QuantOptions&) const override { return kBlock; }
+  // The tensor scale is the largest magnitude's: a sample holding the largest row has it.
+  bool rows_independent(const QuantOptions&) const override { return true; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
     const Layout l = make_layout(Shape{rows, cols}, kBlock);
     const double bytes = static_cast<double>(l.rows * l.padded_cols / 2 + l.rows * l.groups_per_row + 4);

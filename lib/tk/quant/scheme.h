@@ -73,6 +73,15 @@ class Scheme {
     (void)cols, (void)options;
     return 1;
   }
+  // Whether each row's codes and error depend on that row alone under these options
+  // (scales per row or block), or on the rest of the tensor only through its largest
+  // magnitude (which a sample holding the tensor's largest rows shares), so that the
+  // error on such a sample of rows estimates the tensor's without bias. False where
+  // something is fitted to the whole tensor: a codebook, a searched per-tensor scale.
+  virtual bool rows_independent(const QuantOptions& options) const {
+    (void)options;
+    return true;
+  }
   // Quantize `x` (numel(shape) f32 values, finite). Throws kUsage for options the
   // scheme does not take (e.g. a group size that is not a multiple of its block).
   virtual Quantized quantize(const float* x, const Shape& shape, const QuantOptions& options) const = 0;

@@ -384,6 +384,7 @@ class TrellisScheme final : public Scheme {
   int64_t row_block(int64_t cols, const QuantOptions& o) const override {
     return o.granularity == Granularity::kChannel ? 8 : group_of(o, cols);
   }
+  bool rows_independent(const QuantOptions&) const override { return false; }  // one codebook
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     if (rows * cols == 0) return 0;
     const Layout l = make_layout({rows, cols}, group_of(options, cols));

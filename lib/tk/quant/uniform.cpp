@@ -49,6 +49,7 @@ class IntScheme final : public Scheme {
   int64_t row_block(int64_t, const QuantOptions& o) const override {
     return granularity(o) == Granularity::kGroup ? layout_for(Shape{1, 8}, o).group : 8;
   }
+  bool rows_independent(const QuantOptions& o) const override { return granularity(o) != Granularity::kTensor; }
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& o) const override {
     const Layout l = layout_for(Shape{rows, cols}, o);
     const double numel = static_cast<double>(rows * cols);

@@ -127,6 +127,7 @@ class VqScheme final : public Scheme {
            std::to_string(dim_) + " values, rows scaled by their RMS (granularity channel)";
   }
   int64_t row_block(int64_t, const QuantOptions&) const override { return dim_; }
+  bool rows_independent(const QuantOptions&) const override { return false; }  // one codebook
   double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions& options) const override {
     if (rows * cols == 0) return 0;
     int64_t vectors = rows * padded(cols) / dim_;

@@ -42,44 +42,41 @@ double seconds_per_iteration(const decomp::Decomposition& d) {
 
 std::string ranks_text(const std::vector<int64_t>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
 
+// The fields every entry has.
+json common_json(const Outcome& o, const char* stored) {
+  const auto& d = o.model;
+  return {{"name", d.name},
+          {"method", decomp::method_name(d.method)},
+          {"shape", d.shape},
+          {"dtype", dtype_name(d.dtype)},
+          {"stored", stored},
+          {"seconds", d.seconds},
+          {"bytes_in", o.source_bytes},
+          {"bytes_out", o.stored_bytes()},
+          {"compression_ratio", cli::json_number(ratio(o))}};
+}
+
 // A kept tensor: exact, stored in its own dtype; the decomposition's size when one was
 // computed.
 json kept_json(const Outcome& o) {
-  const auto& d = o.model;
-  json j = {{"name", d.name},
-            {"method", decomp::method_name(d.method)},
-            {"shape", d.shape},
-            {"dtype", dtype_name(d.dtype)},
-            {"stored", "kept"},
-            {"rel_error", 0.0},
-            {"fit", 1.0},
-            {"seconds", d.seconds},
-            {"bytes_in", o.source_bytes},
-            {"bytes_out", o.stored_bytes()},
-            {"compression_ratio", cli::json_number(ratio(o))}};
-  if (!d.parts.empty()) j["decomposition_bytes"] = d.stored_bytes();
+  json j = common_json(o, "kept");
+  j["rel_error"] = 0.0;
+  j["fit"] = 1.0;
+  if (!o.model.parts.empty()) j["decomposition_bytes"] = o.model.stored_bytes();
   return j;
 }
 
 json outcome_json(const Outcome& o) {
   if (o.kept) return kept_json(o);
   const auto& d = o.model;
-  json j = {{"name", d.name},
-            {"method", decomp::method_name(d.method)},
-            {"shape", d.shape},
-            {"dtype", dtype_name(d.dtype)},
-            {"stored", "decomposition"},
-            {"ranks", d.ranks},
-            {"factor_dtype", dtype_name(d.factor_dtype)},
-            {"rel_error", cli::json_number(d.rel_error)},
-            {"fit", cli::json_number(d.fit())},
-            {"iterations", d.iterations},
-            {"converged", d.converged},
-            {"seconds", d.seconds},
-            {"seconds_per_iteration", seconds_per_iteration(d)},
-            {"bytes_in", o.source_bytes},
-            {"bytes_out", o.stored_bytes()},
-            {"compression_ratio", cli::json_number(ratio(o))}};
+  json j = common_json(o, "decomposition");
+  j["ranks"] = d.ranks;
+  j["factor_dtype"] = dtype_name(d.factor_dtype);
+  j["rel_error"] = cli::json_number(d.rel_error);
+  j["fit"] = cli::json_number(d.fit());
+  j["iterations"] = d.iterations;
+  j["converged"] = d.converged;
+  j["seconds_per_iteration"] = seconds_per_iteration(d);
   if (d.method == decomp::Method::kTt) j["tt_shape"] = d.tt_shape;
   if (d.seed) j["seed"] = *d.seed;
   if (!o.budget.empty()) {

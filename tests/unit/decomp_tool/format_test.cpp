@@ -87,13 +87,19 @@ TEST(DecompFormat, TtReconstructMatchesLoops) {
   EXPECT_EQ(d.parts[1].shape, (Shape{2, 4, 3}));
 }
 
-TEST(DecompFormat, RescalReconstructMatchesLoops) {
-  const int64_t n = 5, m = 3, rank = 2;
+// A RESCAL result of n entities, m relations and this rank, with Gaussian A and R.
+RescalResult gaussian_rescal(int64_t n, int64_t m, int64_t rank, uint64_t seed) {
   RescalResult r;
   r.n = n;
   r.m = m;
-  r.a = gaussian(n * rank, 30);
-  r.r = gaussian(m * rank * rank, 31);
+  r.a = gaussian(n * rank, seed);
+  r.r = gaussian(m * rank * rank, seed + 1);
+  return r;
+}
+
+TEST(DecompFormat, RescalReconstructMatchesLoops) {
+  const int64_t n = 5, m = 3, rank = 2;
+  const RescalResult r = gaussian_rescal(n, m, rank, 30);
   Decomposition d = from_rescal("rel", {n, n, m}, DType::kF32, r);
   std::vector<double> want(n * n * m, 0.0);
   for (int64_t i = 0; i < n; ++i)
@@ -111,11 +117,7 @@ TEST(DecompFormat, RescalReconstructMatchesLoops) {
 
 TEST(DecompFormat, RescalOlderLayoutIsReadAsStored) {
   const int64_t n = 4, m = 2, rank = 2;
-  RescalResult r;
-  r.n = n;
-  r.m = m;
-  r.a = gaussian(n * rank, 40);
-  r.r = gaussian(m * rank * rank, 41);
+  const RescalResult r = gaussian_rescal(n, m, rank, 40);
   Decomposition d = from_rescal("rel", {n, n, m}, DType::kF64, r);
   d.factor_dtype = DType::kF64;
   EXPECT_EQ(parse_decomp_metadata(decomp_metadata({d}, {}, std::nullopt))[0].parts[1].shape, (Shape{rank, rank, m}));

@@ -1,6 +1,9 @@
 #include <filesystem>
 #include <map>
 
+#include <fmt/format.h>
+
+#include "cli/progress.h"
 #include "cli/provenance.h"
 #include "results.h"
 #include "spill.h"
@@ -65,8 +68,15 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
   options.format = format;
   auto writer = io::open_writer(args.output, options);
   WriteOutcome outcome;
+  uint64_t total = 0;
+  for (const io::TensorInfo& info : infos) total += info.nbytes;
+  cli::Progress progress(tool.options().show_progress, tool.name());
+  cli::WorkMeter meter(total);
+  size_t written = 0;
   for (size_t k : writer->begin(infos, metadata)) {
     const OutputSlot& s = slots[k];
+    progress.show(fmt::format("writing {}/{} tensors, {}", ++written, infos.size(), meter.text("bytes")));
+    meter.add(infos[k].nbytes);
     if (!s.result) {
       writer->write(k, input.read(s.input_index));
       input.release(s.input_index);

@@ -88,16 +88,6 @@ std::string tns_tensor_name(const std::string& path) {
   return base.empty() ? std::string("tensor") : base;
 }
 
-std::vector<size_t> selected_tensors(const io::TensorReader& reader, cli::TensorSelection selection) {
-  std::vector<size_t> picked;
-  const auto& infos = reader.tensors();
-  for (size_t i = 0; i < infos.size(); ++i)
-    if (selection.selects(infos[i].name)) picked.push_back(i);
-  selection.check_all_patterns_used();
-  if (picked.empty()) throw invalid_input("no tensor to decompose");
-  return picked;
-}
-
 std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::TensorReader& reader,
                                          const std::string& method, const Shape& reshape, bool explain) {
   cli::TensorSelection selection = tool.options().selection();

@@ -44,8 +44,6 @@ struct Source {
   Tensor tensor;
 };
 
-// Indices of the tensors `selection` picks, in storage order; every -t must match.
-std::vector<size_t> selected_tensors(const io::TensorReader& reader, cli::TensorSelection selection);
 
 // The tensors `method` ("cp", "tucker", "tt", "rescal") decomposes, in storage order,
 // decided from the headers. Without -t, tensors it cannot take (order below 2, not

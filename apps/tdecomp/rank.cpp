@@ -124,7 +124,10 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
   } else {
     auto reader = input.open_reader();
     cli::warn_skipped(tool, *reader, o.input);
-    for (size_t index : selected_tensors(*reader, common.selection())) sources.push_back(read_source(*reader, index, file));
+    // Tensors the method cannot take are skipped with a notice, as in the decompositions.
+    for (size_t index : tensors_to_decompose(tool, *reader, o.method, {}, false)) {
+      sources.push_back(read_source(*reader, index, file));
+    }
   }
   if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
 

@@ -75,10 +75,7 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
   s.rows = view == 0 ? 0 : n / view;
   const int64_t k = std::max(kSampleMinRows, (s.rows + share - 1) / share);
   if (s.rows < 4 * k) return s;  // too few rows: measured whole
-  if (importance) {
-    s.importance.resize(static_cast<size_t>(view));
-    for (int64_t c = 0; c < view; ++c) s.importance[c] = importance[c % cols];
-  }
+  if (importance) s.importance = quant::repeat_columns(importance, cols, view);
   // Each row's peak magnitude and (weighted) energy, in one pass.
   std::vector<float> peak(static_cast<size_t>(s.rows));
   std::vector<double> energy(static_cast<size_t>(s.rows));

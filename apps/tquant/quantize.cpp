@@ -165,14 +165,12 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;
-    Measured m = quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), true);
+    Measured m = quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), !args.dry_run);
     meter.add(x.size());
     if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
-    held += m.bytes;
-    if (held > kHeldBytes && !args.dry_run) {
+    held += m.q.stored_bytes();
+    if (held > kHeldBytes) {
       for (const auto& [suffix, part] : m.q.parts) m.spilled[suffix] = spill.append(part);
-      m.q.parts.clear();
-    } else if (held > kHeldBytes) {
       m.q.parts.clear();
     }
     results.push_back({&e, std::move(m)});

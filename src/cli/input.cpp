@@ -1,16 +1,12 @@
 #include "cli/input.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
 
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
+#include "tk/io/temp_file.h"
 
 namespace tk::cli {
 
@@ -21,6 +17,11 @@ std::string replace_all(std::string text, const std::string& from, const std::st
     text.replace(at, from.size(), to);
   }
   return text;
+}
+
+// `e` with the temporary file's name `from` replaced by the stream's `to`.
+Error renamed(const Error& e, const std::string& from, const std::string& to) {
+  return Error(e.kind(), replace_all(e.message(), from, to), replace_all(e.where(), from, to));
 }
 
 // A reader of a spooled copy whose errors name the original stream.
@@ -35,52 +36,27 @@ class SpooledReader final : public io::TensorReader {
   io::FileFormat format() const override { return inner_->format(); }
   bool random_access() const override { return true; }
   Tensor read(size_t index) override {
-    return renamed([&] { return inner_->read(index); });
+    return located([&] { return inner_->read(index); });
   }
   void release(size_t index) override { inner_->release(index); }
   void read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink) override {
-    renamed([&] {
+    located([&] {
       inner_->read_pieces(index, piece_bytes, sink);
       return 0;
     });
   }
 
  private:
-  template <typename Fn> auto renamed(Fn&& fn) -> decltype(fn()) {
+  template <typename Fn> auto located(Fn&& fn) -> decltype(fn()) {
     try {
       return fn();
     } catch (const Error& e) {
-      throw Error(e.kind(), replace_all(e.message(), spool_, name_), replace_all(e.where(), spool_, name_));
+      throw renamed(e, spool_, name_);
     }
   }
   std::unique_ptr<io::TensorReader> inner_;
   std::string spool_, name_;
 };
-
-// Copy `in` to a new temporary file; returns its path.
-std::string spool(io::InputStream& in) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/tk-spool-XXXXXX";
-  const int fd = ::mkstemp(path.data());
-  if (fd < 0) throw io_error(std::string("cannot create a temporary file: ") + std::strerror(errno), path);
-  std::vector<uint8_t> block(size_t{1} << 20);
-  try {
-    for (size_t n; (n = in.read(block.data(), block.size())) > 0;) {
-      for (size_t done = 0; done < n;) {
-        const ssize_t w = ::write(fd, block.data() + done, n - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) throw io_error(std::string("cannot write a temporary copy: ") + std::strerror(errno), in.name());
-        done += static_cast<size_t>(w);
-      }
-    }
-  } catch (...) {
-    ::close(fd);
-    ::unlink(path.c_str());
-    throw;
-  }
-  ::close(fd);
-  return path;
-}
 
 }  // namespace
 
@@ -103,15 +79,18 @@ std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const s
   }
   auto in = io::InputStream::open(path);
   const std::string name = in->name();
-  const std::string copy = spool(*in);
+  io::TempFile spool;  // unlinked when it goes: the reader keeps its own descriptor
+  if (!spool.create("tk-spool")) {
+    throw errno_error("cannot create a temporary file", io::TempFile::directory(), errno);
+  }
+  io::copy_to_temp(*in, spool);
+  const std::string copy = spool.path();
   std::unique_ptr<io::TensorReader> inner;
   try {
     inner = io::open_reader(copy);
   } catch (const Error& e) {
-    ::unlink(copy.c_str());
-    throw Error(e.kind(), replace_all(e.message(), copy, name), replace_all(e.where(), copy, name));
+    throw renamed(e, copy, name);
   }
-  ::unlink(copy.c_str());
   auto reader = std::make_unique<SpooledReader>(std::move(inner), copy, name);
   warn_skipped(tool, *reader, path);
   return reader;

@@ -20,6 +20,7 @@
 
 #include "tk/io/hdf5.h"
 #include "tk/io/hdf5_types.h"
+#include "tk/io/temp_file.h"
 
 namespace tk::io {
 
@@ -44,24 +45,13 @@ struct DatasetEntry {
   H5Z_filter_t missing_filter = -1;  // a filter of its pipeline this process lacks
 };
 
-// A pipe copied into a temporary file (hdf5::SpoolFile), so that HDF5 reads it like any
-// file: one copy of the data, in the page cache, instead of a memory image that HDF5
-// would copy again. Returns its size; false when no temporary file can be created (the
-// caller falls back to memory).
-bool spool_input(hdf5::SpoolFile& spool, InputStream& in, uint64_t* bytes) {
-  if (!spool.create()) return false;
-  std::vector<uint8_t> chunk(1 << 20);
-  uint64_t total = 0;
-  for (size_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) {
-    for (size_t done = 0; done < got;) {
-      ssize_t w = ::write(spool.fd(), chunk.data() + done, got - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) throw errno_error("cannot buffer the HDF5 stream in a temporary file", in.name(), errno);
-      done += static_cast<size_t>(w);
-    }
-    total += got;
-  }
-  *bytes = total;
+// A pipe copied into a temporary file, so that HDF5 reads it like any file: one copy of
+// the data, in the page cache, instead of a memory image that HDF5 would copy again.
+// Returns its size; false when no temporary file can be created (the caller falls back
+// to memory).
+bool spool_input(TempFile& spool, InputStream& in, uint64_t* bytes) {
+  if (!spool.create("tk-hdf5")) return false;
+  *bytes = copy_to_temp(in, spool);
   return true;
 }
 
@@ -85,7 +75,7 @@ class Hdf5Reader final : public TensorReader {
   std::string name_;
   uint64_t file_size_ = 0;
   Buffer image_;  // the file image of a memory stream
-  hdf5::SpoolFile spool_;  // the copy of a pipe; outlives file_
+  TempFile spool_;  // the copy of a pipe; outlives file_
   Hid file_;
   std::vector<DatasetEntry> entries_;
   std::map<haddr_t, std::string> groups_seen_;  // address -> the path it was listed under

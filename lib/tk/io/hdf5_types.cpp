@@ -265,22 +265,4 @@ std::optional<DType> classify_type(hid_t type) {
   return result;
 }
 
-SpoolFile::~SpoolFile() {
-  remove_name();
-  if (fd_ >= 0) ::close(fd_);
-}
-
-bool SpoolFile::create() {
-  const char* dir = std::getenv("TMPDIR");
-  path_ = std::string(dir && *dir ? dir : "/tmp") + "/tk-hdf5-XXXXXX";
-  fd_ = ::mkstemp(path_.data());
-  if (fd_ < 0) path_.clear();
-  return fd_ >= 0;
-}
-
-void SpoolFile::remove_name() {
-  if (!path_.empty()) ::unlink(path_.c_str());
-  path_.clear();
-}
-
 }  // namespace tk::io::hdf5

@@ -81,24 +81,4 @@ std::string describe_unsupported_type(hid_t type);
 // True for the dtypes stored as uint8 with a `tk_dtype` attribute.
 bool is_narrow_float(DType dtype);
 
-// A temporary file in $TMPDIR (or /tmp) for HDF5 to use by name where the caller has a
-// stream: a pipe to read, stdout to write. remove_name() unlinks it as soon as HDF5 has
-// opened it, so nothing is left behind; fd() keeps the data until destruction.
-class SpoolFile {
- public:
-  SpoolFile() = default;
-  SpoolFile(const SpoolFile&) = delete;
-  SpoolFile& operator=(const SpoolFile&) = delete;
-  ~SpoolFile();
-  // False when no temporary file can be created.
-  bool create();
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-  void remove_name();
-
- private:
-  std::string path_;
-  int fd_ = -1;
-};
-
 }  // namespace tk::io::hdf5

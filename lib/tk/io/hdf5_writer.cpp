@@ -15,6 +15,7 @@
 
 #include "tk/io/hdf5.h"
 #include "tk/io/hdf5_types.h"
+#include "tk/io/temp_file.h"
 
 namespace tk::io {
 
@@ -126,7 +127,7 @@ class Hdf5Writer final : public TensorWriter {
 
   std::unique_ptr<OutputStream> out_;
   WriteOptions options_;
-  hdf5::SpoolFile spool_;  // stdout or memory: the file HDF5 writes; outlives file_
+  TempFile spool_;  // stdout or memory: the file HDF5 writes; outlives file_
   Hid file_;
   Hid bf16_type_;  // committed named datatype, when a tensor is BF16
   std::string bf16_type_name_ = "bfloat16";
@@ -146,7 +147,7 @@ void Hdf5Writer::create_file() {
   auto path = out_->temp_path();
   if (path) {
     file_ = Hid(H5Fcreate(path->c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  } else if (spool_.create()) {
+  } else if (spool_.create("tk-hdf5")) {
     // stdout or memory: HDF5 writes by seeking, so it writes a temporary file, copied
     // out at the end; its name is gone once HDF5 has it open.
     file_ = Hid(H5Fcreate(spool_.path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));

@@ -51,6 +51,12 @@ int64_t choose_view_cols(const Scheme& scheme, const Shape& shape, const QuantOp
   return best;
 }
 
+std::vector<float> repeat_columns(const float* values, int64_t cols, int64_t view_cols) {
+  std::vector<float> out(static_cast<size_t>(view_cols));
+  for (int64_t c = 0; c < view_cols; ++c) out[c] = values[c % cols];
+  return out;
+}
+
 Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape, int64_t view_cols,
                         const QuantOptions& options) {
   const int64_t cols = last_dim(shape);
@@ -63,8 +69,7 @@ Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape
   QuantOptions o = options;
   std::vector<float> importance;
   if (options.importance) {
-    importance.resize(static_cast<size_t>(view_cols));
-    for (int64_t c = 0; c < view_cols; ++c) importance[c] = options.importance[c % cols];
+    importance = repeat_columns(options.importance, cols, view_cols);
     o.importance = importance.data();
   }
   Quantized q = scheme.quantize(x, Shape{numel / view_cols, view_cols}, o);

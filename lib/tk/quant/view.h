@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tk/quant/scheme.h"
 
@@ -28,6 +29,10 @@ uint64_t padded_values(const Scheme& scheme, int64_t rows, int64_t cols, const Q
 // Columns of the chosen view of `shape` (see above). Throws like the scheme's
 // row_block for options the scheme does not take.
 int64_t choose_view_cols(const Scheme& scheme, const Shape& shape, const QuantOptions& options);
+
+// Per-column values (importance) of a tensor with `cols` columns, repeated along the
+// `view_cols` columns of a view (a multiple of `cols`).
+std::vector<float> repeat_columns(const float* values, int64_t cols, int64_t view_cols);
 
 // Quantize under the view with `view_cols` columns (a multiple of the last dimension
 // that divides the tensor). The result has the original shape and, for a view other

@@ -1,6 +1,6 @@
 # tensorkit: `make demo` and `make test` work from a clean clone on Debian 12.
 # Each installs what is missing (scripts/install-deps.sh), configures and builds, then runs.
-# NATIVE=0 builds portable binaries instead of tuning for this machine.
+# NATIVE=0 builds portable binaries (the vector kernels are still chosen at run time).
 
 BUILD    ?= build
 NATIVE   ?= 1
@@ -45,17 +45,20 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
-# Every libFuzzer target (tests/fuzz) for FUZZ_SECONDS each (clang), each from its
-# committed seeds (tests/fuzz/corpus/NAME) in a working corpus under fuzz-corpus/NAME.
-FUZZ_TARGETS := safetensors tkz json ckpt_manifest store_manifest
+# Every libFuzzer target (tests/fuzz/fuzz_NAME.cpp) for FUZZ_SECONDS each (clang), each
+# from its committed seeds (tests/fuzz/corpus/NAME) and regressions (tests/fuzz/regressions/NAME)
+# in a working corpus under fuzz-corpus/NAME; what crashes lands in fuzz-corpus/artifacts/.
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 fuzz: deps
 	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_FUZZ=ON
 	@cmake --build build-fuzz -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
-	@mkdir -p fuzz-corpus/safetensors && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
+	@mkdir -p fuzz-corpus/safetensors fuzz-corpus/artifacts && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	  mkdir -p fuzz-corpus/$$t; cp -n tests/fuzz/corpus/$$t/* fuzz-corpus/$$t/ 2>/dev/null || true; \
+	  mkdir -p fuzz-corpus/$$t; cp -n tests/fuzz/corpus/$$t/* tests/fuzz/regressions/$$t/* fuzz-corpus/$$t/ 2>/dev/null || true; \
 	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)"; \
-	  ./build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 fuzz-corpus/$$t; \
+	  ASAN_OPTIONS=allocator_may_return_null=1 LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp:fast_unwind_on_malloc=0 \
+	  ./build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=25 -print_final_stats=1 \
+	    -artifact_prefix=fuzz-corpus/artifacts/$$t- fuzz-corpus/$$t; \
 	done
 
 # Crash-consistency proof of the checkpoint engine: 200 SIGKILLs at random points of a
@@ -73,6 +76,21 @@ crash-test-mpi: build
 
 bench-io: build
 	bash scripts/bench/io.sh
+
+# Install the tools, libtkckpt, the headers and the CMake and pkg-config packages into
+# PREFIX, e.g. make install PREFIX=/apps/tensorkit/0.1.0 for an environment module (DESTDIR
+# stages the tree elsewhere). `package` makes a .deb of the same tree under /usr, in
+# $(BUILD)/packages.
+PREFIX ?= /usr/local
+.PHONY: install package
+
+install: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(native_flag) $(CMAKE_FLAGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	@cmake --build $(BUILD) -j$(JOBS)
+	cmake --install $(BUILD)
+
+package: build
+	cpack --config $(BUILD)/CPackConfig.cmake
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

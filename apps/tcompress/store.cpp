@@ -11,7 +11,7 @@
 #include "cli/output.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
-#include "tk/codec/store.h"
+#include "tk/store/store.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
@@ -63,7 +63,7 @@ json ratio_json(uint64_t logical, uint64_t stored) {
   return static_cast<double>(logical) / static_cast<double>(stored);
 }
 
-json file_json(const codec::StoreFileInfo& f) {
+json file_json(const store::StoreFileInfo& f) {
   return {{"name", f.name},
           {"kind", f.kind},
           {"base", f.base.empty() ? json(nullptr) : json(f.base)},
@@ -82,15 +82,15 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
   if (c.add->count("--name") > 0 && c.name.empty()) throw usage_error("--name needs a non-empty NAME");
   if (!c.name.empty() && c.inputs.size() > 1) throw usage_error("--name needs exactly one FILE");
   cli::check_binary_input(c.inputs, cli::stdin_is_terminal());
-  codec::Store store = codec::Store::open(c.dir, true);
-  codec::StoreAddOptions options;
+  store::Store store = store::Store::open(c.dir, true);
+  store::StoreAddOptions options;
   options.name = c.name;
   options.base = c.base;
   options.deltas = !c.no_delta;
   options.lossless.threads = tool.options().threads;
   json rows = json::array();
   for (const std::string& input : c.inputs) {
-    codec::StoreAddResult r;
+    store::StoreAddResult r;
     try {
       r = store.add(input, options);
     } catch (const Error& e) {
@@ -125,10 +125,10 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
 int run_get(cli::Tool& tool, const StoreCommand& c) {
   cli::check_binary_output(c.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(c.output);
-  codec::Store store = codec::Store::open(c.dir, false);
+  store::Store store = store::Store::open(c.dir, false);
   if (!store.contains(c.name)) throw invalid_input("no file named '" + c.name + "' in the store", c.dir);
   auto out = io::OutputStream::open(c.output);
-  codec::StoreGetResult r = store.get(c.name, *out, tool.options().threads);
+  store::StoreGetResult r = store.get(c.name, *out, tool.options().threads);
   out->commit();
   tool.summary(fmt::format("{}: {} restored, SHA-256 {} verified", c.name, cli::format_bytes(r.bytes), r.sha256));
   if (tool.options().json)
@@ -138,8 +138,8 @@ int run_get(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_ls(cli::Tool& tool, const StoreCommand& c) {
-  codec::Store store = codec::Store::open(c.dir, false);
-  codec::StoreStats st = store.stats();
+  store::Store store = store::Store::open(c.dir, false);
+  store::StoreStats st = store.stats();
   cli::TextTable table({"NAME", "KIND", "SIZE", "STORED", "TENSORS", "BASE", "ADDED"});
   json rows = json::array();
   for (const auto& f : st.files) {
@@ -153,8 +153,8 @@ int run_ls(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_stats(cli::Tool& tool, const StoreCommand& c) {
-  codec::Store store = codec::Store::open(c.dir, false);
-  codec::StoreStats st = store.stats();
+  store::Store store = store::Store::open(c.dir, false);
+  store::StoreStats st = store.stats();
   cli::TextTable table({"NAME", "SIZE", "STORED", "UNIQUE", "RATIO"});
   json rows = json::array();
   for (const auto& f : st.files) {
@@ -198,7 +198,7 @@ int run_stats(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_rm(cli::Tool& tool, const StoreCommand& c) {
-  codec::Store store = codec::Store::open(c.dir, false);
+  store::Store store = store::Store::open(c.dir, false);
   for (const std::string& name : c.names) {
     store.remove(name);
     tool.summary(fmt::format("removed {} (its objects go at the next gc)", name));
@@ -208,8 +208,8 @@ int run_rm(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_gc(cli::Tool& tool, const StoreCommand& c) {
-  codec::Store store = codec::Store::open(c.dir, false);
-  codec::StoreGcReport r = store.gc();
+  store::Store store = store::Store::open(c.dir, false);
+  store::StoreGcReport r = store.gc();
   tool.summary(fmt::format("removed {}, {} freed; removed {}",
                            cli::count_noun(r.objects_removed, "unreferenced object", "unreferenced objects"),
                            cli::format_bytes(r.bytes_freed),
@@ -224,8 +224,8 @@ int run_gc(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_verify(cli::Tool& tool, const StoreCommand& c) {
-  codec::Store store = codec::Store::open(c.dir, false);
-  codec::StoreVerifyReport r = store.verify(c.repair, tool.options().threads);
+  store::Store store = store::Store::open(c.dir, false);
+  store::StoreVerifyReport r = store.verify(c.repair, tool.options().threads);
   for (const std::string& p : r.problems) tool.warning(p);
   for (const std::string& p : r.removed) tool.summary("removed " + p);
   if (c.repair)

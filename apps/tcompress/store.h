@@ -1,4 +1,4 @@
-// tcompress store: the deduplicating model store (lib/tk/codec/store.h) from the command
+// tcompress store: the deduplicating model store (lib/tk/store/store.h) from the command
 // line: `tcompress store add|get|ls|rm|gc|stats|verify --store DIR`.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include "input.h"
 #include "settings.h"
 #include "tk/core/error.h"
+#include "tk/decomp/decompose.h"
 #include "tk/io/stream.h"
 
 namespace tk::tdecomp {
@@ -123,18 +124,6 @@ void load_init_file(const Job& job, decomp::CpOptions& c) {
   c.init_factors = decomp::to_cp(init).factors;
 }
 
-template <typename T> Decomposition run_cp(const Job& job, const decomp::DenseView<T>& x, const uint8_t* mask) {
-  decomp::CpOptions c = cp_options(job, job.o.rank);
-  c.mask = mask;
-  if (!job.o.init_file.empty()) load_init_file(job, c);
-  Decomposition d = decomp::from_cp(job.source.name, job.source.tensor.shape(), job.source.tensor.dtype(),
-                                    decomp::cp_als(x, c));
-  d.seed = job.s.seed;
-  d.notes["init"] = job.o.init_file.empty() ? job.o.init : "file";
-  if (mask) d.notes["masked"] = "true";
-  return d;
-}
-
 decomp::TuckerOptions tucker_options(const Job& job) {
   decomp::TuckerOptions t;
   t.ranks = job.s.ranks;
@@ -152,41 +141,43 @@ decomp::TtOptions tt_options(const DecompOptions& o) {
   return t;
 }
 
+decomp::RescalOptions rescal_options(const Job& job) {
+  const DecompOptions& o = job.o;
+  decomp::RescalOptions r;
+  r.rank = o.rank;
+  r.lambda_a = o.lambda_a.value_or(o.l2);
+  r.lambda_r = o.lambda_r.value_or(o.l2);
+  r.nonneg = o.nonneg;
+  if (o.tol) r.tol = *o.tol;
+  if (o.max_iters > 0) r.max_iters = o.max_iters;
+  r.max_seconds = o.max_seconds;
+  r.seed = job.s.seed;
+  r.on_iteration = iteration_callback(job);
+  return r;
+}
+
+// The flags as the library's options of the method that runs.
+decomp::DecomposeOptions method_options(const Job& job) {
+  decomp::DecomposeOptions m;
+  m.method = method_of(job.o.method);
+  switch (m.method) {
+    case decomp::Method::kCp: m.cp = cp_options(job, job.o.rank); break;
+    case decomp::Method::kTucker: m.tucker = tucker_options(job); break;
+    case decomp::Method::kTt: m.tt = tt_options(job.o); break;
+    case decomp::Method::kRescal: m.rescal = rescal_options(job); break;
+  }
+  return m;
+}
+
+decomp::DecomposeSource source_of(const Source& src) {
+  return {src.name, src.tensor.shape(), src.tensor.dtype()};
+}
+
 // --budget: search ranks and factor dtype (budget.h).
 template <typename T> Outcome run_budget(const Job& job, const decomp::DenseView<T>& x) {
-  const Source& src = job.source;
-  decomp::BudgetProblem p;
-  p.error_of = [&x](const Decomposition& d) { return decomp::reconstruction_error(x, d); };
-  if (job.o.method == "cp") {
-    p.method = decomp::Method::kCp;
-    p.cp_elements_per_rank = 1;
-    for (int64_t n : x.shape) {
-      p.cp_elements_per_rank += n;
-      p.max_rank = std::max<int>(p.max_rank, static_cast<int>(n));
-    }
-    p.at_rank = [&](int rank) {
-      Decomposition d = decomp::from_cp(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::cp_als(x, cp_options(job, rank)));
-      d.seed = job.s.seed;
-      return d;
-    };
-  } else if (job.o.method == "tucker") {
-    p.method = decomp::Method::kTucker;
-    p.at_tol = [&](double tol) {
-      decomp::TuckerOptions t = tucker_options(job);
-      t.tol = tol;
-      return decomp::from_tucker(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tucker(x, t));
-    };
-  } else {
-    p.method = decomp::Method::kTt;
-    p.at_tol = [&](double tol) {
-      decomp::TtOptions t;
-      t.tol = tol;
-      return decomp::from_tt(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tt_svd(x, t));
-    };
-  }
-  decomp::BudgetChoice choice = decomp::budget_search(p, *job.s.budget);
+  decomp::BudgetChoice choice = decomp::decompose_within_budget(x, source_of(job.source), method_options(job), *job.s.budget);
   choice.model.notes["budget_bytes"] = std::to_string(*job.s.budget);
-  return Outcome{std::move(choice.model), src.tensor.nbytes(), std::move(choice.candidates), {}};
+  return Outcome{std::move(choice.model), job.source.tensor.nbytes(), std::move(choice.candidates), {}};
 }
 
 template <typename T> Outcome decompose_dense(const Job& job) {
@@ -226,27 +217,17 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   decomp::DenseView<T> x{data.data(), shape};
   if (job.s.budget) return run_budget(job, x);
 
-  Decomposition d;
-  if (o.method == "cp") {
-    d = run_cp(job, x, observed);
-  } else if (o.method == "tucker") {
-    d = decomp::from_tucker(src.name, shape, src.tensor.dtype(), decomp::tucker(x, tucker_options(job)));
+  decomp::DecomposeOptions m = method_options(job);
+  if (m.method == decomp::Method::kCp) {
+    m.cp.mask = observed;
+    if (!o.init_file.empty()) load_init_file(job, m.cp);
+  }
+  Decomposition d = decomp::decompose(x, source_of(src), m);
+  if (m.method == decomp::Method::kCp) {
+    d.notes["init"] = o.init_file.empty() ? o.init : "file";
+    if (observed) d.notes["masked"] = "true";
+  } else if (m.method == decomp::Method::kTucker) {
     d.notes["algorithm"] = o.tucker_method;
-  } else if (o.method == "tt") {
-    d = decomp::from_tt(src.name, src.tensor.shape(), src.tensor.dtype(), decomp::tt_svd(x, tt_options(o)));
-  } else if constexpr (std::is_same_v<T, double>) {
-    decomp::RescalOptions r;
-    r.rank = o.rank;
-    r.lambda_a = o.lambda_a.value_or(o.l2);
-    r.lambda_r = o.lambda_r.value_or(o.l2);
-    r.nonneg = o.nonneg;
-    if (o.tol) r.tol = *o.tol;
-    if (o.max_iters > 0) r.max_iters = o.max_iters;
-    r.max_seconds = o.max_seconds;
-    r.seed = job.s.seed;
-    r.on_iteration = iteration_callback(job);
-    d = decomp::from_rescal(src.name, shape, src.tensor.dtype(), decomp::rescal(x, r));
-    d.seed = job.s.seed;
   }
   return stored(job, x, observed, std::move(d));
 }

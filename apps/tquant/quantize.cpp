@@ -6,20 +6,20 @@
 
 #include <fmt/format.h>
 
-#include "cli/input.h"
-#include "cli/output.h"
-#include "cli/provenance.h"
-#include "cli/progress.h"
-#include "cli/std_streams.h"
 #include "cli/display_text.h"
+#include "cli/input.h"
 #include "cli/number_format.h"
-#include "measure.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+#include "cli/provenance.h"
+#include "cli/std_streams.h"
 #include "plan.h"
 #include "results.h"
 #include "session.h"
 #include "spill.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
+#include "tk/quant/measure.h"
 #include "tk/quant/view.h"
 #include "tquant.h"
 
@@ -165,15 +165,16 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;
-    Measured m = quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), !args.dry_run);
+    quant::Measured m = quant::quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), !args.dry_run);
     meter.add(x.size());
     if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
     held += m.q.stored_bytes();
+    std::map<std::string, uint64_t> spilled;
     if (held > kHeldBytes) {
-      for (const auto& [suffix, part] : m.q.parts) m.spilled[suffix] = spill.append(part);
+      for (const auto& [suffix, part] : m.q.parts) spilled[suffix] = spill.append(part);
       m.q.parts.clear();
     }
-    results.push_back({&e, std::move(m)});
+    results.push_back({&e, std::move(m), std::move(spilled)});
   }
   progress.clear();
 

@@ -34,7 +34,7 @@ Totals totals_of(const std::vector<Result>& results) {
   std::vector<double> dbs;
   double weighted_db = 0, finite_weights = 0;
   for (const Result& r : results) {
-    const Measured& m = r.measured;
+    const quant::Measured& m = r.measured;
     const uint64_t n = r.entry->info.shape.empty() ? 1 : shape_numel(r.entry->info.shape);
     t.weights += n;
     t.bytes += m.bytes;
@@ -99,7 +99,7 @@ json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, cons
     if (it == by_entry.end()) {
       j["action"] = "pass";
     } else {
-      const Measured& m = it->second->measured;
+      const quant::Measured& m = it->second->measured;
       j["action"] = "quantize";
       j["scheme"] = e.scheme;
       j["bytes"] = m.bytes;

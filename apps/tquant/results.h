@@ -2,19 +2,22 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "measure.h"
 #include "plan.h"
 #include "tk/io/tensor_file.h"
+#include "tk/quant/measure.h"
 
 namespace tk::tquant {
 
 struct Result {
   const PlanEntry* entry = nullptr;
-  Measured measured;
+  quant::Measured measured;
+  // Parts set aside in a PartSpill (measured.q.parts then empty): their offsets there.
+  std::map<std::string, uint64_t> spilled;
 };
 
 struct WriteOutcome {

@@ -1,7 +1,6 @@
 #include "session.h"
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -10,9 +9,9 @@
 #include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
-#include "measure.h"
 #include "tk/core/error.h"
 #include "tk/quant/layout.h"
+#include "tk/quant/measure.h"
 #include "tk/quant/view.h"
 
 namespace tk::tquant {
@@ -43,31 +42,8 @@ quant::QuantOptions Session::options_for(const PlanEntry& e) const {
 }
 
 bool Session::fits(const std::string& spec, const PlanEntry& e) {
-  const quant::Scheme& sc = scheme(spec);
-  const quant::QuantOptions o = options_for(e);
-  const Shape& shape = e.info.shape;
-  const int64_t view = quant::choose_view_cols(sc, shape, o);
-  const uint64_t n = shape_numel(shape);
-  const uint64_t stored = quant::padded_values(sc, view == 0 ? 0 : static_cast<int64_t>(n) / view, view, o);
-  return (stored - n) * 16 <= n;
+  return quant::fills_blocks(scheme(spec), e.info.shape, options_for(e));
 }
-
-namespace {
-
-// Bits per code of a scheme spec, for its integer fallback; 0 when it has none.
-int fallback_bits(const std::string& spec) {
-  if (spec.size() == 3 && spec[0] == 'q' && spec[2] == 'k') return spec[1] - '0';
-  if (spec == "nf4" || spec == "mxfp4" || spec == "nvfp4") return 4;
-  if (spec.rfind("mxfp6", 0) == 0) return 6;
-  if (spec.rfind("mxfp8", 0) == 0 || spec == "mxint8") return 8;
-  for (const char* family : {"int", "trellis:", "kmeans:"}) {
-    const size_t n = std::strlen(family);
-    if (spec.rfind(family, 0) == 0 && spec.size() > n && spec[n] >= '2' && spec[n] <= '8') return spec[n] - '0';
-  }
-  return 0;
-}
-
-}  // namespace
 
 std::string Session::fit_fixed(PlanEntry& e) {
   if (fits(e.scheme, e)) return {};
@@ -75,7 +51,7 @@ std::string Session::fit_fixed(PlanEntry& e) {
   const int64_t block = scheme(original).row_block(e.info.shape.empty() ? 1 : e.info.shape.back(), options_for(e));
   const std::string why = fmt::format("{} cannot fill {}'s blocks of {}", cli::count_noun(shape_numel(e.info.shape), "value", "values"),
                                       original, block);
-  if (const int bits = fallback_bits(original); bits > 0) {
+  if (const int bits = quant::fallback_int_bits(original); bits > 0) {
     PlanEntry trial = e;
     trial.scheme = "int" + std::to_string(bits);
     for (int64_t group : {32, 16, 8}) {
@@ -181,7 +157,7 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
     double signal = weighted_signal(x, cols, o.importance);
     if (!e.budgeted) {
-      Measured m = quantize_measure(s.scheme(e.scheme), x, e.info.shape, o, false);
+      quant::Measured m = quant::quantize_measure(s.scheme(e.scheme), x, e.info.shape, o, false);
       table.weights += x.size();
       table.fixed_bytes += m.bytes;
       table.fixed_error += m.stats.weighted_sse;
@@ -190,21 +166,21 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     }
     quant::BudgetItem item;
     std::vector<std::string> usable;
-    std::vector<Estimate> estimates;
-    std::map<std::pair<int64_t, int64_t>, RowSample> samples;  // most candidates share one
+    std::vector<quant::Estimate> estimates;
+    std::map<std::pair<int64_t, int64_t>, quant::RowSample> samples;  // most candidates share one
     for (const std::string& c : candidates) {
       try {
         if (!s.fits(c, e)) continue;
         const quant::Scheme& scheme = s.scheme(c);
-        const RowSample* rows = nullptr;
+        const quant::RowSample* rows = nullptr;
         if (sample) {
           const int64_t view = quant::choose_view_cols(scheme, e.info.shape, o);
-          const std::pair<int64_t, int64_t> key{view, kSampleShare};
+          const std::pair<int64_t, int64_t> key{view, quant::kSampleShare};
           auto it = samples.find(key);
-          if (it == samples.end()) it = samples.emplace(key, sample_rows(x, view, cols, o.importance)).first;
+          if (it == samples.end()) it = samples.emplace(key, quant::sample_rows(x, view, cols, o.importance)).first;
           rows = &it->second;
         }
-        const Estimate est = estimate_error(scheme, x, e.info.shape, o, rows);
+        const quant::Estimate est = quant::estimate_error(scheme, x, e.info.shape, o, rows);
         item.bytes.push_back(est.bytes);
         item.error.push_back(est.error);
         estimates.push_back(est);
@@ -250,71 +226,13 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
 
 }  // namespace
 
-namespace {
-
-// How far apart the error estimates of candidates a and b of tensor i may lie while
-// the sampling leaves their order open: paired on a shared sample where both were
-// estimated on it, else the sum of their own spreads (kConfidence standard errors
-// plus the bias allowance).
-double margin(const CandidateTable& t, size_t i, size_t a, size_t b) {
-  const Estimate& ea = t.estimates[i][a];
-  const Estimate& eb = t.estimates[i][b];
-  const double own = kConfidence * (ea.se + eb.se) + ea.bias + eb.bias;
-  auto it = t.samples[i].find({ea.view, ea.share});
-  if (it == t.samples[i].end()) return own;
-  return std::min(own, paired_spread(ea, eb, it->second) + ea.bias + eb.bias);
-}
-
-// Drop tensor i's candidates that cannot win: an estimate worse, beyond the margin,
-// than another candidate of no more bytes (or equal to it in both, after it).
-size_t drop_dominated(CandidateTable& t, size_t i) {
-  quant::BudgetItem& item = t.items[i];
-  const size_t n = item.bytes.size();
-  std::vector<char> keep(n, 1);
-  for (size_t j = 0; j < n; ++j) {
-    for (size_t c = 0; c < n && keep[j]; ++c) {
-      if (c == j || !keep[c] || item.bytes[c] > item.bytes[j]) continue;
-      const bool beaten = item.error[j] - item.error[c] > margin(t, i, c, j);
-      const bool tie_lower = item.bytes[c] == item.bytes[j] && item.error[c] == item.error[j] && c < j;
-      if (beaten || tie_lower) keep[j] = 0;
-    }
-  }
-  size_t kept = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (!keep[j]) continue;
-    item.bytes[kept] = item.bytes[j];
-    item.error[kept] = item.error[j];
-    t.usable[i][kept] = t.usable[i][j];
-    t.estimates[i][kept] = std::move(t.estimates[i][j]);
-    ++kept;
-  }
-  item.bytes.resize(kept), item.error.resize(kept), t.usable[i].resize(kept), t.estimates[i].resize(kept);
-  return n - kept;
-}
-
-// The estimated candidates of tensor i that the solve's choice does not decide: the
-// chosen one and those whose error lies within the margin of it.
-std::vector<size_t> undecided(const CandidateTable& t, size_t i, int choice) {
-  std::vector<size_t> out;
-  const auto c = static_cast<size_t>(choice);
-  for (size_t j = 0; j < t.items[i].bytes.size(); ++j) {
-    if (j == c) continue;
-    if (std::fabs(t.items[i].error[j] - t.items[i].error[c]) > margin(t, i, c, j)) continue;
-    if (!t.estimates[i][j].exact) out.push_back(j);
-    if (!t.estimates[i][c].exact && (out.empty() || out.front() != c)) out.insert(out.begin(), c);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
   CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args), progress, !s.args.exact_budget);
   if (t.items.empty()) return {};
   size_t estimated = 0, refined = 0, measured = 0, dropped = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {
-    for (const Estimate& e : t.estimates[i]) estimated += !e.exact;
-    dropped += drop_dominated(t, i);
+    for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
+    dropped += quant::allocation_drop_dominated(t, i);
   }
   const bool by_bpw = s.args.budget.has_value();
   uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
@@ -336,32 +254,22 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
   for (bool again = true; again;) {
     again = false;
     for (size_t i = 0; i < t.items.size(); ++i) {
-      const std::vector<size_t> todo = undecided(t, i, r.choice[i]);
+      const std::vector<size_t> todo = quant::allocation_undecided(t, i, r.choice[i]);
       if (todo.empty()) continue;
       PlanEntry& e = *t.entries[i];
       progress.show(fmt::format("measuring again: {} ({} candidates)", e.info.name, todo.size()));
       bool finite = true;
       const std::vector<float> x = src.read_f32(e.index, &finite);
       const quant::QuantOptions o = s.options_for(e);
-      const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
       for (size_t j : todo) {
-        const quant::Scheme& scheme = s.scheme(t.usable[i][j]);
-        const Estimate& was = t.estimates[i][j];
-        // A sample four times larger, on rows shared by the other candidates refined
-        // with it; whole once that would be most of the tensor.
-        const std::pair<int64_t, int64_t> key{was.view, was.share / 4};
-        auto it = t.samples[i].find(key);
-        if (it == t.samples[i].end() || it->second.picked.empty()) {
-          it = t.samples[i].insert_or_assign(key, sample_rows(x, was.view, cols, o.importance, key.second)).first;
-        }
-        const Estimate again = estimate_error(scheme, x, e.info.shape, o, key.second >= 4 ? &it->second : nullptr);
+        const quant::Estimate was = t.estimates[i][j];
+        const quant::Estimate again =
+            quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape, o);
         s.tool.verbose(1, fmt::format("{} {}: estimated error {:.6g} (standard error {:.3g}, bias allowance {:.3g}) "
                                       "on 1/{} of the rows; {} {:.6g} ({:+.2f}%)",
                                       cli::escape_text(e.info.name), t.usable[i][j], was.error, was.se, was.bias,
                                       was.share, again.exact ? "whole" : fmt::format("on 1/{}", again.share),
                                       again.error, 100 * (was.error / again.error - 1)));
-        t.items[i].error[j] = again.error;
-        t.estimates[i][j] = again;
         (again.exact ? measured : refined) += 1;
       }
       for (auto& [key, sample] : t.samples[i]) sample.picked = {};

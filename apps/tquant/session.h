@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cli/progress.h"
-#include "measure.h"
 #include "plan.h"
 #include "tk/io/tensor_file.h"
-#include "tk/quant/budget.h"
+#include "tk/quant/allocation.h"
+#include "tk/quant/measure.h"
 #include "tquant.h"
 
 namespace tk::tquant {
@@ -57,14 +57,10 @@ struct Session {
   bool accept_values(PlanEntry& e, bool finite);
 };
 
-// Every budgeted tensor measured under every candidate.
-struct CandidateTable {
-  std::vector<quant::BudgetItem> items;        // per budgeted tensor
-  std::vector<PlanEntry*> entries;             // the same tensors
-  std::vector<std::vector<std::string>> usable;  // candidates that applied, per tensor
-  std::vector<std::vector<Estimate>> estimates;  // per tensor, per usable candidate
-  // Per tensor, by (view, share); their values dropped once measured.
-  std::vector<std::map<std::pair<int64_t, int64_t>, RowSample>> samples;
+// Every budgeted tensor measured under every candidate (the samples' values dropped
+// once measured), with the plan entries they are and what the other tensors take.
+struct CandidateTable : quant::Candidates {
+  std::vector<PlanEntry*> entries;             // the budgeted tensors, as items
   std::vector<double> signal;                  // importance-weighted sum of x^2, per tensor
   uint64_t fixed_bytes = 0;  // tensors quantized with a --rule scheme
   double fixed_error = 0, fixed_signal = 0;
@@ -90,7 +86,7 @@ class LongRunWarning {
 
 std::vector<std::string> split_list(const std::string& text);
 std::vector<std::string> candidate_list(const QuantArgs& args);
-// `sample`: estimate the errors of large tensors on a sample of rows (estimate_error).
+// `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
                                   const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);
 // --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest

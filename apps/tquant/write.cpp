@@ -46,7 +46,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
       slots.push_back({e.index, nullptr, {}});
       continue;
     }
-    const Measured& m = it->second->measured;
+    const quant::Measured& m = it->second->measured;
     quant::LayoutRecord record = quant::layout_record(m.q, e.info.dtype);
     record.parts.clear();
     for (const auto& [suffix, part] : m.part_infos) {
@@ -84,7 +84,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
       writer->write(k, s.result->measured.q.parts.at(s.suffix));
     } else {
       const auto& [dtype, shape] = s.result->measured.part_infos.at(s.suffix);
-      writer->write(k, input.spill->read(s.result->measured.spilled.at(s.suffix), dtype, shape));
+      writer->write(k, input.spill->read(s.result->spilled.at(s.suffix), dtype, shape));
     }
     outcome.bytes += infos[k].nbytes;
   }

@@ -1,5 +1,8 @@
 #include "cli/version.h"
 
+#include "tk/core/isa.h"
+#include "tk/linalg/blas.h"
+
 namespace tk::cli {
 
 const char* tk_version() {
@@ -28,8 +31,14 @@ std::string features_line() {
   return line;
 }
 
+std::string kernels_line() {
+  std::string line = std::string("kernels: ") + isa_name(active_isa()) + " (this processor runs:";
+  for (Isa isa : supported_isas()) line += std::string(" ") + isa_name(isa);
+  return line + "; TK_ISA chooses) blas: " + linalg::blas_threading();
+}
+
 std::string version_text(const std::string& tool) {
-  return tool + " (tensorkit) " + tk_version() + "\n" + features_line() + "\n";
+  return tool + " (tensorkit) " + tk_version() + "\n" + features_line() + "\n" + kernels_line() + "\n";
 }
 
 }  // namespace tk::cli

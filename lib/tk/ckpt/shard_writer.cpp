@@ -1,6 +1,7 @@
 #include "tk/ckpt/shard_writer.h"
 
 #include "tk/ckpt/fileops.h"
+#include "tk/core/endian.h"
 #include "tk/io/safetensors.h"
 
 namespace tk::ckpt {
@@ -17,8 +18,9 @@ WrittenShard write_shard(const io::DirFd& dir, const std::string& name, const st
   std::vector<uint8_t> header = io::safetensors_make_header(ordered, meta);
   header.resize(header.size() + (data_alignment - (8 + header.size()) % data_alignment) % data_alignment, ' ');
   // The file starts with the header's length, 8 bytes little-endian.
-  uint64_t header_bytes = header.size();
-  for (int b = 7; b >= 0; --b) header.insert(header.begin(), static_cast<uint8_t>(header_bytes >> (8 * b)));
+  const uint64_t header_bytes = header.size();
+  header.insert(header.begin(), 8, 0);
+  store_le(header.data(), header_bytes);
   fs::File file = fs::create_file(dir, name);
   fs::StreamWriter out_file(file);
   out_file.append(header);

@@ -18,6 +18,7 @@
 #include "tk/ckpt/dist_part.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/codec/lossless.h"
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
 
@@ -421,8 +422,7 @@ std::vector<std::string> StepReader::check_layout() const {
       }
       uint8_t prefix[8];
       fs::pread_all(file, 0, prefix, "safetensors header");
-      uint64_t n = 0;
-      for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];
+      const uint64_t n = load_le<uint64_t>(prefix);
       if (n > io::kSafetensorsMaxHeader || n > size - 8) {
         problems.push_back(where + ": bad safetensors header length");
         continue;

@@ -1,21 +1,13 @@
-// Byte-plane split and merge. The loops are written over plain integers with memcpy
-// loads and stores so that GCC vectorises them (the 2-byte case, which bf16 and f16
-// use, runs at memory speed).
+// Byte-plane split and merge. The loops are written over plain integers with
+// little-endian loads and stores (tk/core/endian.h) so that GCC vectorises them (the
+// 2-byte case, which bf16 and f16 use, runs at memory speed).
 #include "tk/codec/byte_planes.h"
 
-#include <cstring>
-
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {
 namespace {
-
-template <typename T> inline T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T> inline void store(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
 
 // Plane 0 and plane 1 bytes of the top 16 bits of an element.
 inline uint8_t high_plane(uint32_t top) { return static_cast<uint8_t>(top >> 7); }
@@ -25,20 +17,20 @@ inline uint32_t top_bits(uint32_t high, uint32_t sign) { return high << 7 | (sig
 
 void split2(const uint8_t* src, size_t count, uint8_t* p0, uint8_t* p1) {
   for (size_t i = 0; i < count; ++i) {
-    const uint32_t v = load<uint16_t>(src + 2 * i);
+    const uint32_t v = load_le<uint16_t>(src + 2 * i);
     p0[i] = high_plane(v);
     p1[i] = sign_plane(v);
   }
 }
 
 void merge2(const uint8_t* p0, const uint8_t* p1, size_t count, uint8_t* dst) {
-  for (size_t i = 0; i < count; ++i) store<uint16_t>(dst + 2 * i, static_cast<uint16_t>(top_bits(p0[i], p1[i])));
+  for (size_t i = 0; i < count; ++i) store_le<uint16_t>(dst + 2 * i, static_cast<uint16_t>(top_bits(p0[i], p1[i])));
 }
 
 void split4(const uint8_t* src, size_t count, uint8_t* const* planes) {
   uint8_t *p0 = planes[0], *p1 = planes[1], *p2 = planes[2], *p3 = planes[3];
   for (size_t i = 0; i < count; ++i) {
-    const uint32_t v = load<uint32_t>(src + 4 * i);
+    const uint32_t v = load_le<uint32_t>(src + 4 * i);
     p0[i] = high_plane(v >> 16);
     p1[i] = sign_plane(v >> 16);
     p2[i] = static_cast<uint8_t>(v >> 8);
@@ -49,12 +41,12 @@ void split4(const uint8_t* src, size_t count, uint8_t* const* planes) {
 void merge4(const uint8_t* const* planes, size_t count, uint8_t* dst) {
   const uint8_t *p0 = planes[0], *p1 = planes[1], *p2 = planes[2], *p3 = planes[3];
   for (size_t i = 0; i < count; ++i)
-    store<uint32_t>(dst + 4 * i, top_bits(p0[i], p1[i]) << 16 | static_cast<uint32_t>(p2[i]) << 8 | p3[i]);
+    store_le<uint32_t>(dst + 4 * i, top_bits(p0[i], p1[i]) << 16 | static_cast<uint32_t>(p2[i]) << 8 | p3[i]);
 }
 
 void split8(const uint8_t* src, size_t count, uint8_t* const* planes) {
   for (size_t i = 0; i < count; ++i) {
-    const uint64_t v = load<uint64_t>(src + 8 * i);
+    const uint64_t v = load_le<uint64_t>(src + 8 * i);
     const uint32_t top = static_cast<uint32_t>(v >> 48);
     planes[0][i] = high_plane(top);
     planes[1][i] = sign_plane(top);
@@ -66,7 +58,7 @@ void merge8(const uint8_t* const* planes, size_t count, uint8_t* dst) {
   for (size_t i = 0; i < count; ++i) {
     uint64_t v = static_cast<uint64_t>(top_bits(planes[0][i], planes[1][i])) << 48;
     for (int b = 2; b < 8; ++b) v |= static_cast<uint64_t>(planes[b][i]) << (8 * (7 - b));
-    store<uint64_t>(dst + 8 * i, v);
+    store_le<uint64_t>(dst + 8 * i, v);
   }
 }
 

@@ -33,12 +33,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tk/codec/container.h"
+#include "tk/core/endian.h"
 
 namespace tk::codec::tkz {
 
@@ -54,18 +54,6 @@ enum class Kind : uint8_t { kEnd = 0, kTensor = 1, kOpaque = 2 };
 
 Source source_of(io::FileFormat format);
 io::FileFormat format_of(Source source);
-
-template <typename T> T load_le(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T> void store_le(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
-template <typename T> void append_le(std::vector<uint8_t>& out, T v) {
-  const size_t at = out.size();
-  out.resize(at + sizeof v);
-  store_le(out.data() + at, v);
-}
 
 uint64_t hash(std::span<const uint8_t> bytes);
 

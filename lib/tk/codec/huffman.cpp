@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {
@@ -43,24 +44,6 @@ constexpr size_t kBitmapBytes = 32;
 constexpr size_t kSegmentTableBytes = 4 * (kSegments - 1);
 // Deepest code the unlimited construction can give for totals below 2^32.
 constexpr int kMaxUnlimitedBits = 63;
-
-inline uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline uint32_t load_u32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline uint64_t load_u64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, sizeof v); }
-inline void store_u64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
 
 uint32_t reverse_bits(uint32_t code, int length) {
   uint32_t r = 0;
@@ -227,12 +210,12 @@ size_t HuffmanEncoder::plan(std::span<const uint8_t> src) {
   uint32_t* h = pair_counts_.data();
   size_t i = 0;
   for (; i + 4 <= pairs; i += 4) {
-    ++h[load_u16(p + 2 * i)];
-    ++h[load_u16(p + 2 * i + 2)];
-    ++h[load_u16(p + 2 * i + 4)];
-    ++h[load_u16(p + 2 * i + 6)];
+    ++h[load_le<uint16_t>(p + 2 * i)];
+    ++h[load_le<uint16_t>(p + 2 * i + 2)];
+    ++h[load_le<uint16_t>(p + 2 * i + 4)];
+    ++h[load_le<uint16_t>(p + 2 * i + 6)];
   }
-  for (; i < pairs; ++i) ++h[load_u16(p + 2 * i)];
+  for (; i < pairs; ++i) ++h[load_le<uint16_t>(p + 2 * i)];
 
   // Byte counts: row b (second byte) sums plus column a (first byte) sums.
   uint32_t column[256] = {};
@@ -327,7 +310,7 @@ size_t HuffmanEncoder::encode(std::span<const uint8_t> src, uint8_t* dst) {
   const uint8_t* coded =
       width_ == 2 ? encode_segments<2>(p, count, lengths_out) : encode_segments<1>(p, count, lengths_out);
   for (int s = 0; s < kSegments; ++s) {
-    if (s < kSegments - 1) store_u32(segment_table + 4 * s, static_cast<uint32_t>(lengths_out[s]));
+    if (s < kSegments - 1) store_le<uint32_t>(segment_table + 4 * s, static_cast<uint32_t>(lengths_out[s]));
     std::memcpy(out, coded + s * segment_area_, lengths_out[s]);
     out += lengths_out[s];
   }
@@ -344,7 +327,7 @@ const uint8_t* HuffmanEncoder::encode_segments(const uint8_t* p, size_t count, s
   if (segments_.size() < kSegments * segment_area_) segments_.resize(kSegments * segment_area_);
   const uint32_t* const codes = codes_.data();
   auto symbol = [](const uint8_t* q) -> uint32_t {
-    if constexpr (W == 2) return load_u16(q);
+    if constexpr (W == 2) return load_le<uint16_t>(q);
     return *q;
   };
   constexpr int kTogether = 2;
@@ -369,7 +352,7 @@ const uint8_t* HuffmanEncoder::encode_segments(const uint8_t* p, size_t count, s
           acc[g] |= static_cast<uint64_t>(c & 0xffff) << bits[g];
           bits[g] += c >> 16;
         }
-        store_u64(out[g], acc[g]);
+        store_le<uint64_t>(out[g], acc[g]);
         out[g] += bits[g] >> 3;
         acc[g] >>= bits[g] & ~7u;
         bits[g] &= 7;
@@ -381,13 +364,13 @@ const uint8_t* HuffmanEncoder::encode_segments(const uint8_t* p, size_t count, s
         const uint32_t c = codes[symbol(in[g] + i * W)];
         acc[g] |= static_cast<uint64_t>(c & 0xffff) << bits[g];
         bits[g] += c >> 16;
-        store_u64(out[g], acc[g]);
+        store_le<uint64_t>(out[g], acc[g]);
         out[g] += bits[g] >> 3;
         acc[g] >>= bits[g] & ~7u;
         bits[g] &= 7;
       }
       if (bits[g]) {
-        store_u64(out[g], acc[g]);
+        store_le<uint64_t>(out[g], acc[g]);
         out[g] += 1;
       }
       lengths[s] = static_cast<size_t>(out[g] - (segments_.data() + s * segment_area_));
@@ -408,10 +391,10 @@ namespace {
 
 // Up to 8 bytes of a segment from byte `at`, zero beyond its end.
 inline uint64_t load_tail(const uint8_t* seg, size_t len, size_t at) {
-  if (at + 8 <= len) return load_u64(seg + at);
+  if (at + 8 <= len) return load_le<uint64_t>(seg + at);
   uint8_t buf[8] = {};
   if (at < len) std::memcpy(buf, seg + at, len - at);
-  return load_u64(buf);
+  return load_le<uint64_t>(buf);
 }
 
 }  // namespace
@@ -464,7 +447,7 @@ void HuffmanDecoder::decode(std::span<const uint8_t> src, std::span<uint8_t> dst
   size_t rest = static_cast<size_t>(end - p) - kSegmentTableBytes;
   const uint8_t* data = p + kSegmentTableBytes;
   for (int s = 0; s < kSegments; ++s) {
-    seg_len[s] = s < kSegments - 1 ? load_u32(p + 4 * s) : rest;
+    seg_len[s] = s < kSegments - 1 ? load_le<uint32_t>(p + 4 * s) : rest;
     if (seg_len[s] > rest) corrupt("segment lengths exceed the stream");
     rest -= seg_len[s];
     seg[s] = data;
@@ -506,13 +489,13 @@ void HuffmanDecoder::decode(std::span<const uint8_t> src, std::span<uint8_t> dst
     if (rounds == 0) break;
     for (size_t r = 0; r < rounds; ++r) {
       uint64_t v[kSegments];
-      for (int s = 0; s < kSegments; ++s) v[s] = (load_u64(base + (pos[s] >> 3)) >> (pos[s] & 7)) | kMarker;
+      for (int s = 0; s < kSegments; ++s) v[s] = (load_le<uint64_t>(base + (pos[s] >> 3)) >> (pos[s] & 7)) | kMarker;
       for (int l = 0; l < kLookups; ++l) {
         for (int s = 0; s < kSegments; ++s) {
           uint64_t e = multi[v[s] & kTableMask];
           if (e & kLongEntry) [[unlikely]]
             e = second[entry_bytes(e) + ((v[s] >> kHuffmanTableBits) & (kLongSize - 1))];
-          store_u32(out[s], entry_bytes(e));
+          store_le<uint32_t>(out[s], entry_bytes(e));
           out[s] += entry_out(e);
           v[s] >>= (e >> 32) & 63;
         }

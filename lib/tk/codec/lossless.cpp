@@ -40,6 +40,7 @@
 #include "tk/codec/byte_planes.h"
 #include "tk/codec/huffman.h"
 #include "tk/core/buffer.h"
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {
@@ -59,13 +60,6 @@ constexpr uint64_t kStreamBatchBytes = 16 << 20;
 
 enum class Method : uint8_t { kRaw = 0, kConstant = 1, kZstd = 2, kHuffman = 3 };
 constexpr uint8_t kMethodCount = 4;
-
-template <typename T> T load_le(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <typename T> void store_le(uint8_t* p, T v) { std::memcpy(p, &v, sizeof v); }
 
 // Bytes per element split into planes; 1 for dtypes whose bytes are coded as they are.
 int plane_width(DType dtype) {

@@ -96,8 +96,8 @@ void contract_partial_transposed(const T* pt, int64_t before, int64_t dim, int64
 }
 
 // C (m x n) = op(A) B, the m rows of C split among the OpenMP threads, each block one
-// single-threaded GEMM (the caller holds BlasThreads(1)): threads come from OpenMP only,
-// never from OpenBLAS as well. Row r of op(A) is row r of A (kNoTrans) or column r (kTrans).
+// GEMM, which OpenBLAS runs on one thread inside the parallel region: threads come from
+// OpenMP only. Row r of op(A) is row r of A (kNoTrans) or column r (kTrans).
 template <typename T>
 void gemm_split_rows(Op op_a, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c) {
 #pragma omp parallel if (m * n * k >= kParallelWork)
@@ -220,7 +220,6 @@ template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptio
                                : "the tensor has NaN or Inf entries (mask them to fit around them)");
   if (o.mask) return cp_als_masked(x, o, norm_sq);
   // Parallel work is split by OpenMP; OpenBLAS runs one thread inside (no nested pools).
-  linalg::BlasThreads one(1);
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> {
     return std::make_unique<DenseProblem<T>>(x, o.rank, norm_sq, o);
   };

@@ -52,7 +52,6 @@ template <typename T> void matrix_gram(const T* x, int64_t rows, int64_t cols, b
     return;
   }
   std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
-  LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
@@ -77,7 +76,6 @@ void mode_gram_impl(const T* x, const std::vector<int64_t>& shape, size_t mode, 
   const int64_t panels = (s.left + per_panel - 1) / per_panel;
   const int threads = loop_threads(panels);
   std::vector<T> partial(static_cast<size_t>(threads - 1) * n * n);
-  LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     T* acc = t == 0 ? gram : partial.data() + (t - 1) * n * n;
@@ -102,7 +100,6 @@ template <typename T>
 void product_by_columns(const T* m, Op op, int64_t ldm, int64_t rows, int64_t dim, const T* x, int64_t cols,
                         int64_t ldx, T* y, int64_t ldy) {
   const int threads = loop_threads(cols / kPanelColumns);
-  LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int t = 0; t < threads; ++t) {
     const int64_t begin = split_begin(cols, t, threads), end = split_begin(cols, t + 1, threads);
@@ -118,8 +115,7 @@ void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mod
   if (s.right == 1) {  // X is left x I_n: Y = X op(M)^T, the rows of X split among the threads.
     const Op flipped = op == Op::kNoTrans ? Op::kTrans : Op::kNoTrans;
     const int threads = loop_threads(s.left / kPanelColumns);
-    LoopBlasThreads blas(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
+  #pragma omp parallel for num_threads(threads) schedule(static)
     for (int t = 0; t < threads; ++t) {
       const int64_t begin = split_begin(s.left, t, threads), end = split_begin(s.left, t + 1, threads);
       linalg::gemm(Op::kNoTrans, flipped, end - begin, rows, s.dim, T(1), x + begin * s.dim, s.dim, m, ldm, T(0),
@@ -133,7 +129,6 @@ void mode_product_impl(const T* x, const std::vector<int64_t>& shape, size_t mod
   const int64_t per_panel = slices_per_panel(s.right);
   const int64_t panels = (s.left + per_panel - 1) / per_panel;
   const int threads = loop_threads(panels);
-  LoopBlasThreads blas(threads);
 #pragma omp parallel num_threads(threads)
   {
     std::vector<T> in(per_panel > 1 ? static_cast<size_t>(s.dim * per_panel * s.right) : 0);

@@ -33,24 +33,6 @@ int loop_threads(int64_t count);
 // OpenMP threads available here: 1 inside a parallel region, else omp_get_max_threads().
 int parallel_threads();
 
-// For the scope of an OpenMP loop on `threads` threads: BLAS on one thread when the loop
-// is parallel (no nested pools), untouched otherwise. Constructed with
-// parallel_threads() around a whole decomposition, it makes OpenMP the only pool.
-class LoopBlasThreads {
- public:
-  explicit LoopBlasThreads(int threads) : saved_(threads > 1 ? linalg::blas_threads() : 0) {
-    if (saved_ > 0) linalg::set_blas_threads(1);
-  }
-  ~LoopBlasThreads() {
-    if (saved_ > 0) linalg::set_blas_threads(saved_);
-  }
-  LoopBlasThreads(const LoopBlasThreads&) = delete;
-  LoopBlasThreads& operator=(const LoopBlasThreads&) = delete;
-
- private:
-  int saved_;  // the BLAS thread count to restore; 0: left untouched
-};
-
 // A tensor seen around one mode: `left` slices of `dim` x `right`.
 struct ModeSplit {
   int64_t left = 1;

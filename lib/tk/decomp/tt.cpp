@@ -133,7 +133,6 @@ double project_with_residual(const T* c, int64_t rows, int64_t cols, const T* q,
     linalg::gemm(Op::kTrans, Op::kNoTrans, rank, cols, rows, T(1), q, rank, c, cols, T(0), next, cols);
   std::vector<double> sums(static_cast<size_t>(blocks));
   const int threads = modes::loop_threads(blocks / 2);
-  modes::LoopBlasThreads blas(threads);
 #pragma omp parallel num_threads(threads)
   {
     std::vector<T> residual(static_cast<size_t>(other * width));
@@ -327,7 +326,6 @@ std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, cons
   std::vector<double> block_mass(static_cast<size_t>(blocks * rows));
   const int threads = modes::loop_threads(blocks / 2);
   {
-    modes::LoopBlasThreads blas(threads);
 #pragma omp parallel num_threads(threads)
     {
       std::vector<T> buffer(static_cast<size_t>(rows * width));
@@ -462,7 +460,6 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
 
 template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
-  modes::LoopBlasThreads one_pool(modes::parallel_threads());  // OpenMP loops only
   SequentialScope small(modes::element_count(x.shape) < kParallelElements);
   validate_tt_options(options, "tt");
   modes::validate_dense_shape(x.shape, "tt");

@@ -102,7 +102,6 @@ ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, cons
   std::vector<double> c_sums(static_cast<size_t>(blocks * rows)), b_sums(static_cast<size_t>(blocks * rank));
   const int threads = modes::loop_threads(blocks / 2);
   {
-    modes::LoopBlasThreads blas(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t j0 = b * width, w = std::min(width, cols - j0);

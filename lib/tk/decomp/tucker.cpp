@@ -225,7 +225,6 @@ int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Cloc
 
 template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options) {
   const Clock::time_point start = Clock::now();
-  modes::LoopBlasThreads one_pool(modes::parallel_threads());  // OpenMP loops only
   modes::validate_dense_shape(x.shape, "tucker");
   validate_tucker_options(x.shape, options);
   double norm2 = initial_squared_norm(x);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tk/core/endian.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
 
@@ -9,10 +10,9 @@ namespace tk::io {
 
 namespace {
 
-uint64_t load_le(std::span<const uint8_t> bytes, size_t at, size_t width) {
-  uint64_t v = 0;
-  for (size_t i = width; i-- > 0;) v = (v << 8) | bytes[at + i];
-  return v;
+// An HDF5 offset of `width` bytes (2, 4 or 8) at `p`.
+uint64_t load_offset(const uint8_t* p, size_t width) {
+  return width == 2 ? load_le<uint16_t>(p) : width == 4 ? load_le<uint32_t>(p) : load_le<uint64_t>(p);
 }
 
 std::optional<FormatDamage> safetensors_damage(std::span<const uint8_t> head, uint64_t size) {
@@ -44,8 +44,8 @@ std::optional<FormatDamage> hdf5_damage(std::span<const uint8_t> head, uint64_t 
   if (head.size() < eof_at + offset_bytes || size < eof_at + offset_bytes)
     return damage("its superblock is cut short");
   const uint64_t undefined = offset_bytes == 8 ? UINT64_MAX : (uint64_t{1} << (8 * offset_bytes)) - 1;
-  const uint64_t base = load_le(head, fixed, offset_bytes);
-  const uint64_t eof = load_le(head, eof_at, offset_bytes);
+  const uint64_t base = load_offset(head.data() + fixed, offset_bytes);
+  const uint64_t eof = load_offset(head.data() + eof_at, offset_bytes);
   if (eof == undefined || base == undefined) return std::nullopt;
   if (eof > size || base > size - eof)
     return damage(fmt::format("its superblock puts the end of the file at byte {} and it has {} (truncated?)",

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 
 namespace tk::io {
@@ -198,8 +199,7 @@ NpyPrefix npy_parse_prefix(std::span<const uint8_t> prefix) {
   if (prefix.size() < p.prefix_bytes) throw invalid_input("truncated .npy header");
   p.major = prefix[6];
   p.minor = prefix[7];
-  p.header_bytes = 0;
-  for (size_t i = p.prefix_bytes; i-- > 8;) p.header_bytes = (p.header_bytes << 8) | prefix[i];
+  p.header_bytes = p.prefix_bytes == 10 ? load_le<uint16_t>(prefix.data() + 8) : load_le<uint32_t>(prefix.data() + 8);
   if (p.header_bytes > kNpyMaxHeader)
     throw invalid_input("header length " + std::to_string(p.header_bytes) + " exceeds the limit of " +
                         std::to_string(kNpyMaxHeader) + " bytes");
@@ -290,7 +290,10 @@ std::vector<uint8_t> npy_make_header(DType dtype, const Shape& shape) {
   std::vector<uint8_t> out(kNpyMagic, kNpyMagic + sizeof kNpyMagic);
   out.push_back(static_cast<uint8_t>(major));
   out.push_back(0);
-  for (size_t i = 8; i < prefix_bytes; ++i) out.push_back(static_cast<uint8_t>(header_bytes >> (8 * (i - 8))));
+  if (prefix_bytes == 10)
+    append_le(out, static_cast<uint16_t>(header_bytes));
+  else
+    append_le(out, static_cast<uint32_t>(header_bytes));
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), pad, ' ');
   out.push_back('\n');

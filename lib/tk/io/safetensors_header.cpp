@@ -9,6 +9,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/core/json_parse_internal.h"
 #include "tk/io/safetensors.h"
@@ -48,7 +49,7 @@ size_t utf8_invalid_at(std::span<const uint8_t> b) {
 std::optional<SafetensorsPrefix> safetensors_prefix(std::span<const uint8_t> head) {
   if (head.size() < 9) return std::nullopt;
   SafetensorsPrefix p;
-  for (int i = 7; i >= 0; --i) p.header_bytes = (p.header_bytes << 8) | head[i];
+  p.header_bytes = load_le<uint64_t>(head.data());
   size_t i = 8;
   while (i < head.size() && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) ++i;
   p.json_follows = i < head.size() && head[i] == '{';

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
@@ -24,12 +25,6 @@ constexpr size_t kReadStep = size_t{1} << 20;
 // is unknown: untouched pages cost address space, not memory, so a header that lies
 // about sizes still cannot make us use more memory than the data actually sent.
 constexpr uint64_t kDirectAllocLimit = uint64_t{1} << 30;
-
-uint64_t load_le64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
 
 void check_header_length(uint64_t n, std::optional<uint64_t> available) {
   if (n > kSafetensorsMaxHeader)
@@ -243,7 +238,7 @@ std::unique_ptr<TensorReader> open_mapped(const InputStream& in) {
   Buffer file = Buffer::map_file(in.path());
   uint64_t size = file.size();
   if (size < 8) throw invalid_input("file too short for a safetensors header (" + std::to_string(size) + " bytes)");
-  uint64_t n = load_le64(file.data());
+  uint64_t n = load_le<uint64_t>(file.data());
   check_header_length(n, size - 8);
   SafetensorsHeader header = safetensors_parse_header({file.data() + 8, static_cast<size_t>(n)});
   check_data_extent(header, size - 8 - n);
@@ -258,7 +253,7 @@ std::unique_ptr<TensorReader> open_stream(std::unique_ptr<InputStream> in) {
   size_t got = in->read(prefix, 8);
   if (got < 8) throw invalid_input("file too short for a safetensors header (" + std::to_string(got) + " bytes)");
   if (remaining) *remaining -= 8;
-  uint64_t n = load_le64(prefix);
+  uint64_t n = load_le<uint64_t>(prefix);
   check_header_length(n, remaining);
 
   // Grow with the bytes that arrive: a pipe claiming a 100 MB header costs no more

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
@@ -46,8 +47,7 @@ class SafetensorsWriter final : public TensorWriter {
       throw usage_error("header of " + std::to_string(header.size()) + " bytes exceeds the safetensors limit", out_->name());
 
     uint8_t prefix[8];
-    uint64_t n = header.size();
-    for (int i = 0; i < 8; ++i) prefix[i] = static_cast<uint8_t>(n >> (8 * i));
+    store_le<uint64_t>(prefix, header.size());
     out_->write(prefix, 8);
     out_->write(header);
     written_.assign(infos_.size(), false);

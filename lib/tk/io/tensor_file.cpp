@@ -158,6 +158,8 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         // An index names files beside it: from a stream it could only resolve them
         // against the working directory.
         if (path == "-") throw invalid_input("a sharded index cannot be read from stdin (the input starts with '{')");
+        // A memory stream has no directory at all (it would open the path "").
+        if (path.empty()) throw invalid_input("a sharded index cannot be read from memory (the input starts with '{')");
         in.reset();
         return sharded_open(path, options);
       case FileFormat::kTkz:

@@ -172,17 +172,12 @@ void qr(int64_t m, int64_t n, float* a, float* r) { qr_impl(m, n, a, r); }
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) { return solve_spd_right_impl(n, g, m, b); }
 bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b) { return solve_spd_right_impl(n, g, m, b); }
 
-// OpenBLAS built on OpenMP (openblas_get_parallel() == 2) has no pool of its own: it
-// runs OpenMP regions on OpenMP's threads, one thread inside an enclosing parallel
-// region, and its openblas_set_num_threads sets OpenMP's own count (which would shrink
-// the callers' loops). There the count is OpenMP's and is not set here.
-bool blas_on_openmp() {
-  static const bool on_openmp = openblas_get_parallel() == 2;
-  return on_openmp;
-}
-int blas_threads() { return blas_on_openmp() ? omp_get_max_threads() : openblas_get_num_threads(); }
-void set_blas_threads(int n) {
-  if (!blas_on_openmp()) openblas_set_num_threads(std::max(1, n));
+const char* blas_threading() {
+  switch (openblas_get_parallel()) {
+    case 0: return "serial";
+    case 1: return "pthreads";
+    default: return "openmp";
+  }
 }
 
 }  // namespace tk::linalg

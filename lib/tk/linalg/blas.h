@@ -64,22 +64,9 @@ void qr(int64_t m, int64_t n, float* a, float* r);
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b);
 bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b);
 
-// Threads used by OpenBLAS for the calls above (its own pool, independent of OpenMP).
-// Code that calls BLAS from inside an OpenMP parallel region sets 1 first (BlasThreads);
-// nested pools oversubscribe the cores and are slower, never faster.
-int blas_threads();
-void set_blas_threads(int n);
-
-// Sets the OpenBLAS thread count for a scope and restores it after.
-class BlasThreads {
- public:
-  explicit BlasThreads(int n) : saved_(blas_threads()) { set_blas_threads(n); }
-  ~BlasThreads() { set_blas_threads(saved_); }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
-
- private:
-  int saved_;
-};
+// How the linked BLAS runs its calls in parallel: "serial" (the build the project links:
+// one thread, the caller's; the OpenMP loops around the calls do the parallel work),
+// "openmp" or "pthreads" (a pool of its own).
+const char* blas_threading();
 
 }  // namespace tk::linalg

@@ -11,15 +11,14 @@
 #include "tk/quant/codebook_internal.h"
 #include "tk/quant/quant_internal.h"
 
-#if defined(__AVX2__) && defined(__BMI2__) && defined(__F16C__)
+#include "tk/core/float_kernels.h"
+#include "tk/core/isa.h"
+#if TK_X86
 #include <immintrin.h>
-#define TK_DECODE_AVX2 1
 #endif
 
 namespace tk::quant::detail {
 namespace {
-
-#if TK_DECODE_AVX2
 
 bool same_bits(float a, float b) {
   uint32_t x = 0, y = 0;
@@ -32,6 +31,9 @@ bool is_power_of_two(float v) {
   int e = 0;
   return v > 0 && std::isfinite(v) && std::frexp(v, &e) == 0.5f;
 }
+
+#if TK_X86
+TK_BEGIN_AVX2
 
 // The group's scale with the plan's factor folded in, if that gives the same products:
 // factor is a power of two, so s * factor is exact unless it overflows or (factor < 1)
@@ -614,14 +616,99 @@ bool decode_vectors_any(std::integer_sequence<int, kDims...>, const uint8_t* cod
           ...);
 }
 
-#endif  // TK_DECODE_AVX2
+// The AVX2 body of decode_levels.
+void decode_levels_avx2(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                        const float* levels, float* out) {
+  const uint64_t planed = decode_levels_planes(codes, code_bytes, bits, first, count, levels, out);
+  first += planed, count -= planed, out += planed;
+  if (bits >= kLoadsFromBits) {
+    decode_levels_loads(codes, code_bytes, bits, first, count, levels, out);
+    return;
+  }
+  uint64_t i = 0;
+  float padded[32] = {};
+  std::copy(levels, levels + (1 << bits), padded);
+  __m256 t[4];
+  for (int k = 0; k < 4; ++k) t[k] = _mm256_loadu_ps(padded + 8 * k);
+  const __m256 lo = t[0], hi = t[1];
+  if (bits == 4 && first % 2 == 0) {  // byte-aligned nibbles: 16 codes a load, no shifts
+    const uint8_t* p = codes + first / 2;
+    for (; i + 16 <= count && first / 2 + i / 2 + 8 <= code_bytes; i += 16) {
+      uint64_t w = 0;
+      std::memcpy(&w, p + i / 2, 8);
+      _mm256_storeu_ps(out + i, lookup16(lo, hi, _pdep_u64(w, kNibbles)));
+      _mm256_storeu_ps(out + i + 8, lookup16(lo, hi, _pdep_u64(w >> 32, kNibbles)));
+    }
+  }
+  const uint64_t mask = byte_lanes_mask(bits);
+  for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8) {
+    __m256 v;
+    if (bits <= 3) {
+      v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));
+    } else if (bits == 4) {
+      v = lookup16(lo, hi, c);
+    } else {
+      // 32 levels: 16-entry lookups chosen between on bit 4.
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c)));
+      const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
+      v = _mm256_blendv_ps(lookup16(t[0], t[1], c), lookup16(t[2], t[3], c), bit4);
+    }
+    _mm256_storeu_ps(out + i, v);
+  }
+  for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
+}
+
+// The AVX2 body of decode_vectors, for 1 <= dim <= 16.
+void decode_vectors_avx2(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
+                         const float* book, int dim, float scale, float* out) {
+  if (dim == 2 && bits <= 4) {
+    const uint64_t done = decode_pairs_by_planes(codes, code_bytes, bits, first, count, book, scale, out);
+    first += done, count -= done, out += 2 * done;
+  }
+  decode_vectors_any(std::make_integer_sequence<int, 16>(), codes, code_bytes, bits, first, count, book, dim, scale,
+                     out);
+}
+
+// The AVX2 body of CodeTable::decode_scaled for the plans with a kernel of their own;
+// false for the others.
+bool decode_planned_avx2(CodeTable::Plan plan, int bits, const float* table, float factor, uint16_t mag_mask,
+                         uint16_t sign_mask, uint16_t special_mask, uint16_t special_value, uint16_t mag_shift,
+                         uint16_t sign_shift, const uint8_t* packed, int64_t n, int64_t group, const float* scales,
+                         float* y) {
+  switch (plan) {
+    case CodeTable::Plan::kPermute: decode4_permute(packed, n, table, group, scales, y); return true;
+    case CodeTable::Plan::kInt8: decode_int8(packed, n, table, factor, group, scales, y); return true;
+    case CodeTable::Plan::kMinifloat: {
+      MinifloatPlan m;
+      m.mag_mask = _mm256_set1_epi16(static_cast<short>(mag_mask));
+      m.sign_mask = _mm256_set1_epi16(static_cast<short>(sign_mask));
+      m.special_mask = _mm256_set1_epi16(static_cast<short>(special_mask));
+      m.special_value = _mm256_set1_epi16(static_cast<short>(special_value));
+      m.mag_shift = _mm_cvtsi32_si128(mag_shift);
+      m.sign_shift = _mm_cvtsi32_si128(sign_shift);
+      m.has_special = special_mask != 0;
+      if (bits == 8) {
+        decode_minifloat<8>(m, packed, n, table, factor, group, scales, y);
+      } else {
+        decode_minifloat<6>(m, packed, n, table, factor, group, scales, y);
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+TK_END_TARGET
+#endif  // TK_X86
 
 }  // namespace
 
 CodeTable::CodeTable(int bits, const float* table, DType format)
     : bits_(bits), table_(static_cast<size_t>(std::max(16, 1 << bits)), 0.0f) {
   std::copy(table, table + (1 << bits), table_.begin());
-#if TK_DECODE_AVX2
+  // The plans are for the AVX2 kernels; built whenever the processor has them, so that a
+  // table made on one path decodes on any.
+  if (!isa_supported(Isa::kAvx2)) return;
   plan_ = bits == 4 ? Plan::kPermute : Plan::kGather;
   if (bits != 8 && bits != 6) return;
   if (format == DType::kI8 && bits == 8) {
@@ -655,39 +742,20 @@ CodeTable::CodeTable(int bits, const float* table, DType format)
   for (int c = 0; c < (1 << bits); ++c) {
     if (special_mask_ != 0 && (c & special_mask_) == special_value_) continue;
     const auto h = static_cast<uint16_t>(((c & mag_mask_) << mag_shift_) | ((c & sign_mask_) << sign_shift_));
-    if (!same_bits(_cvtsh_ss(h) * factor_, table_[c])) return;
+    float widened = 0;
+    tk::detail::f16_to_f32_array_portable(&h, &widened, 1);
+    if (!same_bits(widened * factor_, table_[c])) return;
   }
   plan_ = Plan::kMinifloat;
-#else
-  (void)format;
-#endif
 }
 
 void CodeTable::decode_scaled(const uint8_t* packed, int64_t n, int64_t group, const float* scales, float* y,
                               bool reference) const {
-#if TK_DECODE_AVX2
-  if (!reference) {
-    switch (plan_) {
-      case Plan::kPermute: decode4_permute(packed, n, table_.data(), group, scales, y); return;
-      case Plan::kInt8: decode_int8(packed, n, table_.data(), factor_, group, scales, y); return;
-      case Plan::kMinifloat: {
-        MinifloatPlan m;
-        m.mag_mask = _mm256_set1_epi16(static_cast<short>(mag_mask_));
-        m.sign_mask = _mm256_set1_epi16(static_cast<short>(sign_mask_));
-        m.special_mask = _mm256_set1_epi16(static_cast<short>(special_mask_));
-        m.special_value = _mm256_set1_epi16(static_cast<short>(special_value_));
-        m.mag_shift = _mm_cvtsi32_si128(mag_shift_);
-        m.sign_shift = _mm_cvtsi32_si128(sign_shift_);
-        m.has_special = special_mask_ != 0;
-        if (bits_ == 8) {
-          decode_minifloat<8>(m, packed, n, table_.data(), factor_, group, scales, y);
-        } else {
-          decode_minifloat<6>(m, packed, n, table_.data(), factor_, group, scales, y);
-        }
-        return;
-      }
-      default: break;
-    }
+#if TK_X86
+  if (!reference && use_avx2() &&
+      decode_planned_avx2(plan_, bits_, table_.data(), factor_, mag_mask_, sign_mask_, special_mask_, special_value_,
+                          mag_shift_, sign_shift_, packed, n, group, scales, y)) {
+    return;
   }
 #endif
   decode_packed_table(packed, n, bits_, table_.data(), group, scales, y, reference);
@@ -695,65 +763,24 @@ void CodeTable::decode_scaled(const uint8_t* packed, int64_t n, int64_t group, c
 
 bool decode_levels(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                    const float* levels, float* out) {
-#if TK_DECODE_AVX2
-  const uint64_t planed = decode_levels_planes(codes, code_bytes, bits, first, count, levels, out);
-  first += planed, count -= planed, out += planed;
-  if (bits >= kLoadsFromBits) {
-    decode_levels_loads(codes, code_bytes, bits, first, count, levels, out);
+#if TK_X86
+  if (use_avx2()) {
+    decode_levels_avx2(codes, code_bytes, bits, first, count, levels, out);
     return true;
   }
-  uint64_t i = 0;
-  float padded[32] = {};
-  std::copy(levels, levels + (1 << bits), padded);
-  __m256 t[4];
-  for (int k = 0; k < 4; ++k) t[k] = _mm256_loadu_ps(padded + 8 * k);
-  const __m256 lo = t[0], hi = t[1];
-  if (bits == 4 && first % 2 == 0) {  // byte-aligned nibbles: 16 codes a load, no shifts
-    const uint8_t* p = codes + first / 2;
-    for (; i + 16 <= count && first / 2 + i / 2 + 8 <= code_bytes; i += 16) {
-      uint64_t w = 0;
-      std::memcpy(&w, p + i / 2, 8);
-      _mm256_storeu_ps(out + i, lookup16(lo, hi, _pdep_u64(w, kNibbles)));
-      _mm256_storeu_ps(out + i + 8, lookup16(lo, hi, _pdep_u64(w >> 32, kNibbles)));
-    }
-  }
-  const uint64_t mask = byte_lanes_mask(bits);
-  for (uint64_t c = 0; i + 8 <= count && eight_codes(codes, code_bytes, bits, first + i, mask, &c); i += 8) {
-    __m256 v;
-    if (bits <= 3) {
-      v = _mm256_permutevar8x32_ps(lo, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c))));
-    } else if (bits == 4) {
-      v = lookup16(lo, hi, c);
-    } else {
-      // 32 levels: 16-entry lookups chosen between on bit 4.
-      const __m256i idx = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(c)));
-      const __m256 bit4 = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27));
-      v = _mm256_blendv_ps(lookup16(t[0], t[1], c), lookup16(t[2], t[3], c), bit4);
-    }
-    _mm256_storeu_ps(out + i, v);
-  }
-  for (; i < count; ++i) out[i] = levels[cbdetail::unpack_code(codes, code_bytes, bits, first + i)];
-  return true;
-#else
-  (void)codes, (void)code_bytes, (void)bits, (void)first, (void)count, (void)levels, (void)out;
-  return false;
 #endif
+  return false;
 }
 
 bool decode_vectors(const uint8_t* codes, uint64_t code_bytes, int bits, uint64_t first, uint64_t count,
                     const float* book, int dim, float scale, float* out) {
-#if TK_DECODE_AVX2
-  if (dim < 1 || dim > 16) return false;
-  if (dim == 2 && bits <= 4) {
-    const uint64_t done = decode_pairs_by_planes(codes, code_bytes, bits, first, count, book, scale, out);
-    first += done, count -= done, out += 2 * done;
+#if TK_X86
+  if (dim >= 1 && dim <= 16 && use_avx2()) {
+    decode_vectors_avx2(codes, code_bytes, bits, first, count, book, dim, scale, out);
+    return true;
   }
-  return decode_vectors_any(std::make_integer_sequence<int, 16>(), codes, code_bytes, bits, first, count, book, dim,
-                            scale, out);
-#else
-  (void)codes, (void)code_bytes, (void)bits, (void)first, (void)count, (void)book, (void)dim, (void)scale, (void)out;
-  return false;
 #endif
+  return false;
 }
 
 void decode_e8m0(const uint8_t* codes, int64_t n, float* out) {

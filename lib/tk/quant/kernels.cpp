@@ -10,13 +10,9 @@
 #include "tk/core/float_kernels.h"
 #include "tk/quant/quant_internal.h"
 
-#if defined(__AVX2__)
+#include "tk/core/isa.h"
+#if TK_X86
 #include <immintrin.h>
-#define TK_QUANT_AVX2 1
-#endif
-#if defined(__BMI2__)
-#include <immintrin.h>
-#define TK_QUANT_BMI2 1
 #endif
 
 namespace tk::quant::detail {
@@ -92,7 +88,8 @@ GroupStats group_stats_ref(const float* x, const float* w, int64_t n) {
   return s;
 }
 
-#if TK_QUANT_AVX2
+#if TK_X86
+TK_BEGIN_AVX2
 inline __m256 round_even(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 // The same order as the scalar reduce8: (a_j + a_j+4), then pairs two apart, then the
 // last two.
@@ -375,6 +372,7 @@ void group_stats_lanes_avx2(const float* xt, const float* wt, int64_t n, GroupSt
     s.amax_signed = am[g];
   }
 }
+TK_END_TARGET
 #endif
 
 // The first value of largest magnitude (scalar in both versions: the rule is "first").
@@ -405,7 +403,8 @@ template <typename Fn> void with_bits(int bits, Fn&& fn) {
   }
 }
 
-#if TK_QUANT_BMI2
+#if TK_X86
+TK_BEGIN_AVX2
 // The 8 codes from code index i of a packed stream of n codes, one per byte (the byte
 // moves have constant sizes; 8 bytes are read where the stream allows).
 template <int kBits> inline uint64_t load_codes8(const uint8_t* packed, int64_t i, int64_t n, uint64_t mask) {
@@ -418,6 +417,7 @@ template <int kBits> inline uint64_t load_codes8(const uint8_t* packed, int64_t 
   }
   return kBits == 8 ? p : _pdep_u64(p, mask);
 }
+TK_END_TARGET
 #endif
 
 constexpr uint64_t repeat_mask(int bits) {
@@ -428,7 +428,8 @@ constexpr uint64_t repeat_mask(int bits) {
 }
 
 
-#if TK_QUANT_AVX2
+#if TK_X86
+TK_BEGIN_AVX2
 // The 8 codes of a piece of a packed LSB-first stream (its kBits bytes at p), one per
 // 32-bit lane, without leaving the vector unit: the piece is broadcast to every lane,
 // each lane shifts its code down to bit 0 and masks it. Up to 4 bits the whole piece
@@ -516,51 +517,8 @@ void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t gr
   else if (group == 32) groups(std::integral_constant<int64_t, 32>{});
   else groups(std::integral_constant<int64_t, 0>{});
 }
-#endif
-
-}  // namespace
-
-TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
-                          bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) return trial_symmetric_avx2(x, w, n, iscale, lo, hi);
-#endif
-  return trial_symmetric_ref(x, w, n, iscale, lo, hi);
-}
-
-TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float iscale, float min, float hi,
-                           bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) return trial_asymmetric_avx2(x, w, n, iscale, min, hi);
-#endif
-  return trial_asymmetric_ref(x, w, n, iscale, min, hi);
-}
-
-void trial_symmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, int count, float lo,
-                           float hi, TrialSums* out, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
-    trial_batch_avx2<false>(x, w, n, iscales, nullptr, count, lo, hi, out);
-    return;
-  }
-#endif
-  for (int k = 0; k < count; ++k) out[k] = trial_symmetric_ref(x, w, n, iscales[k], lo, hi);
-}
-
-void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, const float* mins,
-                            int count, float hi, TrialSums* out, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
-    trial_batch_avx2<true>(x, w, n, iscales, mins, count, 0.0f, hi, out);
-    return;
-  }
-#endif
-  for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_ref(x, w, n, iscales[k], mins[k], hi);
-}
-
-void to_lanes(const float* x, int64_t n, float* xt) {
-#if TK_QUANT_AVX2
-  // 8 x 8 blocks: rows are 8 values of each group, transposed in registers.
+// 8 x 8 blocks: rows are 8 values of each group, transposed in registers.
+void to_lanes_avx2(const float* x, int64_t n, float* xt) {
   for (int64_t i = 0; i < n; i += 8) {
     __m256 r[8];
     for (int g = 0; g < kLanes; ++g) r[g] = _mm256_loadu_ps(x + g * n + i);
@@ -582,11 +540,166 @@ void to_lanes(const float* x, int64_t n, float* xt) {
     _mm256_storeu_ps(out + 6 * kLanes, _mm256_permute2f128_ps(u2, u6, 0x31));
     _mm256_storeu_ps(out + 7 * kLanes, _mm256_permute2f128_ps(u3, u7, 0x31));
   }
-#else
+}
+
+// The codes of the whole 8-value pieces of x; returns how many values it coded.
+int64_t codes_symmetric_avx2(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes) {
+  const __m256 vs = _mm256_set1_ps(inv), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  const __m256i voff = _mm256_set1_epi32(offset);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs)), vlo), vhi);
+    const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(l), voff);
+    const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
+  }
+  return i;
+}
+
+int64_t codes_asymmetric_avx2(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes) {
+  const __m256 vs = _mm256_set1_ps(inv), vmin = _mm256_set1_ps(min), vhi = _mm256_set1_ps(hi);
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 r = round_even(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmin), vs));
+    const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, zero), vhi));
+    const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
+  }
+  return i;
+}
+
+void pack_bits_bmi2(const uint8_t* codes, int64_t n, int bits, uint8_t* out) {
+  with_bits(bits, [&](auto b) {
+    constexpr int kBits = decltype(b)::value;
+    const uint64_t mask = repeat_mask(kBits);
+    for (int64_t i = 0; i < n; i += 8) {
+      uint64_t v;
+      std::memcpy(&v, codes + i, 8);
+      const uint64_t p = _pext_u64(v, mask);
+      std::memcpy(out + i / 8 * kBits, &p, kBits);
+    }
+  });
+}
+
+void unpack_bits_bmi2(const uint8_t* in, int64_t n, int bits, uint8_t* codes) {
+  with_bits(bits, [&](auto b) {
+    constexpr int kBits = decltype(b)::value;
+    const uint64_t mask = repeat_mask(kBits);
+    for (int64_t i = 0; i < n; i += 8) {
+      const uint64_t v = load_codes8<kBits>(in, i, n, mask);
+      std::memcpy(codes + i, &v, 8);
+    }
+  });
+}
+
+void decode_packed_affine_avx2(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
+                               const float* m, float* y, bool stream) {
+  // Streaming stores write whole lines without reading them first (no read for
+  // ownership); they need 16-byte aligned rows.
+  const bool nontemporal = stream && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  with_bits(bits, [&](auto b) {
+    constexpr int kBits = decltype(b)::value;
+    if (nontemporal) {
+      if (offset != 0) decode_affine_avx2<kBits, true, true>(packed, n, offset, group, d, m, y);
+      else decode_affine_avx2<kBits, false, true>(packed, n, 0, group, d, m, y);
+      _mm_sfence();
+    } else {
+      if (offset != 0) decode_affine_avx2<kBits, true, false>(packed, n, offset, group, d, m, y);
+      else decode_affine_avx2<kBits, false, false>(packed, n, 0, group, d, m, y);
+    }
+  });
+}
+
+void expand_sub_scales_avx2(const uint8_t* q, int64_t supers, int subs, int bias, const float* d, bool negate,
+                            float* out) {
+  const __m256i vbias = _mm256_set1_epi32(bias);
+  const __m256 sign = _mm256_set1_ps(negate ? -0.0f : 0.0f);
+  for (int64_t s = 0; s < supers; ++s) {
+    const __m256 vd = _mm256_set1_ps(d[s]);
+    for (int i = 0; i < subs; i += 8) {
+      const int64_t k = s * subs + i;
+      const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
+      const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(c, vbias));
+      _mm256_storeu_ps(out + k, _mm256_xor_ps(_mm256_mul_ps(vd, v), sign));
+    }
+  }
+}
+
+void decode_packed_table_avx2(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
+                              const float* scales, float* y) {
+  with_bits(bits, [&](auto b) {
+    constexpr int kBits = decltype(b)::value;
+    const uint64_t mask = repeat_mask(kBits);
+    // Up to 16 entries: two in-register permutes and a blend instead of a gather.
+    const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
+    for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+      const __m256 vs = _mm256_set1_ps(scales[gi]);
+      for (int64_t i = g0; i < g0 + group; i += 8) {
+        const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
+        const __m256i idx = _mm256_cvtepu8_epi32(c);
+        __m256 v;
+        if constexpr (kBits <= 4) {
+          const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
+          v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
+        } else {
+          v = _mm256_i32gather_ps(table, idx, 4);
+        }
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(v, vs));
+      }
+    }
+  });
+}
+TK_END_TARGET
+#endif
+
+}  // namespace
+
+TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
+                          bool reference) {
+#if TK_X86
+  if (!reference && use_avx2()) return trial_symmetric_avx2(x, w, n, iscale, lo, hi);
+#endif
+  return trial_symmetric_ref(x, w, n, iscale, lo, hi);
+}
+
+TrialSums trial_asymmetric(const float* x, const float* w, int64_t n, float iscale, float min, float hi,
+                           bool reference) {
+#if TK_X86
+  if (!reference && use_avx2()) return trial_asymmetric_avx2(x, w, n, iscale, min, hi);
+#endif
+  return trial_asymmetric_ref(x, w, n, iscale, min, hi);
+}
+
+void trial_symmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, int count, float lo,
+                           float hi, TrialSums* out, bool reference) {
+#if TK_X86
+  if (!reference && use_avx2()) {
+    trial_batch_avx2<false>(x, w, n, iscales, nullptr, count, lo, hi, out);
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k) out[k] = trial_symmetric_ref(x, w, n, iscales[k], lo, hi);
+}
+
+void trial_asymmetric_batch(const float* x, const float* w, int64_t n, const float* iscales, const float* mins,
+                            int count, float hi, TrialSums* out, bool reference) {
+#if TK_X86
+  if (!reference && use_avx2()) {
+    trial_batch_avx2<true>(x, w, n, iscales, mins, count, 0.0f, hi, out);
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k) out[k] = trial_asymmetric_ref(x, w, n, iscales[k], mins[k], hi);
+}
+
+void to_lanes(const float* x, int64_t n, float* xt) {
+#if TK_X86
+  if (use_avx2()) return to_lanes_avx2(x, n, xt);
+#endif
   for (int g = 0; g < kLanes; ++g) {
     for (int64_t i = 0; i < n; ++i) xt[i * kLanes + g] = x[g * n + i];
   }
-#endif
 }
 
 namespace {
@@ -620,8 +733,8 @@ void lanes_reference(const float* xt, const float* wt, int64_t n, LaneSums& out,
 
 void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, float lo, float hi,
                            LaneSums& out, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
+#if TK_X86
+  if (!reference && use_avx2()) {
     trial_lanes_avx2<false>(xt, wt, n, iscales, nullptr, lo, hi, out);
     return;
   }
@@ -635,8 +748,8 @@ void trial_symmetric_lanes(const float* xt, const float* wt, int64_t n, const fl
 
 void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const float* iscales, const float* mins,
                             float hi, LaneSums& out, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
+#if TK_X86
+  if (!reference && use_avx2()) {
     trial_lanes_avx2<true>(xt, wt, n, iscales, mins, 0.0f, hi, out);
     return;
   }
@@ -647,8 +760,8 @@ void trial_asymmetric_lanes(const float* xt, const float* wt, int64_t n, const f
 }
 
 void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* out, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
+#if TK_X86
+  if (!reference && use_avx2()) {
     group_stats_lanes_avx2(xt, wt, n, out);
     for (int g = 0; g < kLanes; ++g) {
       if (out[g].max == 0) out[g].max = 0.0f;
@@ -667,8 +780,8 @@ void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* 
 
 GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference) {
   GroupStats s;
-#if TK_QUANT_AVX2
-  if (!reference) s = group_stats_avx2(x, w, n);
+#if TK_X86
+  if (!reference && use_avx2()) s = group_stats_avx2(x, w, n);
   else
 #endif
     s = group_stats_ref(x, w, n);
@@ -682,17 +795,8 @@ GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference
 void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
                      bool reference) {
   int64_t i = 0;
-#if TK_QUANT_AVX2
-  if (!reference) {
-    const __m256 vs = _mm256_set1_ps(inv), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-    const __m256i voff = _mm256_set1_epi32(offset);
-    for (; i + 8 <= n; i += 8) {
-      const __m256 l = _mm256_min_ps(_mm256_max_ps(round_even(_mm256_mul_ps(_mm256_loadu_ps(x + i), vs)), vlo), vhi);
-      const __m256i q = _mm256_add_epi32(_mm256_cvttps_epi32(l), voff);
-      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
-    }
-  }
+#if TK_X86
+  if (!reference && use_avx2()) i = codes_symmetric_avx2(x, n, inv, lo, hi, offset, codes);
 #endif
   for (; i < n; ++i) {
     const float l = clamp_ps(std::nearbyint(x[i] * inv), lo, hi);
@@ -703,17 +807,8 @@ void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, i
 void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
                       bool reference) {
   int64_t i = 0;
-#if TK_QUANT_AVX2
-  if (!reference) {
-    const __m256 vs = _mm256_set1_ps(inv), vmin = _mm256_set1_ps(min), vhi = _mm256_set1_ps(hi);
-    const __m256 zero = _mm256_setzero_ps();
-    for (; i + 8 <= n; i += 8) {
-      const __m256 r = round_even(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmin), vs));
-      const __m256i q = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, zero), vhi));
-      const __m128i q16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + i), _mm_packus_epi16(q16, q16));
-    }
-  }
+#if TK_X86
+  if (!reference && use_avx2()) i = codes_asymmetric_avx2(x, n, inv, min, hi, codes);
 #endif
   for (; i < n; ++i) {
     const float l = clamp_ps(std::nearbyint((x[i] - min) * inv), 0.0f, hi);
@@ -726,20 +821,8 @@ void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool ref
     std::memcpy(out, codes, static_cast<size_t>(n));
     return;
   }
-#if TK_QUANT_BMI2
-  if (!reference) {
-    with_bits(bits, [&](auto b) {
-      constexpr int kBits = decltype(b)::value;
-      const uint64_t mask = repeat_mask(kBits);
-      for (int64_t i = 0; i < n; i += 8) {
-        uint64_t v;
-        std::memcpy(&v, codes + i, 8);
-        const uint64_t p = _pext_u64(v, mask);
-        std::memcpy(out + i / 8 * kBits, &p, kBits);
-      }
-    });
-    return;
-  }
+#if TK_X86
+  if (!reference && use_avx2()) return pack_bits_bmi2(codes, n, bits, out);
 #endif
   std::memset(out, 0, static_cast<size_t>(n / 8 * bits));
   const uint32_t mask = (1u << bits) - 1;
@@ -756,18 +839,8 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
     std::memcpy(codes, in, static_cast<size_t>(n));
     return;
   }
-#if TK_QUANT_BMI2
-  if (!reference) {
-    with_bits(bits, [&](auto b) {
-      constexpr int kBits = decltype(b)::value;
-      const uint64_t mask = repeat_mask(kBits);
-      for (int64_t i = 0; i < n; i += 8) {
-        const uint64_t v = load_codes8<kBits>(in, i, n, mask);
-        std::memcpy(codes + i, &v, 8);
-      }
-    });
-    return;
-  }
+#if TK_X86
+  if (!reference && use_avx2()) return unpack_bits_bmi2(in, n, bits, codes);
 #endif
   const uint32_t mask = (1u << bits) - 1;
   for (int64_t i = 0; i < n; ++i) {
@@ -780,24 +853,8 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
 
 void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
                           const float* m, float* y, bool stream, bool reference) {
-#if TK_QUANT_AVX2
-  if (!reference) {
-    // Streaming stores write whole lines without reading them first (no read for
-    // ownership); they need 16-byte aligned rows.
-    const bool nontemporal = stream && reinterpret_cast<uintptr_t>(y) % 16 == 0;
-    with_bits(bits, [&](auto b) {
-      constexpr int kBits = decltype(b)::value;
-      if (nontemporal) {
-        if (offset != 0) decode_affine_avx2<kBits, true, true>(packed, n, offset, group, d, m, y);
-        else decode_affine_avx2<kBits, false, true>(packed, n, 0, group, d, m, y);
-        _mm_sfence();
-      } else {
-        if (offset != 0) decode_affine_avx2<kBits, true, false>(packed, n, offset, group, d, m, y);
-        else decode_affine_avx2<kBits, false, false>(packed, n, 0, group, d, m, y);
-      }
-    });
-    return;
-  }
+#if TK_X86
+  if (!reference && use_avx2()) return decode_packed_affine_avx2(packed, n, bits, offset, group, d, m, y, stream);
 #endif
   uint8_t codes[kChunk];
   for (int64_t g0 = 0; g0 < n; g0 += group) {
@@ -822,19 +879,10 @@ bool prefer_streaming_stores(uint64_t bytes) {
 void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, const float* d, bool negate, float* out,
                        bool reference) {
   int64_t s = 0;
-#if TK_QUANT_AVX2
-  if (!reference && subs % 8 == 0) {
-    const __m256i vbias = _mm256_set1_epi32(bias);
-    const __m256 sign = _mm256_set1_ps(negate ? -0.0f : 0.0f);
-    for (; s < supers; ++s) {
-      const __m256 vd = _mm256_set1_ps(d[s]);
-      for (int i = 0; i < subs; i += 8) {
-        const int64_t k = s * subs + i;
-        const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k)));
-        const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(c, vbias));
-        _mm256_storeu_ps(out + k, _mm256_xor_ps(_mm256_mul_ps(vd, v), sign));
-      }
-    }
+#if TK_X86
+  if (!reference && subs % 8 == 0 && use_avx2()) {
+    expand_sub_scales_avx2(q, supers, subs, bias, d, negate, out);
+    return;
   }
 #endif
   for (; s < supers; ++s) {
@@ -848,31 +896,8 @@ void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, con
 
 void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
                          const float* scales, float* y, bool reference) {
-#if TK_QUANT_AVX2 && TK_QUANT_BMI2
-  if (!reference) {
-    with_bits(bits, [&](auto b) {
-      constexpr int kBits = decltype(b)::value;
-      const uint64_t mask = repeat_mask(kBits);
-      // Up to 16 entries: two in-register permutes and a blend instead of a gather.
-      const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
-      for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
-        const __m256 vs = _mm256_set1_ps(scales[gi]);
-        for (int64_t i = g0; i < g0 + group; i += 8) {
-          const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
-          const __m256i idx = _mm256_cvtepu8_epi32(c);
-          __m256 v;
-          if constexpr (kBits <= 4) {
-            const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
-            v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
-          } else {
-            v = _mm256_i32gather_ps(table, idx, 4);
-          }
-          _mm256_storeu_ps(y + i, _mm256_mul_ps(v, vs));
-        }
-      }
-    });
-    return;
-  }
+#if TK_X86
+  if (!reference && use_avx2()) return decode_packed_table_avx2(packed, n, bits, table, group, scales, y);
 #endif
   uint8_t codes[kChunk];
   for (int64_t g0 = 0; g0 < n; g0 += group) {

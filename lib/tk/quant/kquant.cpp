@@ -27,7 +27,8 @@
 #include <cmath>
 #include <vector>
 
-#if defined(__AVX2__)
+#include "tk/core/isa.h"
+#if TK_X86
 #include <immintrin.h>
 #endif
 
@@ -71,6 +72,16 @@ constexpr int kMaxFactors = 21;
 float round_f16(float v) { return f16_to_f32(scale_to_f16(v)); }
 
 // One super-block's choice: sub-block scales as stored integers and the f16 scales.
+#if TK_X86
+TK_BEGIN_AVX2
+inline __m256i load_ints(const int* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+// The lanes of v where `take` is set, into p[0..3].
+inline void keep_lanes(double* p, __m256d v, __m256d take) {
+  _mm256_store_pd(p, _mm256_blendv_pd(_mm256_load_pd(p), v, take));
+}
+TK_END_TARGET
+#endif
+
 struct SuperChoice {
   float d = 0, dmin = 0;
   std::array<int, kMaxSubs> q{}, qm{};
@@ -262,14 +273,13 @@ class KScheme final : public Scheme {
     }
   }
 
-#if defined(__AVX2__)
+#if TK_X86
   // integer_trial in vectors: the same operations in the same order.
-  void integer_trial_avx2(const LaneBlock& b, int i0, const IntegerTrial& tr, const double* sw, const double* swx,
+  TK_TARGET_AVX2 void integer_trial_avx2(const LaneBlock& b, int i0, const IntegerTrial& tr, const double* sw, const double* swx,
                           const double* swx2, LaneBest& best) const {
-    const auto load = [](const int* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
-    const __m256i q = _mm256_add_epi32(load(tr.q0), _mm256_set1_epi32(tr.a));
-    const __m256i qm = _mm256_add_epi32(load(tr.m0), _mm256_set1_epi32(tr.bm));
-    const __m256i invalid = _mm256_or_si256(_mm256_cmpgt_epi32(q, load(tr.q1)), _mm256_cmpgt_epi32(qm, load(tr.m1)));
+    const __m256i q = _mm256_add_epi32(load_ints(tr.q0), _mm256_set1_epi32(tr.a));
+    const __m256i qm = _mm256_add_epi32(load_ints(tr.m0), _mm256_set1_epi32(tr.bm));
+    const __m256i invalid = _mm256_or_si256(_mm256_cmpgt_epi32(q, load_ints(tr.q1)), _mm256_cmpgt_epi32(qm, load_ints(tr.m1)));
     if (_mm256_movemask_ps(_mm256_castsi256_ps(invalid)) == 0xff) return;
     const __m256 scales = _mm256_mul_ps(_mm256_set1_ps(tr.d), _mm256_cvtepi32_ps(q));
     const __m256 use = _mm256_andnot_ps(_mm256_castsi256_ps(invalid),
@@ -303,17 +313,14 @@ class KScheme final : public Scheme {
       const __m256d be = _mm256_load_pd(best.err + h);
       const __m256d better = _mm256_or_pd(_mm256_cmp_pd(be, zero, _CMP_LT_OQ), _mm256_cmp_pd(e, be, _CMP_LT_OQ));
       const __m256d take = _mm256_and_pd(valid, better);
-      auto keep = [&](double* p, __m256d v) {
-        _mm256_store_pd(p + h, _mm256_blendv_pd(_mm256_load_pd(p + h), v, take));
-      };
-      keep(best.err, e);
-      keep(best.lx, lx);
-      keep(best.l2, l2);
-      keep(best.l, l);
+      keep_lanes(best.err + h, e, take);
+      keep_lanes(best.lx + h, lx, take);
+      keep_lanes(best.l2 + h, l2, take);
+      keep_lanes(best.l + h, l, take);
       const __m128i qh = h == 0 ? _mm256_castsi256_si128(q) : _mm256_extracti128_si256(q, 1);
       const __m128i qmh = h == 0 ? _mm256_castsi256_si128(qm) : _mm256_extracti128_si256(qm, 1);
-      keep(best.q, _mm256_cvtepi32_pd(qh));
-      keep(best.qm, _mm256_cvtepi32_pd(qmh));
+      keep_lanes(best.q + h, _mm256_cvtepi32_pd(qh), take);
+      keep_lanes(best.qm + h, _mm256_cvtepi32_pd(qmh), take);
     }
   }
 #endif
@@ -378,8 +385,8 @@ class KScheme final : public Scheme {
         for (int a = 0; a < width; ++a) {
           for (int bm = 0; bm < (f_.asymmetric ? width : 1); ++bm) {
             const IntegerTrial trial{ds[k], dmin, q0, q1, m0, m1, a, bm};
-#if defined(__AVX2__)
-            if (!o.reference) {
+#if TK_X86
+            if (!o.reference && use_avx2()) {
               integer_trial_avx2(b, i0, trial, sw, swx, swx2, lb);
               continue;
             }

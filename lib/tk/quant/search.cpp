@@ -7,7 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__AVX2__)
+#include "tk/core/isa.h"
+#if TK_X86
 #include <immintrin.h>
 #endif
 
@@ -133,19 +134,14 @@ class AsymmetricSearch {
 // out[g] = num / den[g] where active[g], else 0: in one vector division where AVX2 is
 // there (the same quotients).
 static_assert(sizeof(bool) == 1, "divide_lanes reads eight bools as eight bytes");
-void divide_lanes(float num, const float* den, const bool* active, float* out, bool reference) {
-#if defined(__AVX2__)
-  if (!reference) {
-    const __m256i flags = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(active)));
-    const __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(flags, _mm256_setzero_si256()));
-    _mm256_storeu_ps(out, _mm256_and_ps(mask, _mm256_div_ps(_mm256_set1_ps(num), _mm256_loadu_ps(den))));
-    return;
-  }
-#endif
-  for (int g = 0; g < kLanes; ++g) out[g] = active[g] ? num / den[g] : 0.0f;
+#if TK_X86
+TK_BEGIN_AVX2
+void divide_lanes_avx2(float num, const float* den, const bool* active, float* out) {
+  const __m256i flags = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(active)));
+  const __m256 mask = _mm256_castsi256_ps(_mm256_cmpgt_epi32(flags, _mm256_setzero_si256()));
+  _mm256_storeu_ps(out, _mm256_and_ps(mask, _mm256_div_ps(_mm256_set1_ps(num), _mm256_loadu_ps(den))));
 }
 
-#if defined(__AVX2__)
 // The lanes searches' decisions four lanes at a time in doubles: the scalar loops'
 // operations in the same order (no fused products), so the same bits.
 
@@ -210,7 +206,15 @@ void consider_asymmetric_avx2(const LaneSums& t, const bool* active, bool nonpos
     _mm_storeu_ps(best_m + h, select(_mm_loadu_ps(best_m + h), to_float(m), take));
   }
 }
+TK_END_TARGET
 #endif
+
+void divide_lanes(float num, const float* den, const bool* active, float* out, bool reference) {
+#if TK_X86
+  if (!reference && use_avx2()) return divide_lanes_avx2(num, den, active, out);
+#endif
+  for (int g = 0; g < kLanes; ++g) out[g] = active[g] ? num / den[g] : 0.0f;
+}
 
 }  // namespace
 
@@ -259,8 +263,8 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
   // Candidate k of every group at once; an all-zero group runs along with iscale 0 and
   // keeps d = 0 (its sums are all zero, so l2 > 0 fails).
   auto consider = [&](const bool* active) {
-#if defined(__AVX2__)
-    if (!reference) {
+#if TK_X86
+    if (!reference && use_avx2()) {
       consider_symmetric_avx2(sums, active, best_score, best_d);
       return;
     }
@@ -345,8 +349,8 @@ void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* 
     };
     // As AsymmetricSearch::consider, for every lane at once.
     auto consider = [&] {
-#if defined(__AVX2__)
-      if (!reference) {
+#if TK_X86
+      if (!reference && use_avx2()) {
         consider_asymmetric_avx2(t, active, nonpositive_min, sw, swx, swx2, best_err, best_d, best_m);
         return;
       }

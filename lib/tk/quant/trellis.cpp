@@ -24,12 +24,9 @@
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 
-#if defined(__AVX2__)
+#include "tk/core/isa.h"
+#if TK_X86
 #include <immintrin.h>
-#define TK_TRELLIS_AVX2 1
-#endif
-#if defined(__AVX2__) && defined(__F16C__) && defined(__BMI__)
-#define TK_TRELLIS_DECODE 1  // the decoders of eight weights a step (f16 lookups, bextr)
 #endif
 
 namespace tk::quant {
@@ -143,11 +140,11 @@ class Viterbi {
     }
   }
 
-#if TK_TRELLIS_AVX2
+#if TK_X86
   // K = 2, M a multiple of 8: eight predecessor groups of four at a time, transposed so
   // that the minimum is vertical; the decisions are kept as three comparison masks per
   // eight groups (lane order 0 2 4 6 1 3 5 7, undone at traceback).
-  void encode_avx2(const Targets& t, uint32_t* states) {
+  TK_TARGET_AVX2 void encode_avx2(const Targets& t, uint32_t* states) {
     const int64_t chunks = m_ / 8;
     decisions_.assign(static_cast<size_t>(t.n * chunks * 3), 0);
     first_step(t);
@@ -230,7 +227,10 @@ class Viterbi {
 };
 
 
-#if TK_TRELLIS_DECODE
+#if TK_X86
+TK_BEGIN_AVX2
+// The decoders of eight weights a step (f16 lookups, bextr).
+
 // Runs step(t, scale) for t = 0, 8, ..., whole - 8 (whole a multiple of 8) with the
 // scale of weight t's group broadcast. Groups are multiples of 8 weights, so the steps
 // go by runs within one group: one scale register per run and no group test per step.
@@ -365,6 +365,7 @@ SegmentDecoder segment_decoder(int bits, bool pairs) {
     default: return nullptr;
   }
 }
+TK_END_TARGET
 #endif
 
 class TrellisScheme final : public Scheme {
@@ -448,8 +449,8 @@ void TrellisScheme::search_row(const float* x, const float* w, const Layout& l, 
   Viterbi viterbi(k_, l_, book);
   for (int64_t first = 0; first < pc; first += kSegment) {
     const Targets t{y.data() + first, w + first, a.data() + first, std::min(kSegment, pc - first)};
-#if TK_TRELLIS_AVX2
-    if (!reference && k_ == 2) {
+#if TK_X86
+    if (!reference && k_ == 2 && use_avx2()) {
       viterbi.encode_avx2(t, states + first);
       continue;
     }
@@ -567,11 +568,11 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
   const Tensor& scales = part(q, "scales", it->second.dtype(), static_cast<uint64_t>(l.rows * l.groups_per_row));
   const bool direct = l.cols == l.padded_cols;
   // Without AVX2 (or for the reference), the scalar loop over the f32 codebook.
-#if TK_TRELLIS_DECODE
+#if TK_X86
   const uint16_t* book_f16 = book16.data_as<uint16_t>();
   const uint32_t* pairs = nullptr;
   SegmentDecoder fast = nullptr;
-  if (!reference) {
+  if (!reference && use_avx2()) {
     // The pair table (2^K times the codebook's entries) while it stays within 64 KiB
     // (L + K <= 14) and there are at least a quarter as many weights to decode as table
     // entries (a smaller call would spend more on a rebuild than the table saves);
@@ -598,7 +599,7 @@ void TrellisScheme::decode(const Quantized& q, float* out, bool reference) const
       for (int64_t first = 0; first < l.padded_cols; first += kSegment) {
         const int64_t n = std::min(kSegment, l.padded_cols - first);
         const uint64_t seg_bytes = segment_bytes(n);
-#if TK_TRELLIS_DECODE
+#if TK_X86
         if (!scalar) {
           fast(book_f16, pairs, l_, segment, seg_bytes, n, first, group, row_scales.data(), y + first);
           segment += seg_bytes;

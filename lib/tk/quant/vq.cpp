@@ -36,7 +36,6 @@ void assign_nearest(const float* x, int64_t n, const float* c, int64_t k, int di
     c_norm[j] = static_cast<float>(s);
     max_norm = std::max(max_norm, c_norm[j]);
   }
-  linalg::BlasThreads single(1);
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel
   {

@@ -1,0 +1,83 @@
+# Installation, GNUInstallDirs layout (cmake --install, make install PREFIX=..., the .deb):
+#   bin/                      the tools (and mpi_train when MPI is built)
+#   lib/                      libtkckpt.so (the C library), libtensorkit.a, libtk_dist.a
+#   include/tk_ckpt*.h        the C interface; tk_ckpt*.f90, its Fortran modules as source
+#   include/tk/<module>/*.h   the public headers of the C++ library
+#   lib/cmake/tensorkit/      find_package(tensorkit): tensorkit::tensorkit, tensorkit::tkckpt
+#   lib/pkgconfig/tkckpt.pc   pkg-config for the C library
+include(CMakePackageConfigHelpers)
+
+set(TK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tensorkit)
+
+foreach(tool ${TK_TOOLS})
+  if(TARGET ${tool})
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
+endforeach()
+if(TARGET mpi_train)
+  # It links libtkckpt, which a prefix outside the system folders holds beside bin/.
+  file(RELATIVE_PATH tk_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
+  set_target_properties(mpi_train PROPERTIES INSTALL_RPATH "$ORIGIN/${tk_bin_to_lib}")
+  install(TARGETS mpi_train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+# ---- the C library: libtkckpt with tk_ckpt.h and tk_ckpt_dist.h, as C callers include them ----
+install(TARGETS tkckpt EXPORT tensorkit-tkckpt LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES lib/tk/ckpt/tk_ckpt.h lib/tk/ckpt/tk_ckpt_dist.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The Fortran modules are installed as source: they hold module procedures and a .mod file
+# binds to one compiler's version, so callers compile them with their own program.
+install(FILES lib/tk/ckpt/tk_ckpt.f90 lib/tk/ckpt/tk_ckpt_dist.f90 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# ---- the C++ library: static libraries and the headers consumers include as "tk/io/npy.h" ----
+install(TARGETS tensorkit tk_dist EXPORT tensorkit-targets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# Headers marked "internal to" their module, which no public header includes, stay out: they
+# expose HDF5 and nlohmann types the installed package does not provide to consumers.
+# tests/install compiles every installed header, so one that needs a missing header fails there.
+install(DIRECTORY lib/tk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h"
+  PATTERN "*_internal.h" EXCLUDE
+  PATTERN "tk_ckpt*.h" EXCLUDE
+  REGEX "/ckpt/(box|dist_part|fileops|manifest|shard_writer|step_reader|tier)\\.h$" EXCLUDE
+  REGEX "/store/(files|layout|manifest|objects)\\.h$" EXCLUDE
+  REGEX "/core/dtype_array\\.h$" EXCLUDE
+  REGEX "/io/hdf5_types\\.h$" EXCLUDE)
+
+# ---- CMake package ----
+install(EXPORT tensorkit-targets NAMESPACE tensorkit:: DESTINATION ${TK_CMAKE_DIR})
+install(EXPORT tensorkit-tkckpt NAMESPACE tensorkit:: DESTINATION ${TK_CMAKE_DIR})
+configure_package_config_file(cmake/tensorkitConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/tensorkitConfig.cmake INSTALL_DESTINATION ${TK_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/tensorkitConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/tensorkitConfig.cmake ${PROJECT_BINARY_DIR}/tensorkitConfigVersion.cmake
+  DESTINATION ${TK_CMAKE_DIR})
+
+# ---- pkg-config: paths relative to the .pc file, so a prefix can be moved or packaged ----
+file(RELATIVE_PATH TK_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" TK_PC_TO_PREFIX "${TK_PC_TO_PREFIX}")
+get_target_property(TK_CKPT_LIB_VERSION tkckpt VERSION)
+configure_file(cmake/tkckpt.pc.in ${PROJECT_BINARY_DIR}/tkckpt.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/tkckpt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# ---- .deb (make package): everything above under /usr ----
+set(TK_PACKAGE_MAINTAINER "tensorkit maintainers" CACHE STRING "Maintainer field of the .deb")
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME tensorkit)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+  "Tensor file toolkit: conversion, decomposition, quantization, compression, checkpoints")
+set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${TK_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# Depends: the shared libraries the binaries load, as dpkg-shlibdeps finds their packages,
+# and the serial build of OpenBLAS their run path names (shlibdeps sees only libopenblas0,
+# which any of the three builds satisfies).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS libopenblas0-serial)
+# What find_package(tensorkit) needs to link the static library (tensorkit::tensorkit).
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, libhdf5-dev, libopenblas-serial-dev, liblapacke-dev, \
+libzstd-dev, libxxhash-dev, libavcodec-dev, libavutil-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
+include(CPack)

@@ -1,0 +1,92 @@
+#include "tk/decomp/decompose.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "tk/core/error.h"
+
+namespace tk::decomp {
+
+namespace {
+
+template <typename T>
+Decomposition decompose_any(const DenseView<T>& x, const DecomposeSource& src, const DecomposeOptions& o) {
+  Decomposition d;
+  switch (o.method) {
+    case Method::kCp:
+      d = from_cp(src.name, src.shape, src.dtype, cp_als(x, o.cp));
+      d.seed = o.cp.seed;
+      break;
+    case Method::kTucker: d = from_tucker(src.name, src.shape, src.dtype, tucker(x, o.tucker)); break;
+    case Method::kTt: d = from_tt(src.name, src.shape, src.dtype, tt_svd(x, o.tt)); break;
+    case Method::kRescal:
+      if constexpr (std::is_same_v<T, double>) {
+        d = from_rescal(src.name, src.shape, src.dtype, rescal(x, o.rescal));
+        d.seed = o.rescal.seed;
+      } else {
+        throw usage_error("RESCAL computes in f64");
+      }
+      break;
+  }
+  return d;
+}
+
+template <typename T>
+BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src, const DecomposeOptions& o,
+                               uint64_t budget_bytes) {
+  BudgetProblem p;
+  p.method = o.method;
+  p.error_of = [&x](const Decomposition& d) { return reconstruction_error(x, d); };
+  switch (o.method) {
+    case Method::kCp:
+      p.cp_elements_per_rank = 1;
+      for (int64_t n : x.shape) {
+        p.cp_elements_per_rank += n;
+        p.max_rank = std::max<int>(p.max_rank, static_cast<int>(n));
+      }
+      p.at_rank = [&](int rank) {
+        CpOptions c = o.cp;
+        c.rank = rank;
+        Decomposition d = from_cp(src.name, src.shape, src.dtype, cp_als(x, c));
+        d.seed = c.seed;
+        return d;
+      };
+      break;
+    case Method::kTucker:
+      p.at_tol = [&](double tol) {
+        TuckerOptions t = o.tucker;
+        t.tol = tol;
+        return from_tucker(src.name, src.shape, src.dtype, tucker(x, t));
+      };
+      break;
+    case Method::kTt:
+      p.at_tol = [&](double tol) {
+        TtOptions t = o.tt;
+        t.tol = tol;
+        return from_tt(src.name, src.shape, src.dtype, tt_svd(x, t));
+      };
+      break;
+    case Method::kRescal: throw usage_error("--budget is not available for RESCAL");
+  }
+  return budget_search(p, budget_bytes);
+}
+
+}  // namespace
+
+Decomposition decompose(const DenseView<double>& x, const DecomposeSource& source, const DecomposeOptions& options) {
+  return decompose_any(x, source, options);
+}
+Decomposition decompose(const DenseView<float>& x, const DecomposeSource& source, const DecomposeOptions& options) {
+  return decompose_any(x, source, options);
+}
+
+BudgetChoice decompose_within_budget(const DenseView<double>& x, const DecomposeSource& source,
+                                     const DecomposeOptions& options, uint64_t budget_bytes) {
+  return within_budget_any(x, source, options, budget_bytes);
+}
+BudgetChoice decompose_within_budget(const DenseView<float>& x, const DecomposeSource& source,
+                                     const DecomposeOptions& options, uint64_t budget_bytes) {
+  return within_budget_any(x, source, options, budget_bytes);
+}
+
+}  // namespace tk::decomp

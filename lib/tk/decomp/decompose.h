@@ -1,0 +1,49 @@
+// One entry point for the four methods on a dense tensor: the method's options in, a
+// Decomposition (format.h) out, and the storage-budget search (budget.h) set up for
+// the method. The tools add what is theirs: reading, masks, initial models read from
+// files, progress, and writing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tk/core/dtype.h"
+#include "tk/core/shape.h"
+#include "tk/decomp/budget.h"
+#include "tk/decomp/decomp.h"
+#include "tk/decomp/format.h"
+
+namespace tk::decomp {
+
+// The tensor a model stands for. Its data may be viewed under another shape of as many
+// elements (TT's --shape); the model records this one.
+struct DecomposeSource {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+};
+
+// The options of the method that runs; the others are not read.
+struct DecomposeOptions {
+  Method method = Method::kCp;
+  CpOptions cp;
+  TuckerOptions tucker;
+  TtOptions tt;
+  RescalOptions rescal;
+};
+
+// Decompose `x` by options.method. CP and RESCAL models record their options' seed.
+// RESCAL computes in f64: the f32 overload throws kUsage for it.
+Decomposition decompose(const DenseView<double>& x, const DecomposeSource& source, const DecomposeOptions& options);
+Decomposition decompose(const DenseView<float>& x, const DecomposeSource& source, const DecomposeOptions& options);
+
+// The model of options.method (CP, Tucker or TT) with the least error within
+// `budget_bytes`, by budget_search: CP over ranks up to the largest mode (options.cp
+// with its rank replaced), Tucker and TT over tolerances (their options with tol
+// replaced). Throws kUsage for RESCAL and when not even the smallest model fits.
+BudgetChoice decompose_within_budget(const DenseView<double>& x, const DecomposeSource& source,
+                                     const DecomposeOptions& options, uint64_t budget_bytes);
+BudgetChoice decompose_within_budget(const DenseView<float>& x, const DecomposeSource& source,
+                                     const DecomposeOptions& options, uint64_t budget_bytes);
+
+}  // namespace tk::decomp

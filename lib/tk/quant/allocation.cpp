@@ -1,0 +1,99 @@
+#include "tk/quant/allocation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tk/quant/view.h"
+
+namespace tk::quant {
+
+bool fills_blocks(const Scheme& scheme, const Shape& shape, const QuantOptions& options) {
+  const int64_t view = choose_view_cols(scheme, shape, options);
+  const uint64_t n = shape_numel(shape);
+  const uint64_t stored = padded_values(scheme, view == 0 ? 0 : static_cast<int64_t>(n) / view, view, options);
+  return (stored - n) * 16 <= n;
+}
+
+int fallback_int_bits(const std::string& spec) {
+  if (spec.size() == 3 && spec[0] == 'q' && spec[2] == 'k') return spec[1] - '0';
+  if (spec == "nf4" || spec == "mxfp4" || spec == "nvfp4") return 4;
+  if (spec.rfind("mxfp6", 0) == 0) return 6;
+  if (spec.rfind("mxfp8", 0) == 0 || spec == "mxint8") return 8;
+  for (const char* family : {"int", "trellis:", "kmeans:"}) {
+    const size_t n = std::strlen(family);
+    if (spec.rfind(family, 0) == 0 && spec.size() > n && spec[n] >= '2' && spec[n] <= '8') return spec[n] - '0';
+  }
+  return 0;
+}
+
+namespace {
+
+// How far apart the error estimates of candidates a and b of tensor i may lie while
+// the sampling leaves their order open: paired on a shared sample where both were
+// estimated on it, else the sum of their own spreads (kConfidence standard errors
+// plus the bias allowance).
+double margin(const Candidates& t, size_t i, size_t a, size_t b) {
+  const Estimate& ea = t.estimates[i][a];
+  const Estimate& eb = t.estimates[i][b];
+  const double own = kConfidence * (ea.se + eb.se) + ea.bias + eb.bias;
+  auto it = t.samples[i].find({ea.view, ea.share});
+  if (it == t.samples[i].end()) return own;
+  return std::min(own, paired_spread(ea, eb, it->second) + ea.bias + eb.bias);
+}
+
+}  // namespace
+
+size_t allocation_drop_dominated(Candidates& t, size_t i) {
+  BudgetItem& item = t.items[i];
+  const size_t n = item.bytes.size();
+  std::vector<char> keep(n, 1);
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t c = 0; c < n && keep[j]; ++c) {
+      if (c == j || !keep[c] || item.bytes[c] > item.bytes[j]) continue;
+      const bool beaten = item.error[j] - item.error[c] > margin(t, i, c, j);
+      const bool tie_lower = item.bytes[c] == item.bytes[j] && item.error[c] == item.error[j] && c < j;
+      if (beaten || tie_lower) keep[j] = 0;
+    }
+  }
+  size_t kept = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (!keep[j]) continue;
+    item.bytes[kept] = item.bytes[j];
+    item.error[kept] = item.error[j];
+    t.usable[i][kept] = t.usable[i][j];
+    t.estimates[i][kept] = std::move(t.estimates[i][j]);
+    ++kept;
+  }
+  item.bytes.resize(kept), item.error.resize(kept), t.usable[i].resize(kept), t.estimates[i].resize(kept);
+  return n - kept;
+}
+
+std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choice) {
+  std::vector<size_t> out;
+  const auto c = static_cast<size_t>(choice);
+  for (size_t j = 0; j < t.items[i].bytes.size(); ++j) {
+    if (j == c) continue;
+    if (std::fabs(t.items[i].error[j] - t.items[i].error[c]) > margin(t, i, c, j)) continue;
+    if (!t.estimates[i][j].exact) out.push_back(j);
+    if (!t.estimates[i][c].exact && (out.empty() || out.front() != c)) out.insert(out.begin(), c);
+  }
+  return out;
+}
+
+Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& scheme, const std::vector<float>& x,
+                           const Shape& shape, const QuantOptions& options) {
+  const Estimate& was = t.estimates[i][j];
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  const std::pair<int64_t, int64_t> key{was.view, was.share / 4};
+  auto it = t.samples[i].find(key);
+  if (it == t.samples[i].end() || it->second.picked.empty()) {
+    it = t.samples[i].insert_or_assign(key, sample_rows(x, was.view, cols, options.importance, key.second)).first;
+  }
+  const Estimate again = estimate_error(scheme, x, shape, options, key.second >= 4 ? &it->second : nullptr);
+  t.items[i].error[j] = again.error;
+  t.estimates[i][j] = again;
+  return again;
+}
+
+}  // namespace tk::quant

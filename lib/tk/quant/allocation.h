@@ -1,0 +1,52 @@
+// The budgeted allocation over a model's tensors (tquant --budget / --size): every
+// candidate scheme's bytes and error on every tensor, with errors estimated on samples
+// of rows (measure.h), candidates that cannot win dropped, and the estimates that a
+// solve of the budget (budget.h) leaves undecided refined on larger samples until none
+// is. The caller reads the tensors and solves; these are the steps in between.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tk/quant/budget.h"
+#include "tk/quant/measure.h"
+#include "tk/quant/scheme.h"
+
+namespace tk::quant {
+
+// Per tensor: the candidates that apply to it, their bytes and (estimated) errors as
+// one budget item, and the row samples the estimates were made on, by (view, share).
+struct Candidates {
+  std::vector<BudgetItem> items;
+  std::vector<std::vector<std::string>> usable;
+  std::vector<std::vector<Estimate>> estimates;
+  std::vector<std::map<std::pair<int64_t, int64_t>, RowSample>> samples;
+};
+
+// Whether `scheme` fills its blocks on a tensor of `shape` under its best view: at most
+// 1/16 of the values stored are padding. kUsage errors of the scheme propagate.
+bool fills_blocks(const Scheme& scheme, const Shape& shape, const QuantOptions& options);
+
+// Bits per code of the integer scheme a spec falls back to where it cannot fill its
+// blocks (as llama.cpp falls back from k-quants); 0 when it has none.
+int fallback_int_bits(const std::string& spec);
+
+// Drop tensor i's candidates that cannot win: an estimate worse, beyond the margin of
+// the two estimates, than another candidate of no more bytes (or equal to it in both,
+// after it). Returns how many were dropped.
+size_t allocation_drop_dominated(Candidates& t, size_t i);
+
+// The estimated (not exact) candidates of tensor i that the solve's `choice` does not
+// decide: the chosen one and those whose error lies within the margin of it.
+std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choice);
+
+// Estimate candidate j of tensor i (values `x`) again on a sample four times larger,
+// on rows shared with the other candidates refined with it; whole once that would be
+// most of the tensor. Updates the item's error and the estimate and returns the new one.
+Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& scheme, const std::vector<float>& x,
+                           const Shape& shape, const QuantOptions& options);
+
+}  // namespace tk::quant

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The run-time dispatched kernels of a portable build against a -march=native build.
+
+Runs tk_bench_quant of the two builds in turn on the same seeded matrices, interleaved
+(native, portable, native, portable, ...), ROUNDS times, and prints per scheme the median
+quantize speed (MB/s of f32 input) and dequantize speeds (GB/s of f32 output, streaming
+and cache-resident) of each build and their ratio (portable / native). Speeds are per
+second of process CPU time, which a time-shared machine disturbs least. The portable
+build runs its default path (the best the processor has) and, for reference, TK_ISA=scalar.
+
+  scripts/bench/isa_vs_native.py --native NATIVE/bench/tk_bench_quant \
+      --portable build/bench/tk_bench_quant [--rounds 5] [--rows 1024] [--cols 4096]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+
+SCHEMES = ("int8,int4,int3,q2k,q3k,q4k,q5k,q6k,q8k,nf4,fp8_e4m3,fp8_e5m2,mxfp4,mxfp6_e2m3,mxfp8_e4m3,"
+           "mxint8,nvfp4,kmeans:4,vq:4:8,trellis:2")
+METRICS = ("quantize_cpu_mb_s", "dequantize_cpu_gb_s", "dequantize_cache_cpu_gb_s")
+
+
+def run(binary, args, isa=None):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("TK_ISA", None)
+    if isa:
+        env["TK_ISA"] = isa
+    out = subprocess.run([binary, *args, "--json"], env=env, check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return {r["scheme"]: r for r in rows if "scheme" in r}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--native", required=True)
+    p.add_argument("--portable", required=True)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rows", type=int, default=1024)
+    p.add_argument("--cols", type=int, default=4096)
+    p.add_argument("--schemes", default=SCHEMES)
+    p.add_argument("--json", help="also write the medians here")
+    a = p.parse_args()
+    args = ["--rows", str(a.rows), "--cols", str(a.cols), "--schemes", a.schemes, "--dist", "gauss", "--reps", "3"]
+    runs = {"native": [], "portable": [], "scalar": []}
+    for r in range(a.rounds):
+        runs["native"].append(run(a.native, args))
+        runs["portable"].append(run(a.portable, args))
+        runs["scalar"].append(run(a.portable, args, isa="scalar"))
+        print(f"round {r + 1}/{a.rounds} done", flush=True)
+    med = {b: {s: {m: statistics.median(rnd[s][m] for rnd in rs) for m in METRICS} for s in rs[0]}
+           for b, rs in runs.items()}
+    print(f"\n{a.rows} x {a.cols} f32, 1 thread, medians of {a.rounds} interleaved rounds (per CPU second)")
+    print(f"{'scheme':<14} {'quantize MB/s':>26} {'dequantize GB/s':>26} {'dequantize cached GB/s':>28}  scalar q/dq")
+    print(f"{'':<14} {'native portable ratio':>26} {'native portable ratio':>26} {'native portable ratio':>28}")
+    worst = 10.0
+    for s in med["native"]:
+        cells = []
+        for m in METRICS:
+            n, p_ = med["native"][s][m], med["portable"][s][m]
+            worst = min(worst, p_ / n)
+            cells.append(f"{n:8.2f} {p_:8.2f} {p_ / n:6.3f}")
+        sc = med["scalar"][s]
+        cells.append(f"{sc['quantize_cpu_mb_s'] / med['portable'][s]['quantize_cpu_mb_s']:.2f}/"
+                     f"{sc['dequantize_cpu_gb_s'] / med['portable'][s]['dequantize_cpu_gb_s']:.2f}")
+        print(f"{s:<14} {cells[0]:>26} {cells[1]:>26} {cells[2]:>28}  {cells[3]}")
+    print(f"\nworst portable/native ratio: {worst:.3f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(med, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The installed tree, used from outside: install the build tree into a scratch prefix,
+# run an installed tool, build tests/install/consumer against the prefix through
+# find_package(tensorkit) and its C program once more through pkg-config tkckpt, and run
+# them. Fails on the first step that does not work.
+# Usage: run.sh CMAKE BUILD_DIR WORK_DIR LIBDIR CC CXX  (LIBDIR: CMAKE_INSTALL_LIBDIR)
+set -euo pipefail
+cmake=$1 build=$2 work=$3 libdir=$4 cc=$5 cxx=$6
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+prefix=$work/prefix
+
+# logged NAME COMMAND...: run COMMAND with its output in WORK/NAME.log, shown if it fails.
+logged() {
+  local name=$1
+  shift
+  if ! "$@" >"$work/$name.log" 2>&1; then
+    cat "$work/$name.log"
+    echo "install test: $name failed: $*" >&2
+    exit 1
+  fi
+}
+
+rm -rf "$work"
+mkdir -p "$work"
+logged install "$cmake" --install "$build" --prefix "$prefix"
+
+# Nothing installed may point back into the build or source tree.
+leaks=$(grep -rlF -e "$build" -e "$(cd "$here/../.." && pwd)" "$prefix/$libdir/cmake" "$prefix/$libdir/pkgconfig" || true)
+for f in "$prefix"/bin/* "$prefix/$libdir"/libtkckpt.so; do
+  if readelf -d "$f" | grep -qF "$build"; then leaks+=" $f (run path)"; fi
+done
+[ -z "$leaks" ] || { echo "install test: build paths in $leaks" >&2; exit 1; }
+
+"$prefix/bin/tinfo" --version | tee "$work/tinfo.out"
+grep -q '^tinfo (tensorkit) [0-9]' "$work/tinfo.out"
+
+logged configure "$cmake" -S "$here/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx"
+found=$(sed -n 's/^tensorkit_DIR:PATH=//p' "$work/consumer/CMakeCache.txt")
+[ "$found" = "$prefix/$libdir/cmake/tensorkit" ] || { echo "install test: found tensorkit in $found" >&2; exit 1; }
+logged build "$cmake" --build "$work/consumer" -j2
+
+"$work/consumer/ckpt_c" "$work/ckpt-cmake"
+"$work/consumer/tensor_cxx" "$work"
+if [ -x "$work/consumer/ckpt_fortran" ]; then
+  "$work/consumer/ckpt_fortran" "$work/ckpt-cmake"
+fi
+
+# pkg-config sees only this prefix's tkckpt.pc.
+(
+  unset PKG_CONFIG_PATH
+  export PKG_CONFIG_LIBDIR=$prefix/$libdir/pkgconfig
+  read -r -a cflags <<<"$(pkg-config --cflags tkckpt)"
+  read -r -a libs <<<"$(pkg-config --libs tkckpt)"
+  "$cc" -std=c99 -Wall -Werror -pedantic-errors "${cflags[@]}" "$here/consumer/ckpt_c.c" \
+    -o "$work/ckpt_c_pc" "${libs[@]}" -Wl,-rpath,"$(pkg-config --variable=libdir tkckpt)"
+)
+"$work/ckpt_c_pc" "$work/ckpt-pc"

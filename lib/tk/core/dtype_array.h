@@ -46,8 +46,18 @@ template <typename Fn> void for_blocks(uint64_t count, Fn&& fn) {
   }
 }
 
-// Codes n elements of width `bits` (4 or 6) starting at element `first` of a packed
-// little-endian bit stream, one code per output byte.
+// The library's two bit-stream readers (LSB-first streams, as every packed format here
+// stores them). read_bits: bits [bit, bit + count) of a stream of `bytes` bytes (count
+// <= 32, bit + count <= 8 * bytes), through one window of at most 8 bytes that never
+// reads past the stream.
+inline uint32_t read_bits(const uint8_t* stream, uint64_t bytes, uint64_t bit, int count) {
+  const uint64_t byte = bit >> 3;
+  uint64_t window = 0;
+  std::memcpy(&window, stream + byte, bytes - byte < 8 ? bytes - byte : 8);
+  return static_cast<uint32_t>((window >> (bit & 7)) & ((uint64_t{1} << count) - 1));
+}
+// unpack_codes: n codes of width `bits` (1..8) starting at element `first`, one code per
+// output byte; reads only the bytes those codes occupy.
 void unpack_codes(const uint8_t* src, int bits, uint64_t first, uint64_t n, uint8_t* codes);
 // Pack n codes into a bit stream starting at element 0 of dst; writes ceil(n*bits/8)
 // bytes, with zero padding bits at the end.

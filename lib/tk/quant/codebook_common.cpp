@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "tk/core/error.h"
+#include "tk/core/dtype_array.h"
 #include "tk/quant/codebook_internal.h"
 
 namespace tk::quant::cbdetail {
@@ -52,12 +53,7 @@ uint64_t packed_bytes(uint64_t count, int bits) {
 }
 
 uint32_t unpack_code(const uint8_t* codes, uint64_t bytes, int bits, uint64_t i) {
-  uint64_t bit = i * static_cast<uint64_t>(bits);
-  uint64_t byte = bit >> 3;
-  uint64_t window = 0;
-  uint64_t avail = std::min<uint64_t>(8, bytes - byte);
-  std::memcpy(&window, codes + byte, avail);
-  return static_cast<uint32_t>((window >> (bit & 7)) & ((1u << bits) - 1));
+  return tk::detail::read_bits(codes, bytes, i * static_cast<uint64_t>(bits), bits);
 }
 
 const Tensor& require_part(const Quantized& q, const std::string& name, DType dtype,

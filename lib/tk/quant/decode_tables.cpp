@@ -7,12 +7,12 @@
 #include <limits>
 #include <utility>
 
+#include "tk/core/dtype_array.h"
 #include "tk/core/float_format.h"
-#include "tk/quant/codebook_internal.h"
-#include "tk/quant/quant_internal.h"
-
 #include "tk/core/float_kernels.h"
 #include "tk/core/isa.h"
+#include "tk/quant/codebook_internal.h"
+#include "tk/quant/quant_internal.h"
 #if TK_X86
 #include <immintrin.h>
 #endif
@@ -49,12 +49,10 @@ inline bool fold_factor(float s, float factor, float* folded) {
 // The reference formula for one stretch of codes (a group the fast path leaves).
 void decode_scalar(const uint8_t* packed, int64_t first, int64_t count, int bits, const float* table, float s,
                    float* y) {
-  const uint32_t mask = (1u << bits) - 1;
   for (int64_t i = first; i < first + count; ++i) {
-    const int64_t bit = i * bits;
-    uint32_t v = packed[bit / 8] >> (bit % 8);
-    if (bit % 8 + bits > 8) v |= static_cast<uint32_t>(packed[bit / 8 + 1]) << (8 - bit % 8);
-    y[i] = table[v & mask] * s;
+    uint8_t code = 0;
+    tk::detail::unpack_codes(packed, bits, static_cast<uint64_t>(i), 1, &code);
+    y[i] = table[code] * s;
   }
 }
 

@@ -107,7 +107,7 @@ class Fp8Scheme final : public Scheme {
 
   float fit_scale(const float* x, int64_t cols, int64_t rows, const float* w, const QuantOptions& o) const {
     float amax = 0;
-    for (int64_t i = 0; i < cols * rows; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    for (int64_t i = 0; i < cols * rows; ++i) amax = max_magnitude(amax, x[i]);
     if (amax == 0) return 1.0f;
     const float base = amax / max_;
     if (o.fast) return base;

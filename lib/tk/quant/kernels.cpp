@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "tk/core/dtype_array.h"
 #include "tk/core/float_format.h"
 #include "tk/core/float_kernels.h"
 #include "tk/quant/quant_internal.h"
@@ -824,14 +825,7 @@ void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool ref
 #if TK_X86
   if (!reference && use_avx2()) return pack_bits_bmi2(codes, n, bits, out);
 #endif
-  std::memset(out, 0, static_cast<size_t>(n / 8 * bits));
-  const uint32_t mask = (1u << bits) - 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t bit = i * bits;
-    const uint32_t v = (codes[i] & mask) << (bit % 8);
-    out[bit / 8] = static_cast<uint8_t>(out[bit / 8] | v);
-    if (bit % 8 + bits > 8) out[bit / 8 + 1] = static_cast<uint8_t>(out[bit / 8 + 1] | (v >> 8));
-  }
+  tk::detail::pack_codes(codes, bits, static_cast<uint64_t>(n), out);
 }
 
 void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool reference) {
@@ -842,13 +836,7 @@ void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool re
 #if TK_X86
   if (!reference && use_avx2()) return unpack_bits_bmi2(in, n, bits, codes);
 #endif
-  const uint32_t mask = (1u << bits) - 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t bit = i * bits;
-    uint32_t v = in[bit / 8] >> (bit % 8);
-    if (bit % 8 + bits > 8) v |= static_cast<uint32_t>(in[bit / 8 + 1]) << (8 - bit % 8);
-    codes[i] = static_cast<uint8_t>(v & mask);
-  }
+  tk::detail::unpack_codes(in, bits, 0, static_cast<uint64_t>(n), codes);
 }
 
 void decode_packed_affine(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,

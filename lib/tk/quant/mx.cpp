@@ -144,7 +144,7 @@ class MxScheme final : public Scheme {
     bool finite = true;
     for (int64_t i = 0; i < kBlock; ++i) {
       finite = finite && std::isfinite(x[i]);
-      amax = std::fmax(amax, std::fabs(x[i]));
+      amax = max_magnitude(amax, x[i]);
     }
     if (!finite) {
       std::memset(codes, 0, kBlock);

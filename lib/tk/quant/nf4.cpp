@@ -134,7 +134,7 @@ class Nf4Scheme final : public Scheme {
 
   float fit_scale(const float* x, const float* w, int64_t n, const QuantOptions& o) const {
     float amax = 0;
-    for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    for (int64_t i = 0; i < n; ++i) amax = max_magnitude(amax, x[i]);
     if (o.fast || amax == 0) return amax;
     float best = amax;
     double best_err = error(x, w, n, amax);
@@ -163,7 +163,7 @@ class Nf4Scheme final : public Scheme {
     for (int64_t b = 0; b < n_outer; ++b) {
       const int64_t end = std::min(n, (b + 1) * kScaleBlock);
       float amax = 0;
-      for (int64_t i = b * kScaleBlock; i < end; ++i) amax = std::fmax(amax, std::fabs(scale[i] - offset));
+      for (int64_t i = b * kScaleBlock; i < end; ++i) amax = max_magnitude(amax, scale[i] - offset);
       const float s2 = amax / 127.0f;
       ss.mutable_data_as<float>()[b] = s2;
       const float inv = s2 == 0 ? 0.0f : 1.0f / s2;

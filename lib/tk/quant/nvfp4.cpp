@@ -61,7 +61,7 @@ class Nvfp4Scheme final : public Scheme {
     Tensor tensor_scale = new_part(DType::kF32, {1});
     const PaddedInput in = pad_input(x, l, o.importance);
     float amax = 0;
-    for (int64_t i = 0; i < l.rows * l.padded_cols; ++i) amax = std::fmax(amax, std::fabs(in.data[i]));
+    for (int64_t i = 0; i < l.rows * l.padded_cols; ++i) amax = max_magnitude(amax, in.data[i]);
     const float t = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
     tensor_scale.mutable_data_as<float>()[0] = t;
     parallel_for(l.rows, [&](int64_t r) {
@@ -103,7 +103,7 @@ class Nvfp4Scheme final : public Scheme {
   // Encode one block; returns its E4M3 scale code.
   uint8_t encode_block(const float* x, const float* w, float t, const QuantOptions& o, uint8_t* codes) const {
     float amax = 0;
-    for (int64_t i = 0; i < kBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    for (int64_t i = 0; i < kBlock; ++i) amax = max_magnitude(amax, x[i]);
     const auto& e4m3 = tk::detail::float_format(DType::kF8E4M3);
     const auto code = static_cast<uint8_t>(tk::detail::float_format_encode(e4m3, amax / 6.0f / t, true));
     encode_elements(x, fp8_[code] * t, o.reference, codes);

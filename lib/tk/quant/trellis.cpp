@@ -19,6 +19,7 @@
 #include <numeric>
 
 #include "tk/core/error.h"
+#include "tk/core/dtype_array.h"
 #include "tk/core/float_format.h"
 #include "tk/quant/codebook_internal.h"
 #include "tk/quant/quant_internal.h"
@@ -50,13 +51,7 @@ constexpr int64_t kTrainValuesPerState = 256;
 constexpr int64_t kTrainShare = 8;
 constexpr uint64_t kCodebookSeed = 0x7472656c6c6973ull;  // "trellis"
 
-// Bits [bit, bit + count) of a little-endian bit stream of `bytes` bytes (count <= 32).
-uint32_t read_bits(const uint8_t* stream, uint64_t bytes, uint64_t bit, int count) {
-  const uint64_t byte = bit >> 3;
-  uint64_t window = 0;
-  std::memcpy(&window, stream + byte, std::min<uint64_t>(8, bytes - byte));
-  return static_cast<uint32_t>((window >> (bit & 7)) & ((uint64_t{1} << count) - 1));
-}
+using tk::detail::read_bits;
 
 void write_bits(uint8_t* stream, uint64_t bit, uint32_t value, int count) {
   for (int i = 0; i < count; ++i, ++bit) {

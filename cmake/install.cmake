@@ -73,11 +73,11 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${TK_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # Depends: the shared libraries the binaries load, as dpkg-shlibdeps finds their packages,
-# and the serial build of OpenBLAS their run path names (shlibdeps sees only libopenblas0,
+# and the OpenMP build of OpenBLAS their run path names (shlibdeps sees only libopenblas0,
 # which any of the three builds satisfies).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS libopenblas0-serial)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS libopenblas0-openmp)
 # What find_package(tensorkit) needs to link the static library (tensorkit::tensorkit).
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, libhdf5-dev, libopenblas-serial-dev, liblapacke-dev, \
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, libhdf5-dev, libopenblas-openmp-dev, liblapacke-dev, \
 libzstd-dev, libxxhash-dev, libavcodec-dev, libavutil-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
 include(CPack)

@@ -12,7 +12,7 @@ apt_packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libhdf5-dev hdf5-tools libzstd-dev zstd
   libgtest-dev libgmock-dev
-  libopenblas-serial-dev liblapacke-dev
+  libopenblas-openmp-dev liblapacke-dev
   libavcodec-dev libavutil-dev
   libssl-dev libxxhash-dev zlib1g-dev
   openmpi-bin libopenmpi-dev libpmix-dev

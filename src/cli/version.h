@@ -11,7 +11,7 @@ const char* tk_version();
 // "features: hdf5 zstd openmp cuda=no mpi=no" from the compile definitions.
 std::string features_line();
 
-// "kernels: avx2 (this processor runs: scalar avx2; TK_ISA chooses) blas: serial": the
+// "kernels: avx2 (this processor runs: scalar avx2; TK_ISA chooses) blas: openmp": the
 // vector path in use (tk/core/isa.h) and how BLAS runs in parallel.
 std::string kernels_line();
 

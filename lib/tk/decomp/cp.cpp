@@ -219,7 +219,8 @@ template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptio
     throw invalid_input(o.mask ? "the tensor has NaN or Inf among its observed entries"
                                : "the tensor has NaN or Inf entries (mask them to fit around them)");
   if (o.mask) return cp_als_masked(x, o, norm_sq);
-  // Parallel work is split by OpenMP; OpenBLAS runs one thread inside (no nested pools).
+  // Parallel work is split by OpenMP; the other BLAS calls are R x R and run on one thread.
+  linalg::SerialBlas serial_blas;
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> {
     return std::make_unique<DenseProblem<T>>(x, o.rank, norm_sq, o);
   };

@@ -124,7 +124,8 @@ template <typename T> Factors<T> masked_gram_init(const DenseView<T>& x, const C
 
 template <typename T> CpResult cp_als_masked(const DenseView<T>& x, const CpOptions& o, double norm_sq) {
   // The row solves call BLAS/LAPACK inside OpenMP loops, and every other BLAS call here
-  // is R x R: one BLAS thread for the whole run (switching per update costs more).
+  // is R x R: one BLAS thread for the whole run.
+  linalg::SerialBlas serial_blas;
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> { return std::make_unique<MaskedProblem<T>>(x, o); };
   auto init = [&](int restart) {
     Factors<T> a = initial_factors<T>(x.shape, o, restart);

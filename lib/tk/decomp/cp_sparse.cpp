@@ -191,6 +191,7 @@ CpResult cp_als_sparse(const io::SparseTensor& x, const CpOptions& options) {
   const double norm_sq = checked_sparse_norm_sq(x);
   // Threads come from OpenMP (the MTTKRP); the BLAS calls are R x R or I_n x R and run
   // on one thread, so the two pools never compete.
+  linalg::SerialBlas serial_blas;
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<double>> {
     return std::make_unique<SparseProblem>(x, o.rank, norm_sq, o);
   };

@@ -460,6 +460,7 @@ std::vector<T> truncate_step(const T* c, int64_t rows, int64_t cols, std::vector
 
 template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
+  linalg::SerialBlas serial_blas;  // the parallel work is the OpenMP loops over blocks
   SequentialScope small(modes::element_count(x.shape) < kParallelElements);
   validate_tt_options(options, "tt");
   modes::validate_dense_shape(x.shape, "tt");

@@ -225,6 +225,8 @@ int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Cloc
 
 template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options) {
   const Clock::time_point start = Clock::now();
+  // The mode products split their panels over OpenMP; the calls left are small.
+  linalg::SerialBlas serial_blas;
   modes::validate_dense_shape(x.shape, "tucker");
   validate_tucker_options(x.shape, options);
   double norm2 = initial_squared_norm(x);

@@ -15,6 +15,36 @@
 #include "tk/core/error.h"
 
 namespace tk::linalg {
+
+namespace {
+
+thread_local int serial_scopes = 0;
+
+// Around one BLAS or LAPACK call: inside a SerialBlas scope and outside a parallel region
+// (where OpenBLAS would fork a team of omp_get_max_threads()), this task's OpenMP thread
+// count is 1 for the call. Inside a region OpenBLAS already runs on the caller alone.
+class CallThreads {
+ public:
+  CallThreads() {
+    if (serial_scopes > 0 && !omp_in_parallel()) {
+      saved_ = omp_get_max_threads();
+      if (saved_ > 1) omp_set_num_threads(1);
+    }
+  }
+  ~CallThreads() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  CallThreads(const CallThreads&) = delete;
+  CallThreads& operator=(const CallThreads&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+}  // namespace
+
+SerialBlas::SerialBlas() { ++serial_scopes; }
+SerialBlas::~SerialBlas() { --serial_scopes; }
 namespace {
 
 CBLAS_TRANSPOSE to_cblas(Op op) { return op == Op::kTrans ? CblasTrans : CblasNoTrans; }
@@ -134,43 +164,79 @@ template <typename T> void fill_lower_from_upper(int64_t n, T* c, int64_t ldc) {
 
 void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  CallThreads one;
   cblas_dgemm(CblasRowMajor, to_cblas(op_a), to_cblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  CallThreads one;
   cblas_sgemm(CblasRowMajor, to_cblas(op_a), to_cblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemv(Op op_a, int64_t m, int64_t n, double alpha, const double* a, int64_t lda,
           const double* x, double beta, double* y) {
+  CallThreads one;
   cblas_dgemv(CblasRowMajor, to_cblas(op_a), m, n, alpha, a, lda, x, 1, beta, y, 1);
 }
 void gemv(Op op_a, int64_t m, int64_t n, float alpha, const float* a, int64_t lda,
           const float* x, float beta, float* y) {
+  CallThreads one;
   cblas_sgemv(CblasRowMajor, to_cblas(op_a), m, n, alpha, a, lda, x, 1, beta, y, 1);
 }
 
 void syrk(Op op_a, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           double beta, double* c, int64_t ldc) {
+  CallThreads one;
   cblas_dsyrk(CblasRowMajor, CblasUpper, to_cblas(op_a), n, k, alpha, a, lda, beta, c, ldc);
   fill_lower_from_upper(n, c, ldc);
 }
 void syrk(Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           float beta, float* c, int64_t ldc) {
+  CallThreads one;
   cblas_ssyrk(CblasRowMajor, CblasUpper, to_cblas(op_a), n, k, alpha, a, lda, beta, c, ldc);
   fill_lower_from_upper(n, c, ldc);
 }
 
-void syev(int64_t n, double* a, double* w) { syev_impl(n, a, w); }
-void syev(int64_t n, float* a, float* w) { syev_impl(n, a, w); }
-int64_t pivoted_cholesky(int64_t n, double* a, double tol, int64_t* piv) { return pivoted_cholesky_impl(n, a, tol, piv); }
-int64_t pivoted_cholesky(int64_t n, float* a, float tol, int64_t* piv) { return pivoted_cholesky_impl(n, a, tol, piv); }
-void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt) { svd_impl(m, n, a, u, s, vt); }
-void svd(int64_t m, int64_t n, float* a, float* u, float* s, float* vt) { svd_impl(m, n, a, u, s, vt); }
-void qr(int64_t m, int64_t n, double* a, double* r) { qr_impl(m, n, a, r); }
-void qr(int64_t m, int64_t n, float* a, float* r) { qr_impl(m, n, a, r); }
-bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) { return solve_spd_right_impl(n, g, m, b); }
-bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b) { return solve_spd_right_impl(n, g, m, b); }
+void syev(int64_t n, double* a, double* w) {
+  CallThreads one;
+  syev_impl(n, a, w);
+}
+void syev(int64_t n, float* a, float* w) {
+  CallThreads one;
+  syev_impl(n, a, w);
+}
+int64_t pivoted_cholesky(int64_t n, double* a, double tol, int64_t* piv) {
+  CallThreads one;
+  return pivoted_cholesky_impl(n, a, tol, piv);
+}
+int64_t pivoted_cholesky(int64_t n, float* a, float tol, int64_t* piv) {
+  CallThreads one;
+  return pivoted_cholesky_impl(n, a, tol, piv);
+}
+void svd(int64_t m, int64_t n, double* a, double* u, double* s, double* vt) {
+  CallThreads one;
+  svd_impl(m, n, a, u, s, vt);
+}
+void svd(int64_t m, int64_t n, float* a, float* u, float* s, float* vt) {
+  CallThreads one;
+  svd_impl(m, n, a, u, s, vt);
+}
+void qr(int64_t m, int64_t n, double* a, double* r) {
+  CallThreads one;
+  qr_impl(m, n, a, r);
+}
+void qr(int64_t m, int64_t n, float* a, float* r) {
+  CallThreads one;
+  qr_impl(m, n, a, r);
+}
+bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) {
+  CallThreads one;
+  return solve_spd_right_impl(n, g, m, b);
+}
+bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b) {
+  CallThreads one;
+  return solve_spd_right_impl(n, g, m, b);
+}
 
 const char* blas_threading() {
   switch (openblas_get_parallel()) {

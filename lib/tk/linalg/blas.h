@@ -64,9 +64,22 @@ void qr(int64_t m, int64_t n, float* a, float* r);
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b);
 bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b);
 
-// How the linked BLAS runs its calls in parallel: "serial" (the build the project links:
-// one thread, the caller's; the OpenMP loops around the calls do the parallel work),
-// "openmp" or "pthreads" (a pool of its own).
+// How the linked BLAS runs its calls in parallel: "openmp" (the build the project links:
+// on OpenMP's threads, one inside a parallel region), "pthreads" (a pool of its own) or
+// "serial".
 const char* blas_threading();
+
+// For its scope on this thread: every BLAS and LAPACK call above runs on the calling
+// thread alone, also outside a parallel region. For code whose parallel work is its own
+// OpenMP loops and whose other calls are too small to share (CP-ALS's R x R solves):
+// there a call on OpenMP's threads forks a team per call (2x slower per CP iteration on
+// 2 threads). Nests; the OpenMP thread count of the code's own loops is untouched.
+class SerialBlas {
+ public:
+  SerialBlas();
+  ~SerialBlas();
+  SerialBlas(const SerialBlas&) = delete;
+  SerialBlas& operator=(const SerialBlas&) = delete;
+};
 
 }  // namespace tk::linalg

@@ -1,9 +1,9 @@
 // The vector instruction set the kernels use, chosen once per process at run time.
 //
-// The library builds for the baseline x86-64 processor. Each vector kernel is compiled
-// a second time for AVX2 (with FMA, F16C, BMI and BMI2) inside a target region (the
-// TK_BEGIN_AVX2 ... TK_END_TARGET pragmas below, as simdjson does), and every call
-// chooses between it and the scalar version by active_isa(). The choice is the best the
+// The library may be built for a baseline processor (TK_NATIVE=OFF: x86-64-v2). Each
+// vector kernel is compiled a second time for AVX2 (with FMA, F16C, BMI and BMI2) inside
+// a target region (the TK_BEGIN_AVX2 ... TK_END_TARGET pragmas below, as simdjson does),
+// and every call chooses between it and the scalar version by active_isa(). The choice is the best the
 // processor and the operating system support, or what TK_ISA names (scalar, avx2) for
 // tests and benchmarks. Every path gives the same output bytes: the scalar version is
 // each kernel's reference.

@@ -333,7 +333,8 @@ TEST_F(StoreTest, AnObjectsClaimedSizeIsCheckedAgainstItsFrameFirst) {
   std::vector<NamedBytes> m = model(1500);
   Store store = Store::open(dir(), true);
   store.add(file("m.safetensors", safetensors_file(m)), {});
-  const StoreSegment& s = tensor_segment(manifest("m.safetensors"), "layer2.weight");
+  // A copy: the manifest is a temporary.
+  const StoreSegment s = tensor_segment(manifest("m.safetensors"), "layer2.weight");
   std::string path = StoreObjects(dir()).path(s.key);
   std::vector<uint8_t> obj;
   {

@@ -2,7 +2,7 @@
 """Write the malformed HDF5 corpus testdata/malformed/hdf5-*.h5 (each under 10 KB):
 a small valid file written by h5py, then cut or corrupted at known places. Every file
 must make the readers fail cleanly with "invalid input" when opened (before any data is
-read). Rerunning reproduces the same corruptions (the valid base may differ in bytes
+read), including the one that crashes libhdf5 itself. Rerunning reproduces the same corruptions (the valid base may differ in bytes
 HDF5 does not check, such as object timestamps).
 """
 import io
@@ -63,6 +63,16 @@ def main():
     at = find_unique(huge, struct.pack("<QQQQ", 8, 8, 8, 8))  # dims then max dims
     huge[at : at + 32] = struct.pack("<QQQQ", 1 << 20, 1 << 20, 1 << 20, 1 << 20)
     files["hdf5-huge-dims.h5"] = huge
+    # The root attribute "title", a variable-length string, names object 1 of the global
+    # heap collection; name object 100 instead (past the last, within the table libhdf5 1.10
+    # allocates for the collection, so its entry is zero), which it looks up without a
+    # bounds check (it crashes the process that reads the attribute).
+    heap = bytearray(data)
+    gcol = find_unique(heap, b"GCOL")
+    title = len("malformed corpus base")
+    at = find_unique(heap, struct.pack("<IQI", title, gcol, 1))
+    heap[at + 12 : at + 16] = struct.pack("<I", 100)
+    files["hdf5-vlen-heap-index.h5"] = heap
     for name, content in files.items():
         assert len(content) < 10_000
         with open(os.path.join(OUT, name), "wb") as f:

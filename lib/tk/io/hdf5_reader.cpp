@@ -13,11 +13,14 @@
 #include <set>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 
+#include "tk/io/dir_fd.h"
 #include "tk/io/hdf5.h"
 #include "tk/io/hdf5_types.h"
 #include "tk/io/temp_file.h"
@@ -71,12 +74,18 @@ class Hdf5Reader final : public TensorReader {
   void check_size(hid_t dset, hid_t dcpl, uint64_t file_bytes, const std::string& name);
   void read_root_attributes();
   void add_attribute(hid_t root, const char* attr_name);
+  std::optional<std::string> read_string_attribute(hid_t attr, const std::string& where);
+  void check_heap_reference(hid_t attr, const std::string& where);
+  bool read_raw(uint64_t offset, void* out, size_t n);
 
   std::string name_;
   uint64_t file_size_ = 0;
   Buffer image_;  // the file image of a memory stream
   TempFile spool_;  // the copy of a pipe; outlives file_
+  Fd raw_;          // the file itself, for the checks HDF5 does not make (read_raw)
   Hid file_;
+  size_t sizeof_addr_ = 8, sizeof_size_ = 8;  // the file's address and length widths
+  uint64_t base_ = 0;                         // where its addresses start (the user block)
   std::vector<DatasetEntry> entries_;
   std::map<haddr_t, std::string> groups_seen_;  // address -> the path it was listed under
 };
@@ -90,7 +99,7 @@ Hdf5Reader::Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions&) {
   H5O_info_t info;
   hdf5::check_status(H5Oget_info2(root.get(), &info, H5O_INFO_BASIC), ErrorKind::kInvalidInput,
                      "cannot read the root group", name_);
-  groups_seen_[info.addr] = "/";
+  groups_seen_.emplace(info.addr, "/");
   walk_group(root.get(), "", 0);
   read_root_attributes();
   if (!skipped_.empty()) {
@@ -108,11 +117,13 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     file_size_ = in->size().value_or(0);
     std::string path = in->path();
     in.reset();
+    raw_ = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
   } else if (!in->path().empty() && spool_input(spool_, *in, &file_size_)) {
     // A pipe: copied once into a temporary file, then opened as a file.
     in.reset();
     if (file_size_ == 0) throw invalid_input("empty file, not HDF5", name_);
+    raw_ = Fd(::dup(spool_.fd()));
     file_ = Hid(H5Fopen(spool_.path().c_str(), H5F_ACC_RDONLY, fapl.get()));
     spool_.remove_name();
   } else {
@@ -132,6 +143,12 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     file_ = Hid(H5Fopen(label.c_str(), H5F_ACC_RDONLY, fapl.get()));
   }
   if (!file_.valid()) throw hdf5::error(ErrorKind::kInvalidInput, "not a readable HDF5 file", name_);
+  Hid fcpl(hdf5::check(H5Fget_create_plist(file_.get()), ErrorKind::kInvalidInput, "cannot read the superblock",
+                       name_));
+  hsize_t userblock = 0;
+  if (H5Pget_sizes(fcpl.get(), &sizeof_addr_, &sizeof_size_) < 0 || H5Pget_userblock(fcpl.get(), &userblock) < 0)
+    throw hdf5::error(ErrorKind::kInvalidInput, "cannot read the superblock", name_);
+  base_ = userblock;
 }
 
 // The links of one group, in name order, as H5Literate reports them.
@@ -220,16 +237,117 @@ void Hdf5Reader::walk_group(hid_t group, const std::string& prefix, int depth) {
   }
 }
 
+// libhdf5 1.10 follows the global-heap reference of a variable-length string without
+// checking it: the object's index is checked only by an assertion, so a corrupt index
+// reads past the collection's table and faults, and an object longer than the string's
+// stored length overflows the buffer HDF5 allocated for it. The API gives no access to
+// the reference, except through a conversion: a soft conversion from variable-length
+// strings to an opaque type of the same size, registered here, leaves the stored bytes
+// (length, collection address, object index) as they are. The reader checks them against
+// the collection in the file before it lets HDF5 read the string.
+constexpr const char* kRawReferenceTag = "tensorkit: stored variable-length reference";
+
+herr_t keep_stored_reference(hid_t src, hid_t dst, H5T_cdata_t* cdata, size_t, size_t, size_t, void*, void*, hid_t) {
+  if (cdata->command != H5T_CONV_INIT) return 0;  // converting: the bytes stay as they are
+  if (H5Tget_class(src) != H5T_STRING || H5Tis_variable_str(src) <= 0 || H5Tget_class(dst) != H5T_OPAQUE) return -1;
+  char* tag = H5Tget_tag(dst);
+  const bool ours = tag != nullptr && std::strcmp(tag, kRawReferenceTag) == 0;
+  if (tag) H5free_memory(tag);
+  if (!ours || H5Tget_size(src) != H5Tget_size(dst)) return -1;
+  cdata->need_bkg = H5T_BKG_NO;
+  return 0;
+}
+
+void register_stored_reference_conversion() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Hid src(H5Tcopy(H5T_C_S1));
+    H5Tset_size(src.get(), H5T_VARIABLE);
+    Hid dst(H5Tcreate(H5T_OPAQUE, 16));
+    H5Tset_tag(dst.get(), kRawReferenceTag);
+    H5Tregister(H5T_PERS_SOFT, "tk_stored_reference", src.get(), dst.get(), keep_stored_reference);
+    H5Eclear2(H5E_DEFAULT);
+  });
+}
+
+uint64_t load_le(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n && i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// `n` bytes of the file at `offset`; false past its end or when it cannot be read.
+bool Hdf5Reader::read_raw(uint64_t offset, void* out, size_t n) {
+  if (offset > file_size_ || n > file_size_ - offset) return false;
+  if (!image_.empty()) {
+    std::memcpy(out, image_.data() + offset, n);
+    return true;
+  }
+  auto* p = static_cast<uint8_t*>(out);
+  while (n > 0) {
+    const ssize_t got = ::pread(raw_.fd(), p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    offset += static_cast<uint64_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// Throws invalid input unless the variable-length string `attr` (one element) is empty or
+// names an object of a well-formed global heap collection whose size is the string's.
+void Hdf5Reader::check_heap_reference(hid_t attr, const std::string& where) {
+  register_stored_reference_conversion();
+  const size_t ref_size = 4 + sizeof_addr_ + 4;
+  if (sizeof_addr_ > 8 || sizeof_size_ > 8) throw invalid_input("HDF5 addresses wider than 8 bytes", where);
+  Hid raw(hdf5::check(H5Tcreate(H5T_OPAQUE, ref_size), ErrorKind::kInternal, "cannot create a datatype", where));
+  H5Tset_tag(raw.get(), kRawReferenceTag);
+  uint8_t ref[20] = {};
+  hdf5::check_status(H5Aread(attr, raw.get(), ref), ErrorKind::kInvalidInput, "cannot read an attribute", where);
+  const uint64_t length = load_le(ref, 4), address = load_le(ref + 4, sizeof_addr_);
+  const uint64_t index = load_le(ref + 4 + sizeof_addr_, 4);
+  if (address == 0 || (sizeof_addr_ < 8 && address == (uint64_t(1) << (8 * sizeof_addr_)) - 1)) return;  // null
+  const auto corrupt = [&](const std::string& what) {
+    return invalid_input("corrupt variable-length string: " + what, where);
+  };
+  // The collection: "GCOL", version 1, 3 reserved bytes, its size; then objects of an index
+  // (2 bytes), a reference count (2), 4 reserved bytes and a size, each object's data
+  // padded to 8 bytes; index 0 is the free space that ends the list.
+  const uint64_t start = base_ + address;
+  uint8_t head[16] = {};
+  const size_t head_size = 8 + sizeof_size_;
+  if (address > file_size_ || !read_raw(start, head, head_size)) throw corrupt("heap collection outside the file");
+  if (std::memcmp(head, "GCOL", 4) != 0 || head[4] != 1) throw corrupt("no heap collection where it points");
+  const uint64_t size = load_le(head + 8, sizeof_size_);
+  if (size < head_size || size > file_size_ - start) throw corrupt("heap collection larger than the file");
+  const size_t object_head = 8 + sizeof_size_;
+  bool found = false;
+  for (uint64_t at = head_size; at + object_head <= size;) {
+    uint8_t obj[16] = {};
+    if (!read_raw(start + at, obj, object_head)) throw corrupt("heap collection outside the file");
+    const uint64_t obj_index = load_le(obj, 2), obj_size = load_le(obj + 8, sizeof_size_);
+    if (obj_index == 0) break;  // free space
+    const uint64_t padded = (obj_size + 7) & ~uint64_t(7);
+    if (obj_size > size || padded > size - at - object_head) throw corrupt("heap object past its collection");
+    if (obj_index == index) {
+      if (found) throw corrupt("heap object index used twice");
+      if (obj_size != length) throw corrupt("heap object of another size than its string");
+      found = true;
+    }
+    at += object_head + padded;
+  }
+  if (!found) throw corrupt("no heap object " + std::to_string(index) + " in its collection");
+}
+
 // Read a string attribute (fixed or variable length, scalar or one element) of `obj`.
-// Known limit: HDF5 1.10.8's H5HG_read checks the object index of a variable-length
-// reference only with an assertion, so a corrupt index in such an attribute crashes
-// inside HDF5; the API does not expose the raw reference for us to check first.
-std::optional<std::string> read_string_attribute(hid_t attr, uint64_t limit, const std::string& where) {
+std::optional<std::string> Hdf5Reader::read_string_attribute(hid_t attr, const std::string& where) {
   Hid type(H5Aget_type(attr));
   Hid space(H5Aget_space(attr));
   if (!type.valid() || !space.valid() || H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
   if (H5Sget_simple_extent_npoints(space.get()) != 1) return std::nullopt;
   if (H5Tis_variable_str(type.get()) > 0) {
+    check_heap_reference(attr, where);
     Hid mem(H5Tcopy(H5T_C_S1));
     H5Tset_size(mem.get(), H5T_VARIABLE);
     H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
@@ -241,7 +359,7 @@ std::optional<std::string> read_string_attribute(hid_t attr, uint64_t limit, con
     return text;
   }
   size_t size = H5Tget_size(type.get());
-  if (size == 0 || size > limit) throw invalid_input("string attribute larger than the file", where);
+  if (size == 0 || size > file_size_) throw invalid_input("string attribute larger than the file", where);
   std::vector<char> buf(size + 1, '\0');
   hdf5::check_status(H5Aread(attr, type.get(), buf.data()), ErrorKind::kInvalidInput,
                      "cannot read an attribute", where);
@@ -309,7 +427,7 @@ void Hdf5Reader::add_dataset(hid_t group, const std::string& link, const std::st
     // One of our narrow float types, stored as uint8 bytes.
     Hid attr(hdf5::check(H5Aopen(dset.get(), "tk_dtype", H5P_DEFAULT), ErrorKind::kInvalidInput,
                          "cannot open attribute tk_dtype", loc));
-    auto text = read_string_attribute(attr.get(), file_size_, loc);
+    auto text = read_string_attribute(attr.get(), loc);
     if (!text) throw invalid_input("attribute tk_dtype is not a string", loc);
     auto narrow = dtype_from_safetensors_name(*text);
     if (!narrow || !hdf5::is_narrow_float(*narrow))
@@ -385,7 +503,7 @@ void Hdf5Reader::read_root_attributes() {
 // anything else (arrays, compounds, references) is left out.
 void Hdf5Reader::add_attribute(hid_t attr, const char* key) {
   const std::string loc = name_ + ": attribute '" + key + "'";
-  if (auto text = read_string_attribute(attr, file_size_, loc)) {
+  if (auto text = read_string_attribute(attr, loc)) {
     metadata_[key] = *text;
     return;
   }

@@ -30,6 +30,7 @@
 #include "tk/core/buffer.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
+#include "tk/io/tensor_file.h"
 
 namespace tk::fuzz {
 
@@ -42,6 +43,31 @@ inline void expect_kind(const Error& e, std::initializer_list<ErrorKind> kinds =
   for (ErrorKind k : kinds)
     if (e.kind() == k) return;
   std::abort();
+}
+
+// Read every tensor of `reader` of at most 16 MiB and check it against its listing
+// (larger ones are skipped: a chunked HDF5 dataset may legitimately claim gigabytes from a
+// few bytes of fill value); `pieces` reads each also piece by piece, where the reader
+// allows it. A read may fail only with an Error of `kinds`.
+inline void read_every_tensor(io::TensorReader& reader, std::initializer_list<ErrorKind> kinds, bool pieces) {
+  constexpr uint64_t kReadLimit = uint64_t{16} << 20;
+  for (size_t i = 0; i < reader.tensors().size(); ++i) {
+    const io::TensorInfo& info = reader.tensors()[i];
+    if (info.nbytes > kReadLimit) continue;
+    try {
+      Tensor t = reader.read(i);
+      check(t.dtype() == info.dtype && t.shape() == info.shape && t.nbytes() == info.nbytes);
+      if (!pieces || !reader.random_access()) continue;
+      uint64_t at = 0;
+      reader.read_pieces(i, 1000, [&](std::span<const uint8_t> piece) {
+        check(piece.size() <= t.nbytes() - at && std::memcmp(piece.data(), t.data() + at, piece.size()) == 0);
+        at += piece.size();
+      });
+      check(at == t.nbytes());
+    } catch (const Error& e) {
+      expect_kind(e, kinds);
+    }
+  }
 }
 
 inline Buffer copy_of(std::span<const uint8_t> bytes) {

@@ -226,6 +226,4 @@ void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8
   float_format_encode_loop(f, src, codes, n, saturate);
 }
 
-bool f16_kernels_use_f16c() { return TK_X86 && use_avx2(); }
-
 }  // namespace tk::detail

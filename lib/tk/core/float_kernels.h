@@ -30,7 +30,4 @@ struct FloatFormat;
 void float_format_encode_f32_array(const FloatFormat& format, const float* src, uint8_t* codes, size_t n,
                                    bool saturate);
 
-// True when f32_to_f16_array / f16_to_f32_array use F16C instructions.
-bool f16_kernels_use_f16c();
-
 }  // namespace tk::detail

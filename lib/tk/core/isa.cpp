@@ -56,12 +56,17 @@ std::vector<Isa> supported_isas() {
   return out;
 }
 
+namespace {
+
+// Use `isa` from now on; a usage error when the processor lacks it.
 void set_active_isa(Isa isa) {
   if (!isa_supported(isa))
     throw usage_error(std::string("this processor cannot run the ") + isa_name(isa) + " path (it runs: " +
                       supported_list() + ")");
   detail::active_isa_level.store(static_cast<int>(isa), std::memory_order_relaxed);
 }
+
+}  // namespace
 
 int detail::choose_isa_level() {
   const char* forced = std::getenv("TK_ISA");

@@ -57,10 +57,6 @@ std::vector<Isa> supported_isas();
 // tools call this before any work, so the error comes first).
 Isa active_isa();
 
-// Use `isa` from now on (tests and benchmarks run each path in one process); a usage
-// error when the processor lacks it. Not for use while kernels run on other threads.
-void set_active_isa(Isa isa);
-
 namespace detail {
 extern std::atomic<int> active_isa_level;  // -1 until chosen; relaxed loads cost a plain load
 int choose_isa_level();

@@ -325,18 +325,15 @@ std::vector<T> truncate_by_rotation(const T* c, int64_t rows, int64_t cols, cons
   next = Scratch<T>(keep * cols);
   std::vector<double> block_mass(static_cast<size_t>(blocks * rows));
   const int threads = modes::loop_threads(blocks / 2);
-  {
 #pragma omp parallel num_threads(threads)
-    {
-      std::vector<T> buffer(static_cast<size_t>(rows * width));
+  {
+    std::vector<T> buffer(static_cast<size_t>(rows * width));
 #pragma omp for schedule(static)
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t j0 = b * width, w = std::min(width, cols - j0);
-        linalg::gemm(Op::kTrans, Op::kNoTrans, rows, w, rows, T(1), e.data(), rows, c + j0, cols, T(0), buffer.data(),
-                     w);
-        for (int64_t i = 0; i < rows; ++i) block_mass[b * rows + i] = modes::sum_squares(&buffer[i * w], w);
-        for (int64_t i = 0; i < keep; ++i) std::copy_n(&buffer[i * w], w, next.data() + i * cols + j0);
-      }
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t j0 = b * width, w = std::min(width, cols - j0);
+      linalg::gemm(Op::kTrans, Op::kNoTrans, rows, w, rows, T(1), e.data(), rows, c + j0, cols, T(0), buffer.data(), w);
+      for (int64_t i = 0; i < rows; ++i) block_mass[b * rows + i] = modes::sum_squares(&buffer[i * w], w);
+      for (int64_t i = 0; i < keep; ++i) std::copy_n(&buffer[i * w], w, next.data() + i * cols + j0);
     }
   }
   std::vector<double> row_mass(static_cast<size_t>(rows), 0.0);

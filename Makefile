@@ -1,14 +1,15 @@
 # tensorkit: `make demo` and `make test` work from a clean clone on Debian 12.
 # Each installs what is missing (scripts/install-deps.sh), configures and builds, then runs.
-# NATIVE=0 builds portable binaries (the vector kernels are still chosen at run time).
+# The binaries are portable (x86-64-v2; the vector kernels are chosen at run time from the
+# processor); NATIVE=1 compiles everything for the build machine instead.
 
 BUILD    ?= build
-NATIVE   ?= 1
+NATIVE   ?= 0
 JOBS     ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 CMAKE_FLAGS ?=
 
-native_flag := $(if $(filter 0 no off OFF,$(NATIVE)),-DTK_NATIVE=OFF,-DTK_NATIVE=ON)
+native_flag := $(if $(filter 1 yes on ON,$(NATIVE)),-DTK_NATIVE=ON,-DTK_NATIVE=OFF)
 
 .PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
 

@@ -11,6 +11,7 @@
 
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
+#include "tk/core/isa.h"
 #include "tk/quant/decode_tables.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
@@ -86,6 +87,24 @@ class Fp8Scheme final : public Scheme {
     encode_minifloat(dtype_, v.data(), n, codes, reference);
   }
 
+  // The weighted squared error of one row coded as `c` under scale s. Compiled as it stands
+  // and, inlined, into the _avx2 twin (the same sums: no step is reordered or fused).
+  [[gnu::always_inline]] inline double row_error(const float* x, const uint8_t* c, const float* w, int64_t cols,
+                                                 float s) const {
+    const float* table = table_.data();
+    double e = 0;
+    for (int64_t i = 0; i < cols; ++i) {
+      const double d = static_cast<double>(x[i]) - static_cast<double>(table[c[i]] * s);
+      e += static_cast<double>(w[i]) * d * d;
+    }
+    return e;
+  }
+#if TK_X86
+  TK_TARGET_AVX2 double row_error_avx2(const float* x, const uint8_t* c, const float* w, int64_t cols, float s) const {
+    return row_error(x, c, w, cols, s);
+  }
+#endif
+
   // Weighted squared error of `rows` rows of `cols` values under scale s.
   double error(const float* x, int64_t cols, int64_t rows, const float* w, float s, bool reference) const {
     std::vector<uint8_t> codes(static_cast<size_t>(cols));
@@ -93,12 +112,13 @@ class Fp8Scheme final : public Scheme {
     parallel_for(rows, [&](int64_t r) {
       std::vector<uint8_t> c(static_cast<size_t>(cols));
       encode(x + r * cols, cols, s, reference, c.data());
-      double e = 0;
-      for (int64_t i = 0; i < cols; ++i) {
-        const double d = static_cast<double>(x[r * cols + i]) - static_cast<double>(table_[c[i]] * s);
-        e += static_cast<double>(w[i]) * d * d;
+#if TK_X86
+      if (!reference && use_avx2()) {
+        row_err[r] = row_error_avx2(x + r * cols, c.data(), w, cols, s);
+        return;
       }
-      row_err[r] = e;
+#endif
+      row_err[r] = row_error(x + r * cols, c.data(), w, cols, s);
     });
     double total = 0;
     for (double e : row_err) total += e;  // in row order: the same for any thread count

@@ -218,7 +218,10 @@ template <bool kAsym>
 void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* iscales, const float* mins, int count,
                       float lo, float hi, TrialSums* out) {
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  const bool unit = std::all_of(w, w + n, [](float v) { return v == 1.0f; });
+  // A plain loop: std::all_of, instantiated outside this region, could not inline a
+  // predicate compiled for AVX2 and would call it once per weight.
+  bool unit = true;
+  for (int64_t i = 0; i < n; ++i) unit &= w[i] == 1.0f;
   for (int k0 = 0; k0 < count; k0 += 8) {
     const int len = std::min(8, count - k0);
     alignas(32) float s[8] = {}, m[8] = {};

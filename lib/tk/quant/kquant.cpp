@@ -131,7 +131,13 @@ class KScheme final : public Scheme {
       for (int64_t s = 0; s < n_super; ++s) {
         const int64_t c0 = s * kSuper;
         const float* xs = in.data + r * l.padded_cols + c0;
-        const SuperChoice c = choose(xs, in.weights.data() + c0, unit[s] != 0, o, scratch);
+        const float* ws = in.weights.data() + c0;
+#if TK_X86
+        const SuperChoice c = !o.reference && use_avx2() ? choose_avx2(xs, ws, unit[s] != 0, o, scratch)
+                                                         : choose(xs, ws, unit[s] != 0, o, scratch);
+#else
+        const SuperChoice c = choose(xs, ws, unit[s] != 0, o, scratch);
+#endif
         encode_super(xs, c, o.reference, row_codes.data() + c0);
         for (int i = 0; i < subs_; ++i) {
           row_q[s * subs_ + i] = static_cast<uint8_t>(c.q[i] + (f_.asymmetric ? 0 : qlo_abs()));
@@ -328,7 +334,10 @@ class KScheme final : public Scheme {
   // For every candidate super scale (dmin stays fixed), pick each sub-block's integers
   // with the least error; keep the super scale whose total error is least. Sub-blocks
   // are searched and tried eight at a time, one per vector lane.
-  SuperChoice choose(const float* x, const float* w, bool unit, const QuantOptions& o, Candidates& c) const {
+  // Compiled as it stands and, inlined with what it calls, into choose_avx2 (the same
+  // values: no step is reordered or fused).
+  [[gnu::always_inline]] inline SuperChoice choose(const float* x, const float* w, bool unit, const QuantOptions& o,
+                                                   Candidates& c) const {
     LaneBlock b;
     to_lane_block(x, w, unit, b);
     std::array<GroupStats, kMaxSubs> st;
@@ -408,6 +417,13 @@ class KScheme final : public Scheme {
     }
     return o.fast ? c[pick] : refit(b, st, c[pick], o.reference);
   }
+
+#if TK_X86
+  TK_TARGET_AVX2 SuperChoice choose_avx2(const float* x, const float* w, bool unit, const QuantOptions& o,
+                                         Candidates& c) const {
+    return choose(x, w, unit, o, c);
+  }
+#endif
 
   // Refit d (and dmin) by least squares with every code and integer fixed; keep the
   // rounded refit when, codes recomputed, its error is lower.

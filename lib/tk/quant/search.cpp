@@ -209,6 +209,63 @@ void consider_asymmetric_avx2(const LaneSums& t, const bool* active, bool nonpos
 TK_END_TARGET
 #endif
 
+// Room for the sums of N trials, left uninitialised: the batch kernels set every entry
+// they fill (zeroing 38 entries per group took a quarter of a search's own time).
+template <int N> union TrialBuffer {
+  TrialBuffer() {}
+  TrialSums at[N];
+};
+
+// One group's searches. Compiled as they stand and, inlined, into the _avx2 twins below,
+// where their candidate loops vectorise for AVX2 (the same values: no step is reordered
+// or fused).
+[[gnu::always_inline]] inline float symmetric_search(const GroupStats& s, const float* x, const float* w, int64_t n,
+                                                     int nmax, bool fast, bool reference, int tries) {
+  SymmetricSearch search;
+  float iscales[SymmetricSearch::kMaxCandidates];
+  TrialBuffer<SymmetricSearch::kMaxCandidates> sums;
+  const int count = search.start(s, nmax, fast, tries, iscales);
+  if (count == 0) return search.best();
+  const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
+  trial_symmetric_batch(x, w, n, iscales, count, lo, hi, sums.at, reference);
+  for (int k = 0; k < count; ++k) search.consider(sums.at[k]);
+  for (int r = 0; r < kRefits && search.best() != 0; ++r) {
+    search.consider(trial_symmetric(x, w, n, 1.0f / search.best(), lo, hi, reference));
+  }
+  return search.best();
+}
+
+[[gnu::always_inline]] inline AffineScale asymmetric_search(const GroupStats& s, const float* x, const float* w,
+                                                            int64_t n, int nmax, bool nonpositive_min, bool fast,
+                                                            bool reference, int steps) {
+  AsymmetricSearch search;
+  if (!search.start(s, nmax, nonpositive_min, fast)) return search.best();
+  const float hi = static_cast<float>(nmax);
+  search.first(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
+  float iscales[AsymmetricSearch::kMaxCandidates], mins[AsymmetricSearch::kMaxCandidates];
+  TrialBuffer<AsymmetricSearch::kMaxCandidates> sums;
+  const int count = search.candidates(nmax, steps, iscales, mins);
+  trial_asymmetric_batch(x, w, n, iscales, mins, count, hi, sums.at, reference);
+  for (int k = 0; k < count; ++k) search.consider(sums.at[k]);
+  for (int r = 0; r < kRefits; ++r) {
+    search.consider(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
+  }
+  return search.best();
+}
+
+#if TK_X86
+TK_BEGIN_AVX2
+float symmetric_search_avx2(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax, bool fast,
+                            int tries) {
+  return symmetric_search(s, x, w, n, nmax, fast, false, tries);
+}
+AffineScale asymmetric_search_avx2(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
+                                   bool nonpositive_min, bool fast, int steps) {
+  return asymmetric_search(s, x, w, n, nmax, nonpositive_min, fast, false, steps);
+}
+TK_END_TARGET
+#endif
+
 void divide_lanes(float num, const float* den, const bool* active, float* out, bool reference) {
 #if TK_X86
   if (!reference && use_avx2()) return divide_lanes_avx2(num, den, active, out);
@@ -224,18 +281,10 @@ float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool
 
 float search_symmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax, bool fast,
                        bool reference, int tries) {
-  SymmetricSearch search;
-  float iscales[SymmetricSearch::kMaxCandidates];
-  TrialSums sums[SymmetricSearch::kMaxCandidates];
-  const int count = search.start(s, nmax, fast, tries, iscales);
-  if (count == 0) return search.best();
-  const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
-  trial_symmetric_batch(x, w, n, iscales, count, lo, hi, sums, reference);
-  for (int k = 0; k < count; ++k) search.consider(sums[k]);
-  for (int r = 0; r < kRefits && search.best() != 0; ++r) {
-    search.consider(trial_symmetric(x, w, n, 1.0f / search.best(), lo, hi, reference));
-  }
-  return search.best();
+#if TK_X86
+  if (!reference && use_avx2()) return symmetric_search_avx2(s, x, w, n, nmax, fast, tries);
+#endif
+  return symmetric_search(s, x, w, n, nmax, fast, reference, tries);
 }
 
 // The lanes searches keep each group's state in arrays over the lanes and decide with
@@ -308,19 +357,10 @@ AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nma
 
 AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
                               bool nonpositive_min, bool fast, bool reference, int steps) {
-  AsymmetricSearch search;
-  if (!search.start(s, nmax, nonpositive_min, fast)) return search.best();
-  const float hi = static_cast<float>(nmax);
-  search.first(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
-  float iscales[AsymmetricSearch::kMaxCandidates], mins[AsymmetricSearch::kMaxCandidates];
-  TrialSums sums[AsymmetricSearch::kMaxCandidates];
-  const int count = search.candidates(nmax, steps, iscales, mins);
-  trial_asymmetric_batch(x, w, n, iscales, mins, count, hi, sums, reference);
-  for (int k = 0; k < count; ++k) search.consider(sums[k]);
-  for (int r = 0; r < kRefits; ++r) {
-    search.consider(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
-  }
-  return search.best();
+#if TK_X86
+  if (!reference && use_avx2()) return asymmetric_search_avx2(s, x, w, n, nmax, nonpositive_min, fast, steps);
+#endif
+  return asymmetric_search(s, x, w, n, nmax, nonpositive_min, fast, reference, steps);
 }
 
 void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax,

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "tk/core/error.h"
+#include "tk/core/isa.h"
 #include "tk/decomp/cp_internal.h"
 #include "tk/decomp/decomp.h"
 #include "tk/linalg/blas.h"
@@ -68,8 +69,23 @@ class SparseProblem : public GramProblem<double> {
     }
   }
 
-  // The common order-3 case (most FROSTT tensors) as one fused loop the compiler vectorises.
+  // The common order-3 case (most FROSTT tensors) as one fused loop the compiler vectorises:
+  // compiled as it stands and, inlined, into accumulate3_avx2 (4 doubles a vector, and FMA:
+  // the sums may differ from the baseline's in the last bit, as between builds).
   void accumulate3(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
+#if TK_X86
+    if (use_avx2()) return accumulate3_avx2(mode, a, begin, end, out);
+#endif
+    accumulate3_body(mode, a, begin, end, out);
+  }
+#if TK_X86
+  TK_TARGET_AVX2 void accumulate3_avx2(int mode, const Factors<double>& a, int64_t begin, int64_t end,
+                                       double* out) const {
+    accumulate3_body(mode, a, begin, end, out);
+  }
+#endif
+  [[gnu::always_inline]] inline void accumulate3_body(int mode, const Factors<double>& a, int64_t begin, int64_t end,
+                                                      double* out) const {
     const int64_t rank = rank_;
     const int k1 = mode == 0 ? 1 : 0, k2 = mode == 2 ? 1 : 2;
     const double* f1 = a[k1].data();

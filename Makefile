@@ -43,24 +43,30 @@ demo: build
 test-asan: deps
 	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_SANITIZE=ON
 	@cmake --build build-asan -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$(CURDIR)/tests/fuzz/asan.supp \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:fast_unwind_on_malloc=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 # Every libFuzzer target (tests/fuzz/fuzz_NAME.cpp) for FUZZ_SECONDS each (clang), each
 # from its committed seeds (tests/fuzz/corpus/NAME) and regressions (tests/fuzz/regressions/NAME)
-# in a working corpus under fuzz-corpus/NAME; what crashes lands in fuzz-corpus/artifacts/.
+# in a working corpus under fuzz-corpus/NAME; what crashes lands in fuzz-corpus/artifacts/. Every
+# target runs even when one finds something; the run then fails, naming them.
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
 fuzz: deps
 	@[ -f build-fuzz/CMakeCache.txt ] || CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_FUZZ=ON
 	@cmake --build build-fuzz -j$(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@mkdir -p fuzz-corpus/safetensors fuzz-corpus/artifacts && cp -n testdata/*.safetensors testdata/malformed/*.safetensors fuzz-corpus/safetensors/ 2>/dev/null || true
-	@set -e; for t in $(FUZZ_TARGETS); do \
+	@failed=""; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p fuzz-corpus/$$t; cp -n tests/fuzz/corpus/$$t/* tests/fuzz/regressions/$$t/* fuzz-corpus/$$t/ 2>/dev/null || true; \
 	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)"; \
-	  ASAN_OPTIONS=allocator_may_return_null=1 LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp:fast_unwind_on_malloc=0 \
+	  ASAN_OPTIONS=allocator_may_return_null=1:suppressions=tests/fuzz/asan.supp \
+	  LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp:fast_unwind_on_malloc=0 \
 	  ./build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=25 -print_final_stats=1 \
-	    -artifact_prefix=fuzz-corpus/artifacts/$$t- fuzz-corpus/$$t; \
-	done
+	    -artifact_prefix=fuzz-corpus/artifacts/$$t- fuzz-corpus/$$t || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: found inputs that fail (fuzz-corpus/artifacts/):$$failed"; exit 1; fi; \
+	echo "fuzz: $(words $(FUZZ_TARGETS)) targets, $(FUZZ_SECONDS) s each, nothing found"
 
 # Crash-consistency proof of the checkpoint engine: 200 SIGKILLs at random points of a
 # saving writer, then faults injected into every write, fsync and rename of a save.

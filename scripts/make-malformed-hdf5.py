@@ -73,6 +73,16 @@ def main():
     at = find_unique(heap, struct.pack("<IQI", title, gcol, 1))
     heap[at + 12 : at + 16] = struct.pack("<I", 100)
     files["hdf5-vlen-heap-index.h5"] = heap
+    # The root group's name heap, as the symbol table message of its object header names it
+    # (its B-tree and heap addresses also sit in the superblock's root entry, at bytes 80
+    # and 88), made the undefined address (all ones): libhdf5 1.10's check of a read against
+    # the end of the file overflows on it, and listing the group faults.
+    root = bytearray(data)
+    btree, cached = struct.unpack_from("<QQ", root, 80)
+    assert root[8] == 0 and root[cached : cached + 4] == b"HEAP"
+    at = find_unique(root[96:], struct.pack("<QQ", btree, cached)) + 96
+    root[at + 8 : at + 16] = b"\xff" * 8
+    files["hdf5-root-heap-undefined.h5"] = root
     for name, content in files.items():
         assert len(content) < 10_000
         with open(os.path.join(OUT, name), "wb") as f:

@@ -42,6 +42,13 @@ constexpr int kMaxTkShapeRank = 32;
 // the bound keeps paths and the walk small whatever a file claims.
 constexpr int kMaxGroupDepth = 64;
 
+// An unsigned little-endian field of n bytes (at most 8) of the file's structures.
+uint64_t load_le(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n && i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
 struct DatasetEntry {
   std::string path;             // absolute HDF5 path of the dataset
   bool raw_bool = false;        // read with the file's own (1-byte enum) type
@@ -68,7 +75,8 @@ class Hdf5Reader final : public TensorReader {
  private:
   std::string where(const std::string& tensor) const { return name_ + ": tensor '" + tensor + "'"; }
   void open_file(std::unique_ptr<InputStream> in);
-  void walk_group(hid_t group, const std::string& prefix, int depth);
+  void walk_group(hid_t group, haddr_t header, const std::string& prefix, int depth);
+  void check_symbol_table(haddr_t header, const std::string& where);
   void add_dataset(hid_t group, const std::string& link, const std::string& name);
   void skip(const std::string& name, std::string reason);
   void check_size(hid_t dset, hid_t dcpl, uint64_t file_bytes, const std::string& name);
@@ -100,7 +108,7 @@ Hdf5Reader::Hdf5Reader(std::unique_ptr<InputStream> in, const ReadOptions&) {
   hdf5::check_status(H5Oget_info2(root.get(), &info, H5O_INFO_BASIC), ErrorKind::kInvalidInput,
                      "cannot read the root group", name_);
   groups_seen_.emplace(info.addr, "/");
-  walk_group(root.get(), "", 0);
+  walk_group(root.get(), info.addr, "", 0);
   read_root_attributes();
   if (!skipped_.empty()) {
     std::string list;
@@ -151,6 +159,55 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
   base_ = userblock;
 }
 
+// libhdf5 1.10 reads an old-style group's local heap in one piece of the size the heap's
+// header claims, and its check of a read against the end of the file overflows on the
+// undefined address (all ones): a group whose B-tree or heap is at that address, or whose
+// heap claims such a size, makes H5Literate fault. So before a group is listed, the reader
+// checks the B-tree address and the heap named by the symbol table message
+// of its object header (version 1, the layout of old-style groups, following continuation
+// chunks). Headers of version 2 hold new-style groups (links, no local heap) and are left
+// to HDF5.
+void Hdf5Reader::check_symbol_table(haddr_t header, const std::string& where) {
+  const size_t o = sizeof_addr_, l = sizeof_size_;
+  // The local heap at `addr`: "HEAP", version 0, 3 reserved bytes, the data segment's
+  // size, the free list's offset, the data segment's address.
+  const auto check_heap = [&](uint64_t addr) {
+    uint8_t heap[40];
+    if (addr > file_size_ || !read_raw(base_ + addr, heap, 8 + 2 * l + o) || std::memcmp(heap, "HEAP", 4) != 0)
+      throw invalid_input("corrupt HDF5 group: no name heap where it points", where);
+    const uint64_t data_size = load_le(heap + 8, l), data_addr = load_le(heap + 8 + 2 * l, o);
+    if (data_size > file_size_ || data_addr > file_size_ || base_ + data_addr > file_size_ - data_size)
+      throw invalid_input("corrupt HDF5 group: its name heap claims " + std::to_string(data_size) +
+                              " bytes past the end of the file",
+                          where);
+  };
+  uint8_t prefix[16];
+  if (header == HADDR_UNDEF || !read_raw(base_ + header, prefix, sizeof prefix) || prefix[0] != 1) return;
+  // Chunks of messages: the first right after the 16-byte prefix, then continuations.
+  std::vector<std::pair<uint64_t, uint64_t>> chunks{{header + 16, load_le(prefix + 8, 4)}};
+  constexpr size_t kMaxChunks = 256;
+  for (size_t c = 0; c < chunks.size() && c < kMaxChunks; ++c) {
+    const auto [start, length] = chunks[c];
+    for (uint64_t at = 0; at + 8 <= length;) {
+      uint8_t head[8];
+      if (!read_raw(base_ + start + at, head, sizeof head)) return;
+      const uint64_t type = load_le(head, 2), bytes = load_le(head + 2, 2);
+      uint8_t body[16] = {};
+      const bool known = (type == 0x10 || type == 0x11) && bytes >= 2 * o;
+      if (known && !read_raw(base_ + start + at + 8, body, 2 * o)) return;
+      if (known && type == 0x10) {  // continuation: address, length
+        chunks.emplace_back(load_le(body, o), load_le(body + o, l));
+      } else if (known && type == 0x11) {  // symbol table: B-tree address, heap address
+        if (load_le(body, o) >= file_size_)
+          throw invalid_input("corrupt HDF5 group: its B-tree lies outside the file", where);
+        check_heap(load_le(body + o, o));
+        return;
+      }
+      at += 8 + bytes;
+    }
+  }
+}
+
 // The links of one group, in name order, as H5Literate reports them.
 struct GroupLinks {
   std::vector<std::pair<std::string, H5L_type_t>> links;
@@ -194,7 +251,8 @@ void Hdf5Reader::skip(const std::string& name, std::string reason) {
 // however deep the groups nest. A group reached again through another hard link (a
 // cycle, or a shared subtree) is listed once; a dataset reached through several hard
 // links is a tensor under each name, so no name is lost.
-void Hdf5Reader::walk_group(hid_t group, const std::string& prefix, int depth) {
+void Hdf5Reader::walk_group(hid_t group, haddr_t header, const std::string& prefix, int depth) {
+  check_symbol_table(header, prefix.empty() ? name_ : name_ + ": group '" + prefix + "'");
   GroupLinks found;
   herr_t rc = H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &found);
   if (found.failure) std::rethrow_exception(found.failure);
@@ -231,7 +289,7 @@ void Hdf5Reader::walk_group(hid_t group, const std::string& prefix, int depth) {
                             name_ + ": group '" + path + "'");
       Hid child(hdf5::check(H5Gopen2(group, link.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
                             "cannot open group", name_ + ": group '" + path + "'"));
-      walk_group(child.get(), path, depth + 1);
+      walk_group(child.get(), info.addr, path, depth + 1);
     }
     // Named datatypes (our committed bfloat16 among them) are not data.
   }
@@ -268,12 +326,6 @@ void register_stored_reference_conversion() {
     H5Tregister(H5T_PERS_SOFT, "tk_stored_reference", src.get(), dst.get(), keep_stored_reference);
     H5Eclear2(H5E_DEFAULT);
   });
-}
-
-uint64_t load_le(const uint8_t* p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n && i < 8; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
 }
 
 // `n` bytes of the file at `offset`; false past its end or when it cannot be read.

@@ -43,7 +43,7 @@ demo: build
 test-asan: deps
 	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_SANITIZE=ON
 	@cmake --build build-asan -j$(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$(CURDIR)/tests/fuzz/asan.supp \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$(CURDIR)/tests/asan.supp \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:fast_unwind_on_malloc=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir build-asan --output-on-failure -j$(JOBS)
@@ -60,8 +60,8 @@ fuzz: deps
 	@failed=""; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p fuzz-corpus/$$t; cp -n tests/fuzz/corpus/$$t/* tests/fuzz/regressions/$$t/* fuzz-corpus/$$t/ 2>/dev/null || true; \
 	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)"; \
-	  ASAN_OPTIONS=allocator_may_return_null=1:suppressions=tests/fuzz/asan.supp \
-	  LSAN_OPTIONS=suppressions=tests/fuzz/lsan.supp:fast_unwind_on_malloc=0 \
+	  ASAN_OPTIONS=allocator_may_return_null=1:suppressions=tests/asan.supp \
+	  LSAN_OPTIONS=suppressions=tests/lsan.supp:fast_unwind_on_malloc=0 \
 	  ./build-fuzz/tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=25 -print_final_stats=1 \
 	    -artifact_prefix=fuzz-corpus/artifacts/$$t- fuzz-corpus/$$t || failed="$$failed $$t"; \
 	done; \

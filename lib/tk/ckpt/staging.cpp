@@ -92,7 +92,7 @@ void snapshot_copy(void* dst, const void* src, uint64_t bytes) {
     bytes -= lines * 64;
   }
 #endif
-  std::memcpy(d, s, bytes);
+  if (bytes > 0) std::memcpy(d, s, bytes);  // an empty tensor's pointers may be null
 }
 
 }  // namespace tk::ckpt

@@ -114,7 +114,8 @@ class ContainerWriter {
     const BitxBase::Tensor* base = options_.base ? options_.base->match(info) : nullptr;
     if (base != nullptr) {
       r.base_hash = bitx_tensor_hash(base->bytes);
-      if (r.base_hash == r.hash && std::memcmp(base->bytes.data(), data.data(), data.size()) == 0) {
+      // memcmp only with bytes to compare: an empty tensor's spans may hold null pointers.
+      if (r.base_hash == r.hash && (data.empty() || std::memcmp(base->bytes.data(), data.data(), data.size()) == 0)) {
         r.codec = TkzCodec::kBitxRef;
       } else {
         r.codec = TkzCodec::kBitxDelta;

@@ -201,6 +201,8 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
   hsize_t userblock = 0;
   if (H5Pget_sizes(fcpl.get(), &sizeof_addr_, &sizeof_size_) < 0 || H5Pget_userblock(fcpl.get(), &userblock) < 0)
     throw hdf5::error(ErrorKind::kInvalidInput, "cannot read the superblock", name_);
+  // The checks of the file's own structures (read_raw) read fields of these widths.
+  if (sizeof_addr_ > 8 || sizeof_size_ > 8) throw invalid_input("HDF5 addresses wider than 8 bytes", name_);
   base_ = userblock;
 }
 
@@ -397,7 +399,6 @@ bool Hdf5Reader::read_raw(uint64_t offset, void* out, size_t n) {
 void Hdf5Reader::check_heap_reference(hid_t attr, const std::string& where) {
   register_stored_reference_conversion();
   const size_t ref_size = 4 + sizeof_addr_ + 4;
-  if (sizeof_addr_ > 8 || sizeof_size_ > 8) throw invalid_input("HDF5 addresses wider than 8 bytes", where);
   Hid raw(hdf5::check(H5Tcreate(H5T_OPAQUE, ref_size), ErrorKind::kInternal, "cannot create a datatype", where));
   H5Tset_tag(raw.get(), kRawReferenceTag);
   uint8_t ref[20] = {};

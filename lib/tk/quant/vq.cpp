@@ -5,10 +5,15 @@
 #include <cstring>
 
 #include "tk/core/error.h"
+#include "tk/core/isa.h"
 #include "tk/linalg/blas.h"
 #include "tk/quant/codebook.h"
 #include "tk/quant/codebook_internal.h"
 #include "tk/quant/decode_tables.h"
+
+#if TK_X86
+#include <immintrin.h>
+#endif
 
 namespace tk::quant {
 
@@ -20,6 +25,100 @@ constexpr int kTrainIterations = 25;
 constexpr int64_t kTrainPerCodeword = 64;     // training vectors per codeword
 constexpr int64_t kTrainMax = 1 << 17;        // ... at most
 constexpr int64_t kChunk = 512;               // vectors per GEMM block
+
+// Exact squared distance of a vector to a codeword, in double, in a fixed order.
+[[gnu::always_inline]] inline double exact_d2(const float* xi, const float* cj, int dim) {
+  double d2 = 0;
+  for (int d = 0; d < dim; ++d) {
+    double diff = static_cast<double>(xi[d]) - cj[d];
+    d2 += diff * diff;
+  }
+  return d2;
+}
+
+// The score threshold of a vector's candidates: the GEMM's rounding margin above the best.
+[[gnu::always_inline]] inline float candidate_limit(const float* xi, int dim, float best, float max_norm) {
+  double x_norm = 0;
+  for (int d = 0; d < dim; ++d) x_norm += static_cast<double>(xi[d]) * xi[d];
+  return best + (1e-4f * static_cast<float>(x_norm + max_norm) + 1e-30f);
+}
+
+// The nearest codeword of each of the m vectors `xb` of one block, from their GEMM scores
+// (m x k, -2 x.c; overwritten with ||c||^2 - 2 x.c). Candidates are the codewords whose
+// score is within the margin of the best; the nearest by exact distance wins, the first
+// on ties.
+void pick_block(const float* xb, int64_t m, float* score, const float* c, const float* c_norm, float max_norm,
+                int64_t k, int dim, uint16_t* code, double* dist) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = xb + i * dim;
+    float* si = score + i * k;
+    float best = HUGE_VALF;
+    for (int64_t j = 0; j < k; ++j) {
+      si[j] += c_norm[j];
+      best = std::min(best, si[j]);
+    }
+    const float limit = candidate_limit(xi, dim, best, max_norm);
+    int64_t pick = 0;
+    double pick_d = HUGE_VAL;
+    for (int64_t j = 0; j < k; ++j) {
+      if (si[j] > limit) continue;
+      double d2 = exact_d2(xi, c + j * dim, dim);
+      if (d2 < pick_d) pick = j, pick_d = d2;
+    }
+    code[i] = static_cast<uint16_t>(pick);
+    if (dist) dist[i] = pick_d;
+  }
+}
+
+#if TK_X86
+// pick_block with eight codewords a step: the same picks. The minimum is exact in any
+// order (_mm256_min_ps keeps `best` where a score is NaN, as std::min does), and the
+// candidates are visited in ascending order.
+TK_BEGIN_AVX2
+void pick_block_avx2(const float* xb, int64_t m, float* score, const float* c, const float* c_norm, float max_norm,
+                     int64_t k, int dim, uint16_t* code, double* dist) {
+  const int64_t k8 = k / 8 * 8;
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = xb + i * dim;
+    float* si = score + i * k;
+    __m256 best8 = _mm256_set1_ps(HUGE_VALF);
+    for (int64_t j = 0; j < k8; j += 8) {
+      __m256 s = _mm256_add_ps(_mm256_loadu_ps(si + j), _mm256_loadu_ps(c_norm + j));
+      _mm256_storeu_ps(si + j, s);
+      best8 = _mm256_min_ps(s, best8);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, best8);
+    float best = HUGE_VALF;
+    for (float v : lanes) best = std::min(best, v);
+    for (int64_t j = k8; j < k; ++j) {
+      si[j] += c_norm[j];
+      best = std::min(best, si[j]);
+    }
+    const float limit = candidate_limit(xi, dim, best, max_norm);
+    int64_t pick = 0;
+    double pick_d = HUGE_VAL;
+    const __m256 limit8 = _mm256_set1_ps(limit);
+    for (int64_t j0 = 0; j0 < k; j0 += 8) {
+      // Bit b: codeword j0 + b is a candidate (the tail's scalar compare as the vector's).
+      unsigned in = 0;
+      if (j0 < k8) {
+        in = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(si + j0), limit8, _CMP_GT_OQ)));
+      } else {
+        for (int64_t j = j0; j < k; ++j) in |= si[j] > limit ? 0u : 1u << (j - j0);
+      }
+      for (in &= 0xffu; in != 0; in &= in - 1) {
+        const int64_t j = j0 + __builtin_ctz(in);
+        double d2 = exact_d2(xi, c + j * dim, dim);
+        if (d2 < pick_d) pick = j, pick_d = d2;
+      }
+    }
+    code[i] = static_cast<uint16_t>(pick);
+    if (dist) dist[i] = pick_d;
+  }
+}
+TK_END_TARGET
+#endif
 
 // Nearest codeword of every vector of `x` (n x dim) among `c` (k x dim): GEMM scores
 // ||c||^2 - 2 x.c pick the candidates, and every candidate within the GEMM's rounding
@@ -46,31 +145,14 @@ void assign_nearest(const float* x, int64_t n, const float* c, int64_t k, int di
       const float* xb = x + first * dim;
       linalg::gemm(linalg::Op::kNoTrans, linalg::Op::kTrans, m, k, dim, -2.0f, xb, dim, c, dim,
                    0.0f, score.data(), k);
-      for (int64_t i = 0; i < m; ++i) {
-        const float* xi = xb + i * dim;
-        float* si = score.data() + i * k;
-        float best = HUGE_VALF;
-        double x_norm = 0;
-        for (int d = 0; d < dim; ++d) x_norm += static_cast<double>(xi[d]) * xi[d];
-        for (int64_t j = 0; j < k; ++j) {
-          si[j] += c_norm[j];
-          best = std::min(best, si[j]);
-        }
-        float margin = 1e-4f * static_cast<float>(x_norm + max_norm) + 1e-30f;
-        int64_t pick = 0;
-        double pick_d = HUGE_VAL;
-        for (int64_t j = 0; j < k; ++j) {
-          if (si[j] > best + margin) continue;
-          double d2 = 0;
-          for (int d = 0; d < dim; ++d) {
-            double diff = static_cast<double>(xi[d]) - c[j * dim + d];
-            d2 += diff * diff;
-          }
-          if (d2 < pick_d) pick = j, pick_d = d2;
-        }
-        code[first + i] = static_cast<uint16_t>(pick);
-        if (dist) dist[first + i] = pick_d;
+      double* dist_b = dist ? dist + first : nullptr;
+#if TK_X86
+      if (use_avx2()) {
+        pick_block_avx2(xb, m, score.data(), c, c_norm.data(), max_norm, k, dim, code + first, dist_b);
+        continue;
       }
+#endif
+      pick_block(xb, m, score.data(), c, c_norm.data(), max_norm, k, dim, code + first, dist_b);
     }
   }
 }

@@ -10,7 +10,7 @@ for isa in $paths; do mkdir -p "$isa"; done
 n=0
 for args in "--scheme int8" "--scheme int4" "--scheme int3 --group-size 64 --asym" "--scheme q2k" "--scheme q3k" "--scheme q4k" \
             "--scheme q5k" "--scheme q6k" "--scheme q8k" "--scheme nf4" "--scheme fp8_e4m3" "--scheme mxfp4" \
-            "--scheme mxfp6_e2m3" "--scheme nvfp4" "--scheme kmeans:4" "--scheme vq:4:6" "--scheme trellis:2" \
+            "--scheme mxfp6_e2m3" "--scheme nvfp4" "--scheme kmeans:4" "--scheme vq:4:6" "--scheme vq:4:2" "--scheme trellis:2" \
             "--budget 4.5"; do
   for isa in $paths; do
     (cd "$isa" && TK_ISA=$isa tquant ../m.safetensors $args -q -o q.safetensors > /dev/null &&

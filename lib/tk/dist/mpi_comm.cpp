@@ -1,8 +1,12 @@
 // tk::dist::Comm over MPI: non-blocking collectives polled until a deadline.
 #include <mpi.h>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tk/core/error.h"
 #include "tk/dist/comm.h"
@@ -35,6 +39,42 @@ void wait_until(MPI_Request& request, Clock::time_point deadline, const char* wh
   }
 }
 
+// The buffers of one collective, the data sent included. A collective request cannot be
+// cancelled, and after a timeout MPI still reads from and writes into its buffers when
+// the late ranks' messages arrive (in any later MPI call), so the buffers of a timed-out
+// collective are kept, reachable, until the process ends.
+struct Buffers {
+  std::vector<uint8_t> send, all;
+  std::vector<int> sizes, displs;
+  int my_size = 0;
+};
+
+void keep_until_exit(std::shared_ptr<Buffers> buffers) {
+  static std::mutex mutex;
+  static std::vector<std::shared_ptr<Buffers>> abandoned;
+  std::lock_guard lock(mutex);
+  abandoned.push_back(std::move(buffers));
+}
+
+// Displacements of `sizes` laid end to end; returns the total.
+int lay_out(const std::vector<int>& sizes, std::vector<int>& displs) {
+  displs.resize(sizes.size());
+  int total = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    displs[r] = total;
+    total += sizes[r];
+  }
+  return total;
+}
+
+std::vector<std::vector<uint8_t>> split(const Buffers& b) {
+  std::vector<std::vector<uint8_t>> out(b.sizes.size());
+  for (size_t r = 0; r < b.sizes.size(); ++r) {
+    out[r].assign(b.all.begin() + b.displs[r], b.all.begin() + b.displs[r] + b.sizes[r]);
+  }
+  return out;
+}
+
 class MpiComm final : public Comm {
  public:
   explicit MpiComm(MPI_Comm comm) : comm_(comm) {
@@ -50,77 +90,71 @@ class MpiComm final : public Comm {
   int size() const override { return size_; }
 
   std::vector<uint8_t> gather(std::span<const uint8_t> record, Clock::time_point deadline) override {
-    std::vector<uint8_t> all(rank_ == 0 ? record.size() * static_cast<size_t>(size_) : 0);
-    guard([&] {
+    auto b = buffers(record);
+    b->all.resize(rank_ == 0 ? record.size() * static_cast<size_t>(size_) : 0);
+    guard(b, [&] {
       MPI_Request request;
-      check(MPI_Igather(record.data(), static_cast<int>(record.size()), MPI_BYTE, all.data(),
+      check(MPI_Igather(b->send.data(), static_cast<int>(record.size()), MPI_BYTE, b->all.data(),
                         static_cast<int>(record.size()), MPI_BYTE, 0, comm_, &request), "MPI_Igather");
       wait_until(request, deadline, "MPI_Igather");
     });
-    return all;
+    return std::move(b->all);
   }
 
   std::vector<std::vector<uint8_t>> gatherv(std::span<const uint8_t> mine, Clock::time_point deadline) override {
-    std::vector<std::vector<uint8_t>> out(rank_ == 0 ? static_cast<size_t>(size_) : 0);
-    guard([&] {
-      int my_size = static_cast<int>(mine.size());
-      std::vector<int> sizes(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+    auto b = buffers(mine);
+    guard(b, [&] {
+      b->sizes.resize(rank_ == 0 ? static_cast<size_t>(size_) : 0);
       MPI_Request request;
-      check(MPI_Igather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, comm_, &request), "MPI_Igather");
+      check(MPI_Igather(&b->my_size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, 0, comm_, &request), "MPI_Igather");
       wait_until(request, deadline, "MPI_Igather");
-      std::vector<int> displs(sizes.size());
-      int total = 0;
-      for (size_t r = 0; r < sizes.size(); ++r) {
-        displs[r] = total;
-        total += sizes[r];
-      }
-      std::vector<uint8_t> all(static_cast<size_t>(total));
-      check(MPI_Igatherv(mine.data(), my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE, 0, comm_,
-                         &request), "MPI_Igatherv");
+      b->all.resize(static_cast<size_t>(lay_out(b->sizes, b->displs)));
+      check(MPI_Igatherv(b->send.data(), b->my_size, MPI_BYTE, b->all.data(), b->sizes.data(), b->displs.data(),
+                         MPI_BYTE, 0, comm_, &request), "MPI_Igatherv");
       wait_until(request, deadline, "MPI_Igatherv");
-      for (size_t r = 0; r < sizes.size(); ++r) out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + sizes[r]);
     });
-    return out;
+    return split(*b);
   }
 
   void broadcast(std::span<uint8_t> bytes, Clock::time_point deadline) override {
-    guard([&] {
+    auto b = buffers(bytes);
+    guard(b, [&] {
       MPI_Request request;
-      check(MPI_Ibcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, comm_, &request), "MPI_Ibcast");
+      check(MPI_Ibcast(b->send.data(), b->my_size, MPI_BYTE, 0, comm_, &request), "MPI_Ibcast");
       wait_until(request, deadline, "MPI_Ibcast");
     });
+    std::copy(b->send.begin(), b->send.end(), bytes.begin());
   }
 
   std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, Clock::time_point deadline) override {
-    std::vector<std::vector<uint8_t>> out(static_cast<size_t>(size_));
-    guard([&] {
-      int my_size = static_cast<int>(mine.size());
-      std::vector<int> sizes(static_cast<size_t>(size_));
+    auto b = buffers(mine);
+    guard(b, [&] {
+      b->sizes.resize(static_cast<size_t>(size_));
       MPI_Request request;
-      check(MPI_Iallgather(&my_size, 1, MPI_INT, sizes.data(), 1, MPI_INT, comm_, &request), "MPI_Iallgather");
+      check(MPI_Iallgather(&b->my_size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_, &request), "MPI_Iallgather");
       wait_until(request, deadline, "MPI_Iallgather");
-      std::vector<int> displs(static_cast<size_t>(size_));
-      int total = 0;
-      for (int r = 0; r < size_; ++r) {
-        displs[r] = total;
-        total += sizes[r];
-      }
-      std::vector<uint8_t> all(static_cast<size_t>(total));
-      check(MPI_Iallgatherv(mine.data(), my_size, MPI_BYTE, all.data(), sizes.data(), displs.data(), MPI_BYTE, comm_,
-                            &request), "MPI_Iallgatherv");
+      b->all.resize(static_cast<size_t>(lay_out(b->sizes, b->displs)));
+      check(MPI_Iallgatherv(b->send.data(), b->my_size, MPI_BYTE, b->all.data(), b->sizes.data(), b->displs.data(),
+                            MPI_BYTE, comm_, &request), "MPI_Iallgatherv");
       wait_until(request, deadline, "MPI_Iallgatherv");
-      for (int r = 0; r < size_; ++r) out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + sizes[r]);
     });
-    return out;
+    return split(*b);
   }
 
  private:
-  template <typename Body> void guard(Body&& body) {
+  static std::shared_ptr<Buffers> buffers(std::span<const uint8_t> send) {
+    auto b = std::make_shared<Buffers>();
+    b->send.assign(send.begin(), send.end());
+    b->my_size = static_cast<int>(send.size());
+    return b;
+  }
+  template <typename Body> void guard(const std::shared_ptr<Buffers>& b, Body&& body) {
     if (broken_) throw runtime_error("communicator unusable after an earlier failed collective");
     try {
       body();
     } catch (...) {
       broken_ = true;
+      keep_until_exit(b);
       throw;
     }
   }

@@ -236,6 +236,8 @@ int main(int argc, char** argv) {
   }
   if (check_only) {
     check_call(tk_dckpt_close(ck), "tk_dckpt_close");
+    free(s.w);
+    free(s.v);
     MPI_Finalize();
     return 0;
   }

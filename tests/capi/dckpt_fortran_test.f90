@@ -58,6 +58,7 @@ program dckpt_fortran_test
     end do
   end do
   call check(tk_dckpt_close(ckpt) == TK_CKPT_OK, "close")
+  deallocate(mine, whole)
 
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (rank == 0) print '(a, i0)', "failures: ", total

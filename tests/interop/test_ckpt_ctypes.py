@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import struct
+import types
 
 import ml_dtypes
 import numpy as np
@@ -189,6 +190,8 @@ class Checkpoint:
             for key in (b"epoch", b"loader"):
                 if check(LIB.tk_ckpt_step_metadata(s, key, ctypes.byref(value))) == OK:
                     metadata[key.decode()] = value.value.decode()
+            # The summary's strings are the step's, valid until tk_ckpt_step_close: copied.
+            summary = types.SimpleNamespace(**{f: getattr(summary, f) for f, _ in StepSummary._fields_})
             return summary, entries, metadata
         finally:
             LIB.tk_ckpt_step_close(s)

@@ -14,12 +14,20 @@ build runs its default path (the best the processor has) and, for reference, TK_
 
 The medians are of interleaved rounds; "best" is the ratio of each build's fastest round
 (the round least disturbed on a shared machine).
+
+With --counts, each scheme instead runs once per build under valgrind's callgrind, and the
+script prints the instructions that the scheme's quantize and dequantize executed
+(inclusive, with their callees) and the ratio native / portable: a figure that, unlike
+time on a shared machine, repeats exactly, and that shows where a loop vectorises in one
+build and not in the other (it does not see scheduling or cache effects).
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
+import tempfile
 
 SCHEMES = ("int8,int4,int3,q2k,q3k,q4k,q5k,q6k,q8k,nf4,fp8_e4m3,fp8_e5m2,mxfp4,mxfp6_e2m3,mxfp8_e4m3,"
            "mxint8,nvfp4,kmeans:4,vq:4:8,trellis:2")
@@ -36,6 +44,44 @@ def run(binary, args, isa=None):
     return {r["scheme"]: r for r in rows if "scheme" in r}
 
 
+def count(binary, scheme, rows, cols):
+    """Instructions of the scheme's quantize and dequantize calls, under callgrind."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env.pop("TK_ISA", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary, "--rows", str(rows),
+                        "--cols", str(cols), "--schemes", scheme, "--dist", "gauss", "--reps", "1"],
+                       env=env, check=True, capture_output=True)
+        report = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], check=True,
+                                capture_output=True, text=True).stdout
+    found = {}
+    call = re.compile(r"\s*([\d,]+) .*Scheme::"
+                      r"(quantize\(float const\*|(?:dequantize|decode)\(tk::quant::Quantized const&)")
+    for line in report.splitlines():
+        m = call.match(line)
+        if m:
+            key = "quantize" if m.group(2).startswith("quantize") else "dequantize"
+            found[key] = max(found.get(key, 0), int(m.group(1).replace(",", "")))
+    return found
+
+
+def main_counts(a):
+    print(f"{a.rows} x {a.cols} f32, 1 thread: instructions (millions) of one quantize and of the bench's "
+          "dequantize calls")
+    print(f"{'scheme':<14} {'quantize native portable ratio':>32} {'dequantize native portable ratio':>34}")
+    worst = 10.0
+    for scheme in a.schemes.split(","):
+        n, p_ = count(a.native, scheme, a.rows, a.cols), count(a.portable, scheme, a.rows, a.cols)
+        cells = []
+        for key in ("quantize", "dequantize"):
+            ratio = n[key] / p_[key]
+            worst = min(worst, ratio)
+            cells.append(f"{n[key] / 1e6:10.1f} {p_[key] / 1e6:10.1f} {ratio:6.3f}")
+        print(f"{scheme:<14} {cells[0]:>32} {cells[1]:>34}", flush=True)
+    print(f"\nlowest native/portable instruction ratio: {worst:.3f}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--native", required=True)
@@ -45,7 +91,11 @@ def main():
     p.add_argument("--cols", type=int, default=4096)
     p.add_argument("--schemes", default=SCHEMES)
     p.add_argument("--json", help="also write the medians here")
+    p.add_argument("--counts", action="store_true", help="count instructions under callgrind instead of timing")
     a = p.parse_args()
+    if a.counts:
+        main_counts(a)
+        return
     args = ["--rows", str(a.rows), "--cols", str(a.cols), "--schemes", a.schemes, "--dist", "gauss", "--reps", "3"]
     runs = {"native": [], "portable": [], "scalar": []}
     for r in range(a.rounds):

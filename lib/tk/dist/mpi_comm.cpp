@@ -94,8 +94,8 @@ class MpiComm final : public Comm {
     b->all.resize(rank_ == 0 ? record.size() * static_cast<size_t>(size_) : 0);
     guard(b, [&] {
       MPI_Request request;
-      check(MPI_Igather(b->send.data(), static_cast<int>(record.size()), MPI_BYTE, b->all.data(),
-                        static_cast<int>(record.size()), MPI_BYTE, 0, comm_, &request), "MPI_Igather");
+      check(MPI_Igather(b->send.data(), b->my_size, MPI_BYTE, b->all.data(), b->my_size, MPI_BYTE, 0, comm_,
+                        &request), "MPI_Igather");
       wait_until(request, deadline, "MPI_Igather");
     });
     return std::move(b->all);

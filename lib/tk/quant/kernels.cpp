@@ -224,12 +224,21 @@ void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* is
   for (int64_t i = 0; i < n; ++i) unit &= w[i] == 1.0f;
   for (int k0 = 0; k0 < count; k0 += 8) {
     const int len = std::min(8, count - k0);
-    alignas(32) float s[8] = {}, m[8] = {};
-    for (int j = 0; j < len; ++j) {
-      s[j] = iscales[k0 + j];
-      if constexpr (kAsym) m[j] = mins[k0 + j];
+    // A whole batch of eight loads its scales directly; a copy loop of unknown length (and,
+    // below, an accumulation of unknown length) is what generic tuning left as a loop.
+    __m256 vs = _mm256_setzero_ps(), vmin = _mm256_setzero_ps();
+    if (len == 8) {
+      vs = _mm256_loadu_ps(iscales + k0);
+      if constexpr (kAsym) vmin = _mm256_loadu_ps(mins + k0);
+    } else {
+      alignas(32) float s[8] = {}, m[8] = {};
+      for (int j = 0; j < len; ++j) {
+        s[j] = iscales[k0 + j];
+        if constexpr (kAsym) m[j] = mins[k0 + j];
+      }
+      vs = _mm256_load_ps(s);
+      vmin = _mm256_load_ps(m);
     }
-    const __m256 vs = _mm256_load_ps(s), vmin = _mm256_load_ps(m);
     TrialSums* acc = out + k0;
     for (int j = 0; j < len; ++j) acc[j] = TrialSums{};
     for (int64_t c = 0; c < n; c += kChunk) {
@@ -240,11 +249,15 @@ void trial_batch_avx2(const float* x, const float* w, int64_t n, const float* is
       _mm256_store_ps(lx, r.lx);
       _mm256_store_ps(l2, r.l2);
       _mm256_store_ps(l1, r.l);
-      for (int j = 0; j < len; ++j) {
-        acc[j].lx += static_cast<double>(lx[j]);
-        acc[j].l2 += static_cast<double>(l2[j]);
-        if constexpr (kAsym) acc[j].l += static_cast<double>(l1[j]);
-      }
+      auto accumulate = [&](int upto) {
+        for (int j = 0; j < upto; ++j) {
+          acc[j].lx += static_cast<double>(lx[j]);
+          acc[j].l2 += static_cast<double>(l2[j]);
+          if constexpr (kAsym) acc[j].l += static_cast<double>(l1[j]);
+        }
+      };
+      if (len == 8) accumulate(8);
+      else accumulate(len);
     }
   }
 }
@@ -471,8 +484,8 @@ constexpr int piece_read_bytes(int bits) { return bits <= 4 ? 4 : 8; }
 // non-temporal hints, in 16-byte halves (y must be 16-byte aligned).
 template <int kBits, bool kOffset, bool kSafe, bool kStream>
 inline void decode_run(const uint8_t* in, int64_t len, __m256i voff, __m256 vd, __m256 vm, float* y) {
-  for (int64_t i = 0; i < len; i += 8) {
-    const uint8_t* p = in + i / 8 * kBits;
+  const uint8_t* p = in;  // advanced by its piece each step: no index arithmetic left in the loop
+  for (int64_t i = 0; i < len; i += 8, p += kBits) {
     __m256i c;
     if constexpr (kSafe) {
       c = load_piece<kBits>(p);
@@ -495,8 +508,9 @@ inline void decode_run(const uint8_t* in, int64_t len, __m256i voff, __m256 vd, 
 // decode_packed_affine, one group at a time with its scale and offset broadcast once
 // (the common group sizes 16 and 32 as constants, so their runs unroll). The groups
 // whose last piece would read past the stream take the padded path. kStream: see
-// decode_run.
-template <int kBits, bool kOffset, bool kStream>
+// decode_run. kMin: m is given (else every group's minimum is 0, the reference's `+ 0.0f`,
+// kept out of the loop as a constant: generic tuning left the test and the load in it).
+template <int kBits, bool kOffset, bool kStream, bool kMin>
 void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t group, const float* d, const float* m,
                         float* y) {
   const int64_t stream_bytes = n / 8 * kBits;
@@ -510,11 +524,11 @@ void decode_affine_avx2(const uint8_t* packed, int64_t n, int offset, int64_t gr
     int64_t g0 = 0, gi = 0;
     for (; g0 + g <= safe; g0 += g, ++gi) {
       decode_run<kBits, kOffset, true, kStream>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
-                                                _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+                                                kMin ? _mm256_set1_ps(m[gi]) : _mm256_setzero_ps(), y + g0);
     }
     for (; g0 < n; g0 += g, ++gi) {
       decode_run<kBits, kOffset, false, kStream>(packed + g0 / 8 * kBits, g, voff, _mm256_set1_ps(d[gi]),
-                                                 _mm256_set1_ps(m ? m[gi] : 0.0f), y + g0);
+                                                 kMin ? _mm256_set1_ps(m[gi]) : _mm256_setzero_ps(), y + g0);
     }
   };
   if (group == 16) groups(std::integral_constant<int64_t, 16>{});
@@ -573,28 +587,35 @@ int64_t codes_asymmetric_avx2(const float* x, int64_t n, float inv, float min, f
   return i;
 }
 
+// The loops below are function templates with their stream as parameters, not bodies of
+// the with_bits lambdas: a lambda that captures by reference reloads n and the pointers
+// after every byte store (a store through uint8_t* may alias the captures) whenever the
+// compiler does not inline it, as generic tuning did not (13 instructions for 8 codes
+// where the inlined native build took 5).
+template <int kBits> void pack_codes8(const uint8_t* codes, int64_t n, uint8_t* out) {
+  const uint64_t mask = repeat_mask(kBits);
+  for (int64_t i = 0; i < n; i += 8) {
+    uint64_t v;
+    std::memcpy(&v, codes + i, 8);
+    const uint64_t p = _pext_u64(v, mask);
+    std::memcpy(out + i / 8 * kBits, &p, kBits);
+  }
+}
+
+template <int kBits> void unpack_codes8(const uint8_t* in, int64_t n, uint8_t* codes) {
+  const uint64_t mask = repeat_mask(kBits);
+  for (int64_t i = 0; i < n; i += 8) {
+    const uint64_t v = load_codes8<kBits>(in, i, n, mask);
+    std::memcpy(codes + i, &v, 8);
+  }
+}
+
 void pack_bits_bmi2(const uint8_t* codes, int64_t n, int bits, uint8_t* out) {
-  with_bits(bits, [&](auto b) {
-    constexpr int kBits = decltype(b)::value;
-    const uint64_t mask = repeat_mask(kBits);
-    for (int64_t i = 0; i < n; i += 8) {
-      uint64_t v;
-      std::memcpy(&v, codes + i, 8);
-      const uint64_t p = _pext_u64(v, mask);
-      std::memcpy(out + i / 8 * kBits, &p, kBits);
-    }
-  });
+  with_bits(bits, [&](auto b) { pack_codes8<decltype(b)::value>(codes, n, out); });
 }
 
 void unpack_bits_bmi2(const uint8_t* in, int64_t n, int bits, uint8_t* codes) {
-  with_bits(bits, [&](auto b) {
-    constexpr int kBits = decltype(b)::value;
-    const uint64_t mask = repeat_mask(kBits);
-    for (int64_t i = 0; i < n; i += 8) {
-      const uint64_t v = load_codes8<kBits>(in, i, n, mask);
-      std::memcpy(codes + i, &v, 8);
-    }
-  });
+  with_bits(bits, [&](auto b) { unpack_codes8<decltype(b)::value>(in, n, codes); });
 }
 
 void decode_packed_affine_avx2(const uint8_t* packed, int64_t n, int bits, int offset, int64_t group, const float* d,
@@ -604,13 +625,20 @@ void decode_packed_affine_avx2(const uint8_t* packed, int64_t n, int bits, int o
   const bool nontemporal = stream && reinterpret_cast<uintptr_t>(y) % 16 == 0;
   with_bits(bits, [&](auto b) {
     constexpr int kBits = decltype(b)::value;
+    auto run = [&](auto stream_stores, auto has_min) {
+      constexpr bool kStream = decltype(stream_stores)::value, kMin = decltype(has_min)::value;
+      if (offset != 0) decode_affine_avx2<kBits, true, kStream, kMin>(packed, n, offset, group, d, m, y);
+      else decode_affine_avx2<kBits, false, kStream, kMin>(packed, n, 0, group, d, m, y);
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
     if (nontemporal) {
-      if (offset != 0) decode_affine_avx2<kBits, true, true>(packed, n, offset, group, d, m, y);
-      else decode_affine_avx2<kBits, false, true>(packed, n, 0, group, d, m, y);
+      if (m) run(Yes{}, Yes{});
+      else run(Yes{}, No{});
       _mm_sfence();
     } else {
-      if (offset != 0) decode_affine_avx2<kBits, true, false>(packed, n, offset, group, d, m, y);
-      else decode_affine_avx2<kBits, false, false>(packed, n, 0, group, d, m, y);
+      if (m) run(No{}, Yes{});
+      else run(No{}, No{});
     }
   });
 }
@@ -630,29 +658,32 @@ void expand_sub_scales_avx2(const uint8_t* q, int64_t supers, int subs, int bias
   }
 }
 
+template <int kBits>
+void decode_table8(const uint8_t* packed, int64_t n, const float* table, int64_t group, const float* scales,
+                   float* y) {
+  const uint64_t mask = repeat_mask(kBits);
+  // Up to 16 entries: two in-register permutes and a blend instead of a gather.
+  const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
+  for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
+    const __m256 vs = _mm256_set1_ps(scales[gi]);
+    for (int64_t i = g0; i < g0 + group; i += 8) {
+      const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
+      const __m256i idx = _mm256_cvtepu8_epi32(c);
+      __m256 v;
+      if constexpr (kBits <= 4) {
+        const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
+        v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
+      } else {
+        v = _mm256_i32gather_ps(table, idx, 4);
+      }
+      _mm256_storeu_ps(y + i, _mm256_mul_ps(v, vs));
+    }
+  }
+}
+
 void decode_packed_table_avx2(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
                               const float* scales, float* y) {
-  with_bits(bits, [&](auto b) {
-    constexpr int kBits = decltype(b)::value;
-    const uint64_t mask = repeat_mask(kBits);
-    // Up to 16 entries: two in-register permutes and a blend instead of a gather.
-    const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
-    for (int64_t g0 = 0, gi = 0; g0 < n; g0 += group, ++gi) {
-      const __m256 vs = _mm256_set1_ps(scales[gi]);
-      for (int64_t i = g0; i < g0 + group; i += 8) {
-        const __m128i c = _mm_cvtsi64_si128(static_cast<long long>(load_codes8<kBits>(packed, i, n, mask)));
-        const __m256i idx = _mm256_cvtepu8_epi32(c);
-        __m256 v;
-        if constexpr (kBits <= 4) {
-          const __m256 high = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 -> sign bit
-          v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx), high);
-        } else {
-          v = _mm256_i32gather_ps(table, idx, 4);
-        }
-        _mm256_storeu_ps(y + i, _mm256_mul_ps(v, vs));
-      }
-    }
-  });
+  with_bits(bits, [&](auto b) { decode_table8<decltype(b)::value>(packed, n, table, group, scales, y); });
 }
 TK_END_TARGET
 #endif

@@ -210,8 +210,12 @@ void saturate_half_array(const float* src, uint16_t* dst, size_t n, uint16_t inf
   saturate_half_loop(src, dst, n, inf_code, max_code);
 }
 
-void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8_t* codes, size_t n,
-                                   bool saturate) {
+namespace {
+
+// The paths other than AVX2's out of line: inlined into the dispatcher, their frame (six
+// saved registers) cost a 32-value MX block a tenth of its encode on the AVX2 path.
+[[gnu::noinline]] void float_format_encode_other(const FloatFormat& f, const float* src, uint8_t* codes, size_t n,
+                                                 bool saturate) {
   if (!f.has_zero || f.bits > 8) {
     for (size_t i = 0; i < n; ++i) {
       float v;
@@ -220,10 +224,17 @@ void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8
     }
     return;
   }
-#if TK_X86
-  if (use_avx2()) return float_format_encode_avx2(f, src, codes, n, saturate);
-#endif
   float_format_encode_loop(f, src, codes, n, saturate);
+}
+
+}  // namespace
+
+void float_format_encode_f32_array(const FloatFormat& f, const float* src, uint8_t* codes, size_t n,
+                                   bool saturate) {
+#if TK_X86
+  if (f.has_zero && f.bits <= 8 && use_avx2()) return float_format_encode_avx2(f, src, codes, n, saturate);
+#endif
+  float_format_encode_other(f, src, codes, n, saturate);
 }
 
 }  // namespace tk::detail

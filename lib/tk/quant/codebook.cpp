@@ -70,8 +70,8 @@ std::vector<double> seed_centers(const SortedSegment& seg, int k, uint64_t seed)
   } else {
     for (size_t& s : sample) s = random.below(n);
   }
-  auto draw = [&](const std::vector<double>& mass) {
-    double total = std::accumulate(mass.begin(), mass.end(), 0.0);
+  // total: the sum of mass in index order from 0 (each caller has it at hand).
+  auto draw = [&](const std::vector<double>& mass, double total) {
     double target = random.uniform() * total;
     for (size_t i = 0; i < mass.size(); ++i) {
       target -= mass[i];
@@ -82,7 +82,7 @@ std::vector<double> seed_centers(const SortedSegment& seg, int k, uint64_t seed)
   std::vector<double> mass(m), dist2(m, HUGE_VAL);
   for (size_t i = 0; i < m; ++i) mass[i] = seg.weight[sample[i]];
   std::vector<double> centers;
-  double c = seg.value[sample[draw(mass)]];
+  double c = seg.value[sample[draw(mass, std::accumulate(mass.begin(), mass.end(), 0.0))]];
   for (int j = 0; j < k; ++j) {
     centers.push_back(c);
     double total = 0;
@@ -93,7 +93,7 @@ std::vector<double> seed_centers(const SortedSegment& seg, int k, uint64_t seed)
       total += mass[i];
     }
     if (total <= 0) break;  // the sample has no more distinct values
-    c = seg.value[sample[draw(mass)]];
+    c = seg.value[sample[draw(mass, total)]];
   }
   std::sort(centers.begin(), centers.end());
   centers.erase(std::unique(centers.begin(), centers.end()), centers.end());

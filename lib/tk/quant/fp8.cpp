@@ -83,9 +83,24 @@ class Fp8Scheme final : public Scheme {
   void encode(const float* x, int64_t n, float s, bool reference, uint8_t* codes) const {
     const float inv = s == 0 ? 0.0f : 1.0f / s;
     std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) v[i] = x[i] * inv;
+#if TK_X86
+    if (!reference && use_avx2()) scale_row_avx2(x, n, inv, v.data());
+    else
+#endif
+      scale_row(x, n, inv, v.data());
     encode_minifloat(dtype_, v.data(), n, codes, reference);
   }
+
+  // x / s as x * (1 / s), one rounding per value in any width: compiled as it stands and
+  // into the _avx2 twin (the scale search runs it once per row and candidate).
+  [[gnu::always_inline]] static inline void scale_row(const float* x, int64_t n, float inv, float* v) {
+    for (int64_t i = 0; i < n; ++i) v[i] = x[i] * inv;
+  }
+#if TK_X86
+  TK_TARGET_AVX2 static void scale_row_avx2(const float* x, int64_t n, float inv, float* v) {
+    scale_row(x, n, inv, v);
+  }
+#endif
 
   // The weighted squared error of one row coded as `c` under scale s. Compiled as it stands
   // and, inlined, into the _avx2 twin (the same sums: no step is reordered or fused).

@@ -160,6 +160,7 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   io::FileFormat format = cli::output_format(o.output, o.format);
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);
+  tool.check_new_output(o.output);
   auto ck = open_read_only(o.dir);
   uint64_t step = chosen_step(*ck, o.step);
   ckpt::StepInfo info = ck->info(step);
@@ -179,6 +180,7 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   write_options.format = format;
   auto writer = io::open_writer(o.output, write_options);
   io::Metadata metadata(info.metadata.begin(), info.metadata.end());
+  cli::metadata_edit(metadata, tool.output_options());
   std::vector<size_t> order = writer->begin(infos, metadata);
   std::vector<std::string> names;
   for (size_t i : order) names.push_back(infos[i].name);

@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   CLI::App* restore_cmd = tool.add_subcommand("restore", "Write step N of DIR (default: the newest) to a tensor file");
   restore_cmd->add_option("DIR", restore.dir, "Checkpoint directory")->required();
   restore_cmd->add_option("--step", restore.step, "Step to restore (default: the newest)")->type_name("N");
-  restore_cmd->add_option("-o,--output", restore.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(*restore_cmd, restore.output);
+  tool.add_metadata_options(*restore_cmd, false);
   restore_cmd->add_option("--format", restore.format, "Output format: safetensors, hdf5 or npy (default: from OUT)")
       ->type_name("FMT");
 

@@ -91,11 +91,12 @@ void check_no_compress_flags(const CompressOptions& o) {
 
 // What both directions check before reading anything: terminals, the output not a
 // directory nor one of the inputs, stdout and stdin each used once.
-void check_streams(const CompressOptions& o, const cli::CommonOptions& common) {
+void check_streams(const cli::Tool& tool, const CompressOptions& o, const cli::CommonOptions& common) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);
   cli::check_output_not_input({o.input, o.base}, o.output);
+  tool.check_new_output(o.output);
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
@@ -103,12 +104,28 @@ void check_streams(const CompressOptions& o, const cli::CommonOptions& common) {
 
 }  // namespace
 
+void resolve_output(CompressOptions& o, bool extract) {
+  if (o.list) return;  // run_list refuses -o and -c
+  if (o.to_stdout) {
+    if (!o.output.empty()) throw usage_error("-c writes to stdout; leave out -o");
+    o.output = "-";
+    return;
+  }
+  if (!o.output.empty()) return;
+  constexpr std::string_view kSuffix = ".tkz";
+  if (o.input == "-" || extract) o.output = "-";
+  else if (!o.decompress) o.output = o.input + std::string(kSuffix);
+  else if (o.input.size() > kSuffix.size() && o.input.ends_with(kSuffix))
+    o.output = o.input.substr(0, o.input.size() - kSuffix.size());
+  else throw usage_error("the name does not end in .tkz; give -o FILE or -c", o.input);
+}
+
 int run_compress(cli::Tool& tool, const CompressOptions& o) {
   const cli::CommonOptions& common = tool.options();
   if (!common.tensors.empty() || !common.exclude.empty())
     throw usage_error("-t/--exclude select a tensor to extract with -d; a container keeps the whole file");
   if (!o.format.empty()) throw usage_error("--format applies to a tensor extracted with -d -t");
-  check_streams(o, common);
+  check_streams(tool, o, common);
   std::optional<codec::LossyOptions> lossy = lossy_options(o, common);
 
   codec::TkzCompressOptions options;
@@ -186,7 +203,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const bool extract = !common.tensors.empty();
   if (!o.format.empty() && !extract) throw usage_error("--format applies to a tensor extracted with -t");
   const io::FileFormat format = extract ? cli::output_format(o.output, o.format) : io::FileFormat::kUnknown;
-  check_streams(o, common);
+  check_streams(tool, o, common);
 
   codec::TkzDecodeOptions options;
   options.threads = common.threads;
@@ -210,7 +227,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     sink.begin = [&](const io::TensorInfo& info) {
       writer = io::open_writer(o.output, write_options);
       io::Metadata metadata;
-      cli::provenance_add(metadata, tool.provenance());
+      tool.stamp(metadata);
       writer->begin({info}, metadata);
       pieces.emplace(*writer, 0, info);
     };
@@ -243,7 +260,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
 int run_list(cli::Tool& tool, const CompressOptions& o) {
   const cli::CommonOptions& common = tool.options();
   check_no_compress_flags(o);
-  if (o.output != "-") throw usage_error("-l writes its listing to stdout; -o does not apply");
+  if (!o.output.empty() || o.to_stdout) throw usage_error("-l writes its listing to stdout; -o and -c do not apply");
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   auto in = io::InputStream::open(o.input);
   codec::TkzListing l = codec::tkz_list(*in);

@@ -32,6 +32,7 @@ struct StoreCommand {
   std::string name;                 // add --name, get NAME
   std::string base;                 // add --base NAME
   bool no_delta = false;            // add --no-delta
+  bool replace = false;             // add --replace
   std::string output = "-";         // get -o
   std::vector<std::string> names;   // rm NAME...
   bool repair = false;              // verify --repair
@@ -87,6 +88,7 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
   options.name = c.name;
   options.base = c.base;
   options.deltas = !c.no_delta;
+  options.replace = c.replace;
   options.lossless.threads = tool.options().threads;
   json rows = json::array();
   for (const std::string& input : c.inputs) {
@@ -125,6 +127,7 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
 int run_get(cli::Tool& tool, const StoreCommand& c) {
   cli::check_binary_output(c.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(c.output);
+  tool.check_new_output(c.output);
   store::Store store = store::Store::open(c.dir, false);
   if (!store.contains(c.name)) throw invalid_input("no file named '" + c.name + "' in the store", c.dir);
   auto out = io::OutputStream::open(c.output);
@@ -265,10 +268,11 @@ StoreCommand* add_store_command(cli::Tool& tool) {
   c.add->add_option("--base", c.base, "Make BitX deltas against this stored file (default: the most similar)")
       ->type_name("NAME");
   c.add->add_flag("--no-delta", c.no_delta, "Never store tensors as BitX deltas");
+  c.add->add_flag("--replace", c.replace, "Replace a different file already stored under the same name");
 
   c.get = add_store_subcommand(tool, c, "get", "Restore a stored file byte for byte (SHA-256 checked)");
   c.get->add_option("name", c.name, "Name in the store")->type_name("NAME")->required();
-  c.get->add_option("-o,--output", c.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(*c.get, c.output);
 
   c.ls = add_store_subcommand(tool, c, "ls", "List the stored files with their logical and stored sizes");
   c.rm = add_store_subcommand(tool, c, "rm", "Remove files from the store (gc frees their objects)");

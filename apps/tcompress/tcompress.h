@@ -11,7 +11,9 @@ namespace tk::tcompress {
 
 struct CompressOptions {
   std::string input = "-";    // file to compress, or container to restore/list
-  std::string output = "-";   // -o/--output
+  std::string output;         // -o/--output; empty: resolve_output chooses
+  bool to_stdout = false;     // -c/--stdout
+  bool keep = false;          // -k/--keep: the input is always kept (zstd's flag, accepted)
   bool decompress = false;    // -d
   bool list = false;          // -l
   int level = 3;              // --level: zstd level of the coded streams
@@ -26,6 +28,11 @@ struct CompressOptions {
   double bits_per_value = 0;  // --bits-per-value B
   bool no_rotate = false;     // --no-rotate
 };
+
+// Choose the output as zstd does when -o is not given: IN.tkz when compressing, IN
+// without its .tkz with -d, stdout for stdin, with -c and for a tensor extracted with
+// -d -t. Throws kUsage for -c with -o, -o/-c with -l, and -d of a name without .tkz.
+void resolve_output(CompressOptions& options, bool extract);
 
 // Compress options.input into a container; returns the exit code.
 int run_compress(cli::Tool& tool, const CompressOptions& options);

@@ -65,7 +65,7 @@ Plan make_plan(cli::Tool& tool, const ConvertOptions& o, std::optional<DType> ca
   }
   selection.check_all_patterns_used();
   plan.metadata = merged_metadata(plan.readers);
-  cli::provenance_add(plan.metadata, tool.provenance());
+  tool.stamp(plan.metadata);
   return plan;
 }
 
@@ -98,6 +98,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);
   cli::check_output_not_input(o.inputs, o.output);
+  tool.check_new_output(o.output);
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   std::optional<DType> cast;

@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   app.add_option("inputs", o.inputs,
                  "Input files, sharded indexes or model directories, merged in order ('-': stdin, the default)")
       ->type_name("IN...");
-  app.add_option("-o,--output", o.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(app, o.output);
+  tool.add_metadata_options(app);
   app.add_option("--format", o.format, "Output format: safetensors, hdf5 or npy (default: from OUT's extension)")
       ->type_name("FMT");
   app.add_option("--dtype", o.dtype, "Cast float tensors to DT (f32, f16, bf16, f8_e4m3, ...); others are kept")

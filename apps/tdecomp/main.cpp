@@ -5,9 +5,10 @@ namespace {
 
 using tk::tdecomp::DecompOptions;
 
-void add_io(CLI::App* sub, std::string& input, std::string& output, std::string& format) {
+void add_io(tk::cli::Tool& tool, CLI::App* sub, std::string& input, std::string& output, std::string& format) {
   sub->add_option("input", input, "Input file ('-': stdin, the default)")->type_name("IN");
-  sub->add_option("-o,--output", output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(*sub, output);
+  tool.add_metadata_options(*sub);
   sub->add_option("--format", format, "Output format: safetensors or hdf5 (default: from OUT's extension)")
       ->type_name("FMT");
 }
@@ -40,7 +41,7 @@ void add_iterations(CLI::App* sub, DecompOptions& o) {
 
 CLI::App* add_cp(tk::cli::Tool& tool, DecompOptions& o) {
   CLI::App* sub = tool.add_subcommand("cp", "CP-ALS decomposition (dense, masked, nonnegative, or sparse .tns)");
-  add_io(sub, o.input, o.output, o.format);
+  add_io(tool, sub, o.input, o.output, o.format);
   sub->add_option_function<int>("--rank", [&o](int r) { o.rank = r, o.rank_given = true; }, "Number of components")
       ->type_name("R");
   sub->add_option("--init", o.init, "Initialisation (default gram)")
@@ -61,7 +62,7 @@ CLI::App* add_cp(tk::cli::Tool& tool, DecompOptions& o) {
 
 CLI::App* add_tucker(tk::cli::Tool& tool, DecompOptions& o) {
   CLI::App* sub = tool.add_subcommand("tucker", "Tucker decomposition: ST-HOSVD, optionally refined by HOOI");
-  add_io(sub, o.input, o.output, o.format);
+  add_io(tool, sub, o.input, o.output, o.format);
   sub->add_option("--ranks", o.ranks, "Multilinear ranks, one per mode")->type_name("R1,R2,...");
   sub->add_option("--tol", o.tol, "Choose ranks so that the relative error is at most EPS")->type_name("EPS");
   sub->add_option("--method", o.tucker_method, "Algorithm (default sthosvd)")
@@ -75,7 +76,7 @@ CLI::App* add_tucker(tk::cli::Tool& tool, DecompOptions& o) {
 
 CLI::App* add_tt(tk::cli::Tool& tool, DecompOptions& o) {
   CLI::App* sub = tool.add_subcommand("tt", "Tensor-Train decomposition (TT-SVD)");
-  add_io(sub, o.input, o.output, o.format);
+  add_io(tool, sub, o.input, o.output, o.format);
   sub->add_option("--tol", o.tol, "Relative error bound EPS (guaranteed)")->type_name("EPS");
   sub->add_option("--max-rank", o.max_rank, "Cap on every TT rank")->type_name("R");
   sub->add_option("--shape", o.shape, "Reshape (tensorise) each tensor first, e.g. 16,16,16,16")
@@ -87,7 +88,7 @@ CLI::App* add_tt(tk::cli::Tool& tool, DecompOptions& o) {
 
 CLI::App* add_tt_round(tk::cli::Tool& tool, DecompOptions& o) {
   CLI::App* sub = tool.add_subcommand("tt-round", "Re-compress the TTs of a tdecomp tt output");
-  add_io(sub, o.input, o.output, o.format);
+  add_io(tool, sub, o.input, o.output, o.format);
   sub->add_option("--tol", o.tol, "Relative error bound of the rounding")->type_name("EPS");
   sub->add_option("--max-rank", o.max_rank, "Cap on every TT rank")->type_name("R");
   sub->add_option("--factor-dtype", o.factor_dtype, "dtype of the stored cores (default: as stored)")
@@ -97,7 +98,7 @@ CLI::App* add_tt_round(tk::cli::Tool& tool, DecompOptions& o) {
 
 CLI::App* add_rescal(tk::cli::Tool& tool, DecompOptions& o) {
   CLI::App* sub = tool.add_subcommand("rescal", "RESCAL of a stack of relations X_k ~ A R_k A^T (n x n x m input)");
-  add_io(sub, o.input, o.output, o.format);
+  add_io(tool, sub, o.input, o.output, o.format);
   sub->add_option_function<int>("--rank", [&o](int r) { o.rank = r, o.rank_given = true; },
                                 "Number of latent components")
       ->type_name("R");
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
   CLI::App* rescal = add_rescal(tool, decomp);
   CLI::App* rank_cmd = add_rank(tool, rank);
   CLI::App* reconstruct = tool.add_subcommand("reconstruct", "Rebuild the dense tensors of a tdecomp output");
-  add_io(reconstruct, rec.input, rec.output, rec.format);
+  add_io(tool, reconstruct, rec.input, rec.output, rec.format);
   reconstruct->add_option("--dtype", rec.dtype, "dtype of the rebuilt tensors (default: each one's original)")
       ->type_name("DT");
   tool.app().require_subcommand(1);

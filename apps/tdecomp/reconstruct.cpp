@@ -88,11 +88,12 @@ Tensor output_tensor(const Stored& stored, size_t i, const io::TensorInfo& info)
   return out;
 }
 
-void check_output(const std::string& input, const std::string& output) {
+void check_output(const cli::Tool& tool, const std::string& input, const std::string& output) {
   cli::check_binary_input({input}, cli::stdin_is_terminal());
   cli::check_binary_output(output, cli::stdout_is_terminal());
   cli::check_output_not_directory(output);
   cli::check_output_not_input({input}, output);
+  tool.check_new_output(output);
 }
 
 }  // namespace
@@ -100,7 +101,7 @@ void check_output(const std::string& input, const std::string& output) {
 int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   const cli::CommonOptions& common = tool.options();
   const io::FileFormat format = cli::output_format(o.output, o.format);
-  check_output(o.input, o.output);
+  check_output(tool, o.input, o.output);
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   std::optional<DType> dtype;
@@ -113,7 +114,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   io::Metadata metadata = reader->metadata();
   metadata.erase(cli::kTkMetadataKey);
   if (auto rest = decomp::metadata_without_decomp(tk_value(*reader))) metadata[cli::kTkMetadataKey] = *rest;
-  cli::provenance_add(metadata, tool.provenance());
+  tool.stamp(metadata);
 
   // The rebuilt tensors first, then the kept ones (passed through, or cast by --dtype).
   std::vector<io::TensorInfo> infos;

@@ -108,6 +108,7 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
   cli::check_binary_output(o.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(o.output);
   cli::check_output_not_input({o.input}, o.output);
+  tool.check_new_output(o.output);
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   s.f32 = o.precision == "f32";
@@ -161,7 +162,7 @@ void write_decompositions(const cli::Tool& tool, const std::string& output, io::
   std::optional<std::string> previous;
   if (auto it = metadata.find(cli::kTkMetadataKey); it != metadata.end()) previous = it->second;
   metadata[cli::kTkMetadataKey] = decomp::decomp_metadata(models, kept, previous);
-  cli::provenance_add(metadata, tool.provenance());
+  tool.stamp(metadata);
   io::WriteOptions options;
   options.format = format;
   auto writer = io::open_writer(output, options);

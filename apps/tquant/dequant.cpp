@@ -77,6 +77,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   cli::check_binary_output(args.output, cli::stdout_is_terminal());
   cli::check_output_not_directory(args.output);
   cli::check_output_not_input({args.input}, args.output);
+  tool.check_new_output(args.output);
   if (tool.options().json && *tool.options().json == "-" && args.output == "-") {
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   }
@@ -93,7 +94,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
     throw e.with_context(where);
   }
   tk_value->second = quant::layout_metadata_strip(tk_value->second);
-  cli::provenance_add(metadata, tool.provenance());
+  tool.stamp(metadata);
 
   // Every part must exist; the record's tensor takes the place of its first part.
   std::map<std::string, const std::string*> owner;

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   tk::tquant::QuantArgs q;
   CLI::App& app = tool.app();
   app.add_option("input", q.input, "Model file, sharded index or directory ('-': stdin, the default)")->type_name("IN");
-  app.add_option("-o,--output", q.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(app, q.output);
+  tool.add_metadata_options(app);
   app.add_option("--format", q.format, "Output format: safetensors or hdf5 (default: from OUT's extension)")
       ->type_name("FMT");
   app.add_option("--scheme", q.scheme, "Quantize every selected float tensor with this scheme")->type_name("NAME");
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   tk::tquant::DequantArgs d;
   CLI::App* dequant = tool.add_subcommand("dequant", "Restore dense tensors from a quantized file");
   dequant->add_option("input", d.input, "Quantized file ('-': stdin, the default)")->type_name("IN");
-  dequant->add_option("-o,--output", d.output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  tool.add_output(*dequant, d.output);
+  tool.add_metadata_options(*dequant);
   dequant->add_option("--dtype", d.dtype, "dtype of restored tensors (default: each tensor's original)")
       ->type_name("f32|bf16|f16");
   dequant->add_option("--format", d.format, "Output format: safetensors or hdf5")->type_name("FMT");

@@ -118,6 +118,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     cli::check_binary_output(args.output, cli::stdout_is_terminal());
     cli::check_output_not_directory(args.output);
     cli::check_output_not_input({args.input}, args.output);
+    tool.check_new_output(args.output);
     if (common.json && *common.json == "-" && args.output == "-") {
       throw usage_error("--json - and -o - both want stdout; give one of them a file");
     }

@@ -62,7 +62,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
   std::optional<std::string> previous;
   if (auto tk = metadata.find(cli::kTkMetadataKey); tk != metadata.end()) previous = tk->second;
   metadata[cli::kTkMetadataKey] = quant::layout_metadata_merge(previous, records);
-  cli::provenance_add(metadata, tool.provenance());
+  tool.stamp(metadata);
 
   io::WriteOptions options;
   options.format = format;

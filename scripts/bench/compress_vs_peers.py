@@ -169,8 +169,8 @@ def main():
         print(f"# data: bf16 N(0, 0.02) x {per * a.tensors:,} in {a.tensors} tensors, seed {a.seed}; "
               f"{os.cpu_count()} CPUs, {platform.processor() or platform.machine()}", flush=True)
         for t in threads:
-            rows.append(measure("tcompress", t, a.reps, [tc, "-q", "-j", str(t), orig, "-o", f("m.tkz")],
-                                [tc, "-q", "-d", "-j", str(t), f("m.tkz"), "-o", f("back")], orig, f("m.tkz"),
+            rows.append(measure("tcompress", t, a.reps, [tc, "-q", "-f", "-j", str(t), orig, "-o", f("m.tkz")],
+                                [tc, "-q", "-f", "-d", "-j", str(t), f("m.tkz"), "-o", f("back")], orig, f("m.tkz"),
                                 f("back")))
             if a.skip_peers:
                 continue
@@ -203,8 +203,8 @@ def main():
             ft = f("ft.safetensors")
             write_model(ft, model)
             for t in threads:
-                row = measure(label, t, a.reps, [tc, "-q", "-j", str(t), ft, "--base", orig, "-o", f("ft.tkz")],
-                              [tc, "-q", "-d", "-j", str(t), "--base", orig, f("ft.tkz"), "-o", f("back")], ft,
+                row = measure(label, t, a.reps, [tc, "-q", "-f", "-j", str(t), ft, "--base", orig, "-o", f("ft.tkz")],
+                              [tc, "-q", "-f", "-d", "-j", str(t), "--base", orig, f("ft.tkz"), "-o", f("back")], ft,
                               f("ft.tkz"), f("back"))
                 rows.append(row)
 

@@ -171,7 +171,7 @@ def tensorly_run(args, threads):
 
 def tdecomp_run(tdecomp, argv, threads, folder):
     out_path = os.path.join(folder, "out.safetensors")
-    cmd = [tdecomp] + argv + ["-j", str(threads), "-q", "--json", "-", "-o", out_path]
+    cmd = [tdecomp] + argv + ["-j", str(threads), "-q", "-f", "--json", "-", "-o", out_path]
     out, wall, rss = run_with_rss(cmd, thread_env(threads))
     t = json.loads(out)["tensors"][0]
     return {"seconds": t["seconds"], "iterations": t["iterations"], "rel_error": t["rel_error"],

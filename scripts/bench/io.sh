@@ -77,7 +77,7 @@ for ((r = 1; r <= reps; ++r)); do
   t0=$(now); "$bin/tinfo" --stats "$file" > /dev/null; t1=$(now)
   record tinfo_stats "$(elapsed "$t0" "$t1")"
 
-  t0=$(now); "$bin/tconvert" -q "$file" -o "$work/out.safetensors" --dtype bf16; t1=$(now)
+  t0=$(now); "$bin/tconvert" -q -f "$file" -o "$work/out.safetensors" --dtype bf16; t1=$(now)
   out_bytes=$(stat -c %s "$work/out.safetensors")
   (( out_bytes * 2 >= file_bytes - 4096 )) || { echo "io.sh: error: bf16 output too small" >&2; exit 1; }
   rm -f "$work/out.safetensors"

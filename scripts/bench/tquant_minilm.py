@@ -148,11 +148,11 @@ def main():
         q = os.path.join(work, label + ".safetensors")
         report_path = os.path.join(work, label + ".json")
         t0 = time.perf_counter()
-        subprocess.run([args.tquant, src, *flags, "-q", "-o", q, "--json", report_path], check=True,
+        subprocess.run([args.tquant, src, *flags, "-q", "-f", "-o", q, "--json", report_path], check=True,
                        stdout=subprocess.DEVNULL)
         seconds = time.perf_counter() - t0
         dq = os.path.join(work, label + "-dq.safetensors")
-        subprocess.run([args.tquant, "dequant", q, "-q", "-o", dq], check=True)
+        subprocess.run([args.tquant, "dequant", q, "-q", "-f", "-o", dq], check=True)
         report = json.load(open(report_path))
         f = safe_open(q, "np")
         keys = list(f.keys())

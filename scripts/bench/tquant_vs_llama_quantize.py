@@ -176,7 +176,7 @@ def main():
     bits = sum(int(by_name[g].n_bytes) * 8 for g, _ in matrices)
     weights = sum(int(np.prod(by_name[g].shape)) for g, _ in matrices)
     budget = bits / weights
-    tq_cmd = [args.tquant, st_in, "--budget", f"{budget:.6f}", "-j", str(args.threads), "-q", "-o", st_out,
+    tq_cmd = [args.tquant, st_in, "--budget", f"{budget:.6f}", "-j", str(args.threads), "-q", "-f", "-o", st_out,
               "--json", os.path.join(args.work, "tq.json")] + args.extra.split()
     t_tq = [timed(tq_cmd)]
     for _ in range(args.rounds - 1):
@@ -191,7 +191,7 @@ def main():
         return np.asarray(t.data).view(ml_dtypes.bfloat16).astype(np.float32).reshape(
             [int(d) for d in reversed(t.shape)])
     dq = os.path.join(args.work, "tq-dequant.safetensors")
-    subprocess.run([args.tquant, "dequant", st_out, "--dtype", "f32", "-q", "-o", dq], check=True)
+    subprocess.run([args.tquant, "dequant", st_out, "--dtype", "f32", "-q", "-f", "-o", dq], check=True)
     from safetensors.numpy import load_file
     tq_values = load_file(dq)
     per_llama, per_tq, types = {}, {}, {}

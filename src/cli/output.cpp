@@ -33,6 +33,31 @@ void check_output_not_input(const std::vector<std::string>& inputs, const std::s
   }
 }
 
+void add_force_flag(CLI::App& app, OutputOptions& o) {
+  app.add_flag("-f,--force", o.force, "Replace an existing output file");
+}
+
+void add_metadata_edit_options(CLI::App& app, OutputOptions& o) {
+  app.add_option("--set-metadata", o.set_metadata, "Set KEY to VALUE in the output's metadata; repeatable")
+      ->type_name("KEY=VALUE")
+      ->allow_extra_args(false);
+  app.add_option("--drop-metadata", o.drop_metadata, "Leave KEY out of the output's metadata; repeatable")
+      ->type_name("KEY")
+      ->allow_extra_args(false);
+}
+
+void add_provenance_flag(CLI::App& app, OutputOptions& o) {
+  app.add_flag_callback("--no-provenance", [&o] { o.provenance = false; },
+                        "Do not record this command in the output's metadata");
+}
+
+void check_output_new(const std::string& output, bool force) {
+  if (output == "-" || force) return;
+  struct stat st;
+  if (::stat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    throw usage_error("the output exists; use -f to overwrite", output);
+}
+
 void check_output_not_directory(const std::string& output) {
   if (output == "-") return;
   struct stat st;
@@ -48,7 +73,12 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
     return f;
   }
   io::FileFormat f = io::format_from_extension(output);
-  if (f == io::FileFormat::kUnknown) return io::FileFormat::kSafetensors;
+  if (f == io::FileFormat::kUnknown) {
+    struct stat st;
+    const bool stream = output == "-" || (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
+    if (stream) return io::FileFormat::kSafetensors;
+    throw usage_error("unknown output extension; use .safetensors, .h5 or .npy, or give --format", output);
+  }
   if (f == io::FileFormat::kShardIndex || f == io::FileFormat::kTkz)
     throw usage_error("cannot write this format; use .safetensors, .h5 or .npy (or --format)", output);
   return f;

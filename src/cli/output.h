@@ -5,9 +5,33 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "tk/io/tensor_file.h"
 
 namespace tk::cli {
+
+// The flags of a tool that writes a data file (DESIGN.md, "CLI contract"): -f, and for a
+// tool that composes a tensor file, the metadata edits and --no-provenance.
+struct OutputOptions {
+  bool force = false;                      // -f/--force: replace an existing output file
+  std::vector<std::string> set_metadata;   // --set-metadata KEY=VALUE, repeatable
+  std::vector<std::string> drop_metadata;  // --drop-metadata KEY, repeatable
+  bool provenance = true;                  // cleared by --no-provenance
+
+  bool edits_metadata() const { return !set_metadata.empty() || !drop_metadata.empty() || !provenance; }
+};
+
+// Register -f/--force on `app`.
+void add_force_flag(CLI::App& app, OutputOptions& options);
+// Register --set-metadata and --drop-metadata on `app`.
+void add_metadata_edit_options(CLI::App& app, OutputOptions& options);
+// Register --no-provenance on `app`.
+void add_provenance_flag(CLI::App& app, OutputOptions& options);
+
+// Refuse an output that is an existing regular file unless `force`: kUsage "exists; use
+// -f to overwrite". Standard output, devices and FIFOs are written, not replaced.
+void check_output_new(const std::string& output, bool force);
 
 // Refuse binary data on a terminal: throws kUsage "refusing to write binary data to a
 // terminal; use -o FILE or redirect" when `output` is "-" and stdout is a terminal.
@@ -29,7 +53,9 @@ void check_output_not_input(const std::vector<std::string>& inputs, const std::s
 void check_output_not_directory(const std::string& output);
 
 // The format to write: `format_flag` when given ("safetensors", "st", "hdf5", "h5",
-// "npy"; else kUsage), otherwise from the extension of `output`, otherwise safetensors.
+// "npy"; else kUsage), otherwise from the extension of `output`. Standard output, a
+// device or a FIFO without a known extension is written as safetensors; any other name
+// whose extension no writer knows is refused (kUsage, naming the known ones and --format).
 io::FileFormat output_format(const std::string& output, const std::string& format_flag);
 
 // Parse --compress "zstd" or "zstd:LEVEL" (1..22; "zstd" alone is level 3) into the

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/output.h"
 #include "tk/io/tensor_file.h"
 
 namespace tk::cli {
@@ -27,5 +28,19 @@ std::string provenance_merge(const std::optional<std::string>& previous, const P
 
 // Apply provenance_merge to metadata[kTkMetadataKey] in place.
 void provenance_add(io::Metadata& metadata, const ProvenanceEntry& entry);
+
+// The command line as provenance records it: an argument (or the VALUE of --opt=VALUE)
+// that names an existing path, or a path whose directory exists, keeps only its last
+// component, so that the same command gives the same bytes in any directory.
+std::vector<std::string> provenance_args(const std::vector<std::string>& args);
+
+// Apply --drop-metadata and --set-metadata (kUsage for a malformed KEY=VALUE, for the
+// reserved key `tk`, or for a key both set and dropped).
+void metadata_edit(io::Metadata& metadata, const OutputOptions& options);
+
+// The metadata of a file a tool composes: metadata_edit, then `entry` appended unless
+// --no-provenance, then "format": "pt" unless the key is present or was dropped
+// (transformers refuses a safetensors file whose metadata lacks it).
+void metadata_stamp(io::Metadata& metadata, const OutputOptions& options, const ProvenanceEntry& entry);
 
 }  // namespace tk::cli

@@ -1,6 +1,7 @@
 #include "cli/tool.h"
 
 #include <cstdio>
+#include <memory>
 #include <new>
 
 #include "cli/display_text.h"
@@ -9,6 +10,7 @@
 #include "cli/signals.h"
 #include "cli/std_streams.h"
 #include "cli/version.h"
+#include "tk/core/error.h"
 
 namespace tk::cli {
 
@@ -21,11 +23,37 @@ void print_line(const std::string& tool, const char* prefix, std::string_view te
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+// CLI11's help with its artefacts removed: a flag's name without the default of its
+// negation ("--progress,--no-progress{false}"), an option's type name without its
+// validators' descriptions ("hevc|av1|h264:{hevc,av1,h264}", "N:NONNEGATIVE").
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    if (positional) return CLI::Formatter::make_option_name(opt, positional);
+    std::string names;
+    for (const std::string& n : opt->get_snames()) names += (names.empty() ? "-" : ",-") + n;
+    for (const std::string& n : opt->get_lnames()) names += (names.empty() ? "--" : ",--") + n;
+    return names;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    if (opt->get_type_size() == 0) return {};
+    std::string type = opt->get_type_name();
+    type = type.substr(0, type.find(':'));
+    std::string out = type.empty() ? std::string() : " " + type;
+    if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    if (opt->get_required()) out += " REQUIRED";
+    return out;
+  }
+};
+
 }  // namespace
 
 Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", [this] { return version_text(name_); }, "Print the version and features");
   app_.set_help_flag("-h,--help", "Print this help");
+  app_.formatter(std::make_shared<HelpFormatter>());
   add_common_options(app_, options_);
 }
 
@@ -34,6 +62,16 @@ CLI::App* Tool::add_subcommand(const std::string& name, const std::string& descr
   sub->set_help_flag("-h,--help", "Print this help");
   add_common_options(*sub, options_);
   return sub;
+}
+
+void Tool::add_output(CLI::App& app, std::string& output) {
+  app.add_option("-o,--output", output, "Output file ('-': stdout, the default)")->type_name("OUT");
+  add_force_flag(app, output_);
+}
+
+void Tool::add_metadata_options(CLI::App& app, bool provenance) {
+  add_metadata_edit_options(app, output_);
+  if (provenance) add_provenance_flag(app, output_);
 }
 
 int Tool::run(int argc, char** argv, const std::function<int()>& body) {
@@ -62,6 +100,12 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
     } catch (const CLI::CallForVersion& e) {
       write_stdout(e.what());
       return kExitOk;
+    } catch (const CLI::RequiredError&) {
+      // CLI11 reports "A subcommand is required" for `tool foo`; name the word instead.
+      const std::vector<std::string> extra = app_.remaining();
+      if (app_.get_subcommands().empty() && !app_.get_subcommands({}).empty() && !extra.empty())
+        throw usage_error("unknown subcommand '" + extra.front() + "'");
+      throw;
     }
     apply_common_options(options_, stderr_is_terminal());
     return body();

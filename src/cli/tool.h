@@ -36,6 +36,18 @@ class Tool {
   // Add a subcommand that accepts the common flags too.
   CLI::App* add_subcommand(const std::string& name, const std::string& description);
 
+  // The flags of a data output, shared like the common ones; valid inside run().
+  OutputOptions& output_options() { return output_; }
+  const OutputOptions& output_options() const { return output_; }
+  // Register -o/--output (into `output`) and -f/--force on `app`.
+  void add_output(CLI::App& app, std::string& output);
+  // Register the metadata edits and, when `provenance`, --no-provenance on `app`.
+  void add_metadata_options(CLI::App& app, bool provenance = true);
+  // Refuse an existing output file without -f (check_output_new).
+  void check_new_output(const std::string& output) const { check_output_new(output, output_.force); }
+  // The metadata of a composed output: edits, provenance and "format" (metadata_stamp).
+  void stamp(io::Metadata& metadata) const { metadata_stamp(metadata, output_, provenance()); }
+
   // Parse the command line and call `body`, whose return value is the exit code.
   // --help and --version print to stdout and return 0. A parse error prints
   // "TOOL: error: MESSAGE (see 'TOOL --help')" and returns 2; a tk::Error prints
@@ -66,6 +78,7 @@ class Tool {
   std::string name_;
   CLI::App app_;
   CommonOptions options_;
+  OutputOptions output_;
   std::vector<std::string> args_;
 };
 

@@ -81,7 +81,7 @@ def check_store(tool, store, sources, work):
     for name in files:
         if name not in sources:
             raise Failure(f"unexpected file listed: {name}")
-        run(tool, "get", "--store", store, name, "-o", out, "-q")
+        run(tool, "get", "--store", store, name, "-f", "-o", out, "-q")
         with open(out, "rb") as a, open(sources[name], "rb") as b:
             if a.read() != b.read():
                 raise Failure(f"{name} does not restore byte for byte")

@@ -58,7 +58,7 @@ def canonical(arr):
 
 def to_safetensors(tmp_path, npy_path):
     out = str(tmp_path / "out.safetensors")
-    ok(TCONVERT, npy_path, "-o", out)
+    ok(TCONVERT, npy_path, "-f", "-o", out)
     return load_file(out)
 
 
@@ -121,7 +121,7 @@ def test_written_npy_is_byte_identical_to_np_save(tmp_path, dtype):
         src = str(tmp_path / "in.safetensors")
         save_file({"x": arr}, src)
         out = str(tmp_path / "x.npy")
-        ok(TCONVERT, src, "-o", out)
+        ok(TCONVERT, src, "-f", "-o", out)
         mine = open(out, "rb").read()
         assert mine == np_save_bytes(arr), (dtype, shape)
         back = np.load(out)
@@ -202,11 +202,11 @@ def test_one_tensor_per_npy_and_no_bf16(tmp_path):
     bf = sample(ml_dtypes.bfloat16, (4, 4))
     bsrc = str(tmp_path / "bf.safetensors")
     save_file({"w": bf}, bsrc)
-    r = run(TCONVERT, bsrc, "-o", out)
+    r = run(TCONVERT, bsrc, "-f", "-o", out)
     assert r.returncode == 2
     assert "dtype BF16 cannot be stored in .npy" in r.stderr.decode()
     assert "--dtype f32" in r.stderr.decode()
-    ok(TCONVERT, bsrc, "--dtype", "f32", "-o", out)
+    ok(TCONVERT, bsrc, "--dtype", "f32", "-f", "-o", out)
     np.testing.assert_array_equal(np.load(out), bf.astype(np.float32))
 
 

@@ -240,14 +240,34 @@ def test_tconvert_output_is_byte_identical_to_reference_writer(tmp):
     src = os.path.join(tmp, "ref.safetensors")
     py_write(src, arrs, f4=f4)
     out = os.path.join(tmp, "out.safetensors")
-    run(TCONVERT, src, "-o", out)
+    run(TCONVERT, src, "-o", out, "--drop-metadata", "format")
     ours = read_bytes(out)
     # The reference writing the same tensors and the metadata tconvert recorded (its
     # provenance, one key, so the reference's hash-map order cannot vary).
     metadata = safe_open_metadata(ours, tmp)
-    assert len(metadata) == 1
+    assert list(metadata) == ["tk"]
     theirs = py_write(os.path.join(tmp, "theirs.safetensors"), arrs, metadata=metadata, f4=f4)
     assert ours == theirs
+
+
+def test_written_metadata_passes_the_transformers_check(tmp):
+    # transformers' load_state_dict refuses a safetensors file whose metadata is present
+    # but whose "format" is not one of these; every tool that writes metadata adds "pt".
+    src = os.path.join(tmp, "ref.safetensors")
+    py_write(src, {"w": np.arange(64, dtype=np.float32).reshape(8, 8)}, metadata={"note": "x"})
+    outs = {
+        "tconvert": [TCONVERT, src],
+        "tquant": [os.path.join(BIN, "tquant"), src, "--scheme", "int8", "-q"],
+        "tdecomp": [os.path.join(BIN, "tdecomp"), "tucker", src, "--tol", "1e-3", "-q"],
+        "tconvert --no-provenance": [TCONVERT, src, "--no-provenance"],
+    }
+    for label, cmd in outs.items():
+        out = os.path.join(tmp, label.replace(" ", "_") + ".safetensors")
+        run(*cmd, "-o", out)
+        metadata = safe_open_metadata(read_bytes(out), tmp)
+        assert metadata is not None and metadata.get("format") in ["pt", "tf", "flax", "mlx"], (label, metadata)
+        assert metadata["note"] == "x", label
+        assert ("tk" in metadata) == (label != "tconvert --no-provenance"), label
 
 
 def test_tensor_order_matches_reference_for_every_dtype(tmp):

@@ -37,11 +37,11 @@ names=$(tcompress store ls --store "$store" | tail -n +2 | awk '{ print $1 }' | 
 want="base.safetensors task-1/config.json task-1/model.safetensors task-2/config.json task-2/model.safetensors "
 want+="task-3/config.json task-3/model.safetensors task-4/config.json task-4/model.safetensors "
 [ "$names" = "$want" ] || fail "stored names: $names"
-tcompress -q store get --store "$store" base.safetensors -o got
+tcompress -q store get --store "$store" base.safetensors -f -o got
 cmp got base.safetensors || fail "base.safetensors comes back different"
 for k in 1 2 3 4; do
   for f in model.safetensors config.json; do
-    tcompress -q store get --store "$store" "task-$k/$f" -o got
+    tcompress -q store get --store "$store" "task-$k/$f" -f -o got
     cmp got "out/task-$k/$f" || fail "task-$k/$f comes back different"
   done
 done

@@ -258,6 +258,19 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   io::DirFd mdir = layout::open_subdir(root_, layout::kManifestsDir);
   const int threads = options.lossless.threads;
 
+  // The same file added again is a re-add; a different one under a stored name must be
+  // asked for. A manifest that cannot be parsed is replaced (verify reports it).
+  if (!options.replace) {
+    std::optional<StoreManifest> old;
+    try {
+      old = layout::read_manifest(root_, r.name);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kInvalidInput) throw;
+    }
+    if (old && old->sha256 != file_key)
+      throw usage_error("a different file is stored under this name; give --replace to replace it", r.name);
+  }
+
   // An object already stored is trusted only once it decodes to its key: a corrupt one
   // is written again (and reported) rather than deduplicated against.
   std::set<codec::Sha256Digest> stored, corrupt;

@@ -6,5 +6,5 @@ tconvert -q m.safetensors --dtype f8_e4m3 -o fp8.safetensors
 "$PY" -c "import numpy as np; np.save('a.npy', np.arange(1000, dtype=np.int32).reshape(10, 100))"
 : > empty.bin
 for f in m.safetensors bf16.safetensors fp8.safetensors "$TD/field.h5" a.npy empty.bin; do
-  tcompress -q "$f" -o c.tkz && tcompress -q -d c.tkz -o back && cmp "$f" back && echo "$(basename "$f") identical"
+  tcompress -q -f "$f" -o c.tkz && tcompress -q -f -d c.tkz -o back && cmp "$f" back && echo "$(basename "$f") identical"
 done

@@ -5,7 +5,7 @@ head -c 5000 /dev/urandom > m/blob.bin
 tcompress store add --store S m/base.safetensors m/other.safetensors "$TD/tiny.safetensors" m/blob.bin -q
 tcompress store add --store S m/ft.safetensors m/ft10.safetensors --json add.json -q
 for f in base other ft ft10; do
-  tcompress store get --store S $f.safetensors -o out.safetensors -q && cmp out.safetensors m/$f.safetensors && echo "$f: identical"
+  tcompress store get --store S $f.safetensors -o out.safetensors -f -q && cmp out.safetensors m/$f.safetensors && echo "$f: identical"
 done
 tcompress store get --store S tiny.safetensors -q | cmp - "$TD/tiny.safetensors" && echo "tiny: identical"
 tcompress store get --store S blob.bin -o - -q | cmp - m/blob.bin && echo "blob: identical"

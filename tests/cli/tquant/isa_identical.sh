@@ -13,8 +13,8 @@ for args in "--scheme int8" "--scheme int4" "--scheme int3 --group-size 64 --asy
             "--scheme mxfp6_e2m3" "--scheme nvfp4" "--scheme kmeans:4" "--scheme vq:4:6" "--scheme vq:4:2" "--scheme trellis:2" \
             "--budget 4.5"; do
   for isa in $paths; do
-    (cd "$isa" && TK_ISA=$isa tquant ../m.safetensors $args -q -o q.safetensors > /dev/null &&
-       TK_ISA=$isa tquant dequant q.safetensors -q -o d.safetensors > /dev/null) || exit 11
+    (cd "$isa" && TK_ISA=$isa tquant ../m.safetensors $args -q -f -o q.safetensors > /dev/null &&
+       TK_ISA=$isa tquant dequant q.safetensors -q -f -o d.safetensors > /dev/null) || exit 11
   done
   for isa in $paths; do
     cmp -s scalar/q.safetensors "$isa/q.safetensors" || { echo "quantized bytes differ: $args on $isa"; exit 12; }

@@ -158,6 +158,19 @@ TEST(Output, RefusesAnOutputThatIsAnInput) {
   fs::remove_all(dir);
 }
 
+TEST(Output, RefusesAnExistingFileWithoutForce) {
+  fs::path dir = fs::temp_directory_path() / ("tk_cli_exists_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string file = (dir / "out.safetensors").string();
+  std::ofstream(file) << "x";
+  EXPECT_EQ(message_of([&] { check_output_new(file, false); }), "the output exists; use -f to overwrite (" + file + ")");
+  EXPECT_NO_THROW(check_output_new(file, true));
+  EXPECT_NO_THROW(check_output_new((dir / "new.safetensors").string(), false));
+  EXPECT_NO_THROW(check_output_new("/dev/null", false));
+  EXPECT_NO_THROW(check_output_new("-", false));
+  fs::remove_all(dir);
+}
+
 TEST(Output, RefusesDirectoriesButNotDevices) {
   EXPECT_EQ(kind_of([] { check_output_not_directory("/tmp"); }), ErrorKind::kUsage);
   EXPECT_NO_THROW(check_output_not_directory("/dev/null"));
@@ -169,7 +182,11 @@ TEST(Output, FormatFromFlagThenExtensionThenSafetensors) {
   EXPECT_EQ(output_format("x.h5", ""), io::FileFormat::kHdf5);
   EXPECT_EQ(output_format("x.npy", ""), io::FileFormat::kNpy);
   EXPECT_EQ(output_format("-", ""), io::FileFormat::kSafetensors);
-  EXPECT_EQ(output_format("x.bin", ""), io::FileFormat::kSafetensors);
+  EXPECT_EQ(output_format("/dev/null", ""), io::FileFormat::kSafetensors);  // a device: written, no extension
+  EXPECT_EQ(message_of([] { output_format("x.bin", ""); }),
+            "unknown output extension; use .safetensors, .h5 or .npy, or give --format (x.bin)");
+  EXPECT_EQ(kind_of([] { output_format("model", ""); }), ErrorKind::kUsage);
+  EXPECT_EQ(output_format("x.bin", "safetensors"), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("x.h5", "safetensors"), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("-", "hdf5"), io::FileFormat::kHdf5);
   EXPECT_EQ(kind_of([] { output_format("-", "parquet"); }), ErrorKind::kUsage);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tk/core/error.h"
+
 namespace tk::cli {
 namespace {
 
@@ -62,6 +64,68 @@ TEST(Provenance, AddUpdatesTheTkKeyOnly) {
   EXPECT_EQ(m.size(), 2u);
   EXPECT_EQ(m["format"], "pt");
   EXPECT_EQ(json::parse(m["tk"])["provenance"].size(), 2u);
+}
+
+TEST(Provenance, PathArgumentsKeepTheirLastComponent) {
+  // /tmp exists, so /tmp/x/y.safetensors (parent missing) is kept, /tmp/out.h5 is a path.
+  const std::vector<std::string> args = {"/tmp",          "/tmp/out.h5", "--output=/tmp/o.safetensors",
+                                         "/tmp/x/y.safetensors", "blocks.*/attn=int4", "-j", "2"};
+  EXPECT_EQ(provenance_args(args), (std::vector<std::string>{"tmp", "out.h5", "--output=o.safetensors",
+                                                             "/tmp/x/y.safetensors", "blocks.*/attn=int4", "-j", "2"}));
+}
+
+TEST(Provenance, StampEditsThenRecordsThenAddsFormat) {
+  OutputOptions o;
+  o.set_metadata = {"license=mit", "note=a=b"};
+  o.drop_metadata = {"author"};
+  io::Metadata m = {{"author", "x"}, {"keep", "y"}};
+  metadata_stamp(m, o, kEntry);
+  EXPECT_EQ(m.size(), 5u);
+  EXPECT_EQ(m["license"], "mit");
+  EXPECT_EQ(m["note"], "a=b");
+  EXPECT_EQ(m["format"], "pt");
+  EXPECT_FALSE(m.count("author"));
+  EXPECT_EQ(json::parse(m["tk"])["provenance"].size(), 1u);
+
+  OutputOptions bare;
+  bare.provenance = false;
+  bare.drop_metadata = {"format"};
+  io::Metadata empty;
+  metadata_stamp(empty, bare, kEntry);
+  EXPECT_TRUE(empty.empty());
+
+  io::Metadata own = {{"format", "mlx"}};
+  OutputOptions plain;
+  metadata_stamp(own, plain, kEntry);
+  EXPECT_EQ(own["format"], "mlx");  // the input's own format is kept
+}
+
+TEST(Provenance, EditsRefuseTheReservedKeyAndMalformedPairs) {
+  io::Metadata m;
+  auto fails = [&m](OutputOptions o) {
+    try {
+      metadata_edit(m, o);
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::kUsage;
+    }
+    return false;
+  };
+  OutputOptions a;
+  a.set_metadata = {"novalue"};
+  EXPECT_TRUE(fails(a));
+  OutputOptions b;
+  b.set_metadata = {"tk=1"};
+  EXPECT_TRUE(fails(b));
+  OutputOptions c;
+  c.drop_metadata = {"tk"};
+  EXPECT_TRUE(fails(c));
+  OutputOptions d;
+  d.set_metadata = {"=v"};
+  EXPECT_TRUE(fails(d));
+  OutputOptions e;
+  e.set_metadata = {"k=v"};
+  e.drop_metadata = {"k"};
+  EXPECT_TRUE(fails(e));
 }
 
 }  // namespace

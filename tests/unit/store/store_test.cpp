@@ -493,6 +493,21 @@ TEST_F(StoreTest, OpenAndNameErrors) {
   EXPECT_EQ(store_manifest_file_name(".hidden"), "%2Ehidden.json");
 }
 
+TEST_F(StoreTest, ADifferentFileUnderAStoredNameNeedsReplace) {
+  Store store = Store::open(dir(), true);
+  std::string one = file("one.bin", std::vector<uint8_t>{1, 2, 3});
+  std::string two = file("two.bin", std::vector<uint8_t>{4, 5});
+  EXPECT_FALSE(store.add(one, {.name = "m.bin"}).replaced);
+  EXPECT_TRUE(store.add(one, {.name = "m.bin"}).replaced);  // the same file again: a re-add
+  EXPECT_EQ(kind_of([&] { store.add(two, {.name = "m.bin"}); }), ErrorKind::kUsage);
+  EXPECT_EQ(get(store, "m.bin"), (std::vector<uint8_t>{1, 2, 3}));
+  StoreAddOptions replace;
+  replace.name = "m.bin";
+  replace.replace = true;
+  EXPECT_TRUE(store.add(two, replace).replaced);
+  EXPECT_EQ(get(store, "m.bin"), (std::vector<uint8_t>{4, 5}));
+}
+
 TEST(StoreManifest, RejectsMalformedManifests) {
   StoreManifest m;
   m.name = "m";

@@ -101,31 +101,23 @@ TEST(Provenance, StampEditsThenRecordsThenAddsFormat) {
 }
 
 TEST(Provenance, EditsRefuseTheReservedKeyAndMalformedPairs) {
-  io::Metadata m;
-  auto fails = [&m](OutputOptions o) {
+  struct Case {
+    std::vector<std::string> set, drop;
+  };
+  const std::vector<Case> cases = {{{"novalue"}, {}}, {{"tk=1"}, {}}, {{}, {"tk"}}, {{"=v"}, {}}, {{"k=v"}, {"k"}}};
+  for (const Case& c : cases) {
+    OutputOptions o;
+    o.set_metadata = c.set;
+    o.drop_metadata = c.drop;
+    io::Metadata m;
+    bool usage = false;
     try {
       metadata_edit(m, o);
     } catch (const Error& e) {
-      return e.kind() == ErrorKind::kUsage;
+      usage = e.kind() == ErrorKind::kUsage;
     }
-    return false;
-  };
-  OutputOptions a;
-  a.set_metadata = {"novalue"};
-  EXPECT_TRUE(fails(a));
-  OutputOptions b;
-  b.set_metadata = {"tk=1"};
-  EXPECT_TRUE(fails(b));
-  OutputOptions c;
-  c.drop_metadata = {"tk"};
-  EXPECT_TRUE(fails(c));
-  OutputOptions d;
-  d.set_metadata = {"=v"};
-  EXPECT_TRUE(fails(d));
-  OutputOptions e;
-  e.set_metadata = {"k=v"};
-  e.drop_metadata = {"k"};
-  EXPECT_TRUE(fails(e));
+    EXPECT_TRUE(usage) << (c.set.empty() ? c.drop[0] : c.set[0]);
+  }
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
                     "with -c and for a tensor extracted with -d -t");
   tool.add_metadata_options(app);
   app.add_flag("-c,--stdout", o.to_stdout, "Write to stdout");
-  app.add_flag("-k,--keep", o.keep, "Keep the input file (always: tcompress never deletes it; accepted as in zstd)");
+  app.add_flag("-k,--keep")->description("Keep the input file (always: tcompress never deletes it; accepted as in zstd)");
   app.add_flag("-d,--decompress", o.decompress,
                "Restore the original file; with -t NAME, extract that tensor as safetensors, HDF5 or .npy");
   app.add_flag("-l,--list", o.list, "List the container's tensors, codecs and ratios");
@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   return tool.run(argc, argv, [&] {
     if (tk::tcompress::store_parsed(store)) return tk::tcompress::run_store(tool, store);
     if (o.decompress && o.list) throw tk::usage_error("-d and -l exclude each other");
-    tk::tcompress::resolve_output(o, o.decompress && !tool.options().tensors.empty());
-    if (!(o.decompress && !tool.options().tensors.empty()) && tool.output_options().edits_metadata())
+    const bool extract = o.decompress && !tool.options().tensors.empty();
+    tk::tcompress::resolve_output(o, extract);
+    if (!extract && tool.output_options().edits_metadata())
       throw tk::usage_error("--set-metadata, --drop-metadata and --no-provenance apply to a tensor extracted with -d -t");
     if (o.list) return tk::tcompress::run_list(tool, o);
     if (o.decompress) return tk::tcompress::run_decompress(tool, o);

@@ -13,7 +13,6 @@ struct CompressOptions {
   std::string input = "-";    // file to compress, or container to restore/list
   std::string output;         // -o/--output; empty: resolve_output chooses
   bool to_stdout = false;     // -c/--stdout
-  bool keep = false;          // -k/--keep: the input is always kept (zstd's flag, accepted)
   bool decompress = false;    // -d
   bool list = false;          // -l
   int level = 3;              // --level: zstd level of the coded streams

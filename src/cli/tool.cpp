@@ -108,6 +108,8 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
       throw;
     }
     apply_common_options(options_, stderr_is_terminal());
+    io::Metadata probe;
+    metadata_edit(probe, output_);  // a bad --set-metadata fails before any work, not at the write
     return body();
   } catch (...) {
     return report(std::current_exception());

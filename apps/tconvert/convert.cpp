@@ -83,9 +83,43 @@ json report_json(const ConvertOptions& o, const Plan& plan, const std::vector<io
                        {"shape", in.shape},
                        {"bytes_in", in.nbytes},
                        {"bytes", out_infos[k].nbytes}});
+    const CastLosses& lost = result.losses[k];
+    if (dtype_is_float(in.dtype) && in.dtype != out_infos[k].dtype) {
+      json& t = tensors.back();
+      if (dtype_is_float(out_infos[k].dtype)) {
+        t["overflowed"] = lost.overflowed;
+      } else {
+        t["rounded"] = lost.rounded;
+        t["clamped"] = lost.clamped;
+      }
+    }
   }
   return {{"inputs", o.inputs},       {"output", o.output},          {"format", io::format_name(format)},
           {"tensors", std::move(tensors)}, {"bytes_in", result.bytes_in}, {"bytes_out", result.bytes_out}};
+}
+
+// One warning per kind of loss, summed over the tensors, with what to do instead.
+void warn_losses(const cli::Tool& tool, const Plan& plan, const std::vector<io::TensorInfo>& out_infos,
+                 const io::TransferResult& result, std::optional<DType> cast, bool saturate) {
+  if (!cast) return;
+  CastLosses total;
+  uint64_t values = 0;
+  for (size_t k = 0; k < plan.items.size(); ++k) {
+    if (!plan.items[k].cast_to) continue;
+    total += result.losses[k];
+    values += shape_numel(out_infos[k].shape);
+  }
+  const std::string dtype = dtype_name(*cast);
+  if (total.rounded + total.clamped != 0) {
+    tool.warning(fmt::format("--dtype {} rounded {} and clamped {} of {} float values; to quantize float tensors "
+                             "with scales, use tquant (tquant IN --scheme int8 -o OUT)",
+                             dtype, total.rounded, total.clamped, values));
+  }
+  if (total.overflowed != 0 && !saturate) {
+    tool.warning(fmt::format("{} of {} values overflowed {} and became Inf or NaN; --saturate clamps them to its "
+                             "largest finite value",
+                             total.overflowed, values, dtype));
+  }
 }
 
 }  // namespace
@@ -125,6 +159,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   };
   io::TransferResult result = io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
   progress.clear();
+  warn_losses(tool, plan, out_infos, result, cast, o.saturate);
 
   tool.summary(fmt::format("{}, {} -> {} ({} -> {})", cli::count_noun(result.tensors, "tensor", "tensors"),
                            cli::format_bytes(result.bytes_in), cli::format_bytes(result.bytes_out),

@@ -38,8 +38,16 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_option_opts(const CLI::Option* opt) const override {
     if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
     if (opt->get_type_size() == 0) return {};
+    // CLI11 appends validators as ":DESCRIPTION"; a ':' inside brackets is the name's own.
     std::string type = opt->get_type_name();
-    type = type.substr(0, type.find(':'));
+    int depth = 0;
+    for (size_t i = 0; i < type.size(); ++i) {
+      depth += type[i] == '[' ? 1 : type[i] == ']' ? -1 : 0;
+      if (type[i] == ':' && depth == 0) {
+        type.resize(i);
+        break;
+      }
+    }
     std::string out = type.empty() ? std::string() : " " + type;
     if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
     if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";

@@ -114,4 +114,17 @@ struct CastOptions {
 void cast_array(DType from, const void* src, DType to, void* dst, uint64_t count,
                 const CastOptions& options = {});
 
+// What a cast of float values gave up beyond rounding to the nearest value of the target.
+struct CastLosses {
+  uint64_t rounded = 0;     // integer target: values with a fraction, rounded to an integer
+  uint64_t clamped = 0;     // integer target: values beyond its range clamped, or NaN made 0
+  uint64_t overflowed = 0;  // float target: finite values that became Inf or NaN
+  CastLosses& operator+=(const CastLosses& other);
+  bool any() const { return rounded + clamped + overflowed != 0; }
+};
+
+// Compare `count` elements of `src` (a float type `from`) with the result `dst` of casting
+// them to `to`, and count what the cast lost. Zero for a BOOL target or a non-float source.
+CastLosses cast_losses(DType from, const void* src, DType to, const void* dst, uint64_t count);
+
 }  // namespace tk

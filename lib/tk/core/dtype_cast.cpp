@@ -261,4 +261,87 @@ void cast_array(DType from, const void* src, DType to, void* dst, uint64_t count
   });
 }
 
+CastLosses& CastLosses::operator+=(const CastLosses& other) {
+  rounded += other.rounded;
+  clamped += other.clamped;
+  overflowed += other.overflowed;
+  return *this;
+}
+
+namespace {
+
+// Whether a block of a float array may hold Inf or NaN: exact for whole-byte types (by the
+// bits, or a table of the 256 codes), always true for packed ones. Keeps the loss count
+// of a cast that loses nothing at memory speed.
+class NonFiniteScan {
+ public:
+  explicit NonFiniteScan(DType dtype) : dtype_(dtype) {
+    if (dtype_bits(dtype) != 8) return;
+    for (int code = 0; code < 256; ++code) {
+      const auto byte = static_cast<uint8_t>(code);
+      double v;
+      detail::decode_block_f64(dtype, &byte, 0, 1, &v);
+      non_finite_[code] = !std::isfinite(v);
+    }
+  }
+  bool any(const void* array, uint64_t first, uint64_t n) const {
+    using detail::load;
+    uint64_t found = 0;
+    switch (dtype_) {
+      case DType::kF32:
+        for (uint64_t i = first; i < first + n; ++i) found += (load<uint32_t>(array, i) & 0x7f800000u) == 0x7f800000u;
+        return found != 0;
+      case DType::kF64:
+        for (uint64_t i = first; i < first + n; ++i)
+          found += (load<uint64_t>(array, i) & 0x7ff0000000000000u) == 0x7ff0000000000000u;
+        return found != 0;
+      case DType::kF16:
+        for (uint64_t i = first; i < first + n; ++i) found += (load<uint16_t>(array, i) & 0x7c00u) == 0x7c00u;
+        return found != 0;
+      case DType::kBF16:
+        for (uint64_t i = first; i < first + n; ++i) found += (load<uint16_t>(array, i) & 0x7f80u) == 0x7f80u;
+        return found != 0;
+      default:
+        if (dtype_bits(dtype_) != 8) return true;
+        for (uint64_t i = first; i < first + n; ++i) found += non_finite_[static_cast<const uint8_t*>(array)[i]];
+        return found != 0;
+    }
+  }
+
+ private:
+  DType dtype_;
+  bool non_finite_[256] = {};
+};
+
+}  // namespace
+
+CastLosses cast_losses(DType from, const void* src, DType to, const void* dst, uint64_t count) {
+  using namespace detail;
+  CastLosses losses;
+  if (!dtype_is_float(from) || to == DType::kBool || from == to) return losses;
+  const bool to_integer = dtype_is_integer(to);
+  const NonFiniteScan scan(to);
+  double in[kBlockElements], out[kBlockElements];
+  for (uint64_t first = 0; first < count; first += kBlockElements) {
+    const uint64_t n = std::min(kBlockElements, count - first);
+    if (!to_integer && !scan.any(dst, first, n)) continue;  // no Inf or NaN came out: nothing overflowed
+    decode_block_f64(from, src, first, n, in);
+    decode_block_f64(to, dst, first, n, out);
+    for (uint64_t i = 0; i < n; ++i) {
+      const double v = in[i];
+      if (to_integer) {
+        const double whole = std::nearbyint(v);
+        if (std::isnan(v) || whole != out[i]) {
+          ++losses.clamped;
+        } else if (whole != v) {
+          ++losses.rounded;
+        }
+      } else if (std::isfinite(v) && !std::isfinite(out[i])) {
+        ++losses.overflowed;
+      }
+    }
+  }
+  return losses;
+}
+
 }  // namespace tk

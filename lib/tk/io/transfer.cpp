@@ -54,9 +54,10 @@ void check_permutation(const std::vector<size_t>& order, size_t n) {
   }
 }
 
-Tensor cast_tensor(const Tensor& tensor, DType to, bool saturate) {
+Tensor cast_tensor(const Tensor& tensor, DType to, bool saturate, CastLosses& losses) {
   Tensor out = Tensor::empty(to, tensor.shape());
   cast_array(tensor.dtype(), tensor.data(), to, out.mutable_data(), tensor.numel(), CastOptions{saturate});
+  losses += cast_losses(tensor.dtype(), tensor.data(), to, out.data(), tensor.numel());
   return out;
 }
 
@@ -74,7 +75,7 @@ uint64_t piece_elements(DType from, DType to) {
 }
 
 void stream_item(TensorReader& reader, size_t index, const TensorInfo& in_info, DType to, TensorWriter& writer,
-                 bool saturate) {
+                 bool saturate, CastLosses& losses) {
   const DType from = in_info.dtype;
   if (from == to) {
     reader.read_pieces(index, kPieceBytes, [&](std::span<const uint8_t> piece) { writer.write_piece(piece); });
@@ -85,6 +86,7 @@ void stream_item(TensorReader& reader, size_t index, const TensorInfo& in_info, 
     reader.read_pieces(index, in_piece, [&](std::span<const uint8_t> piece) {
       uint64_t count = uint64_t{piece.size()} * 8 / static_cast<uint64_t>(dtype_bits(from));
       cast_array(from, piece.data(), to, out.data(), count, CastOptions{saturate});
+      losses += cast_losses(from, piece.data(), to, out.data(), count);
       writer.write_piece({out.data(), static_cast<size_t>(dtype_storage_bytes(to, count))});
     });
   }
@@ -95,7 +97,7 @@ void stream_item(TensorReader& reader, size_t index, const TensorInfo& in_info, 
 // to the writer. Keeps it in `kept` when the next item copies the same tensor again.
 void copy_item(const std::vector<TransferSource>& sources, const TransferItem& item, const TensorInfo& in_info,
                size_t out_index, DType out_dtype, std::optional<Tensor>& kept, bool read_again, TensorWriter& writer,
-               bool saturate) {
+               bool saturate, CastLosses& losses) {
   Tensor tensor;
   if (kept) {
     tensor = std::move(*kept);
@@ -107,7 +109,7 @@ void copy_item(const std::vector<TransferSource>& sources, const TransferItem& i
                            sources[item.source].name + ": tensor '" + in_info.name + "'");
   }
   if (read_again) kept = tensor;
-  if (out_dtype != tensor.dtype()) tensor = cast_tensor(tensor, out_dtype, saturate);
+  if (out_dtype != tensor.dtype()) tensor = cast_tensor(tensor, out_dtype, saturate, losses);
   writer.write(out_index, tensor);
 }
 
@@ -140,6 +142,7 @@ TransferResult transfer(const std::vector<TransferSource>& sources, const std::v
                         TensorWriter& writer, const Metadata& metadata, const TransferOptions& options) {
   std::vector<TensorInfo> out_infos = transfer_output_infos(sources, items);
   TransferResult result;
+  result.losses.resize(items.size());
   TransferProgress progress;
   progress.tensors_total = items.size();
   for (const TensorInfo& info : out_infos) progress.bytes_total += info.nbytes;
@@ -160,9 +163,11 @@ TransferResult transfer(const std::vector<TransferSource>& sources, const std::v
                       items[sequence[pos + 1]].index == item.index;
     if (!kept && !read_again && writer.begin_pieces(k)) {
       // Stream through one cache-sized piece at a time: no whole-tensor buffer.
-      stream_item(*sources[item.source].reader, item.index, in_info, out_infos[k].dtype, writer, options.saturate);
+      stream_item(*sources[item.source].reader, item.index, in_info, out_infos[k].dtype, writer, options.saturate,
+                  result.losses[k]);
     } else {
-      copy_item(sources, item, in_info, k, out_infos[k].dtype, kept, read_again, writer, options.saturate);
+      copy_item(sources, item, in_info, k, out_infos[k].dtype, kept, read_again, writer, options.saturate,
+                result.losses[k]);
     }
     result.bytes_in += in_info.nbytes;
     ++result.tensors;

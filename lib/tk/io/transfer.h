@@ -43,6 +43,7 @@ struct TransferResult {
   uint64_t tensors = 0;
   uint64_t bytes_in = 0;   // bytes of the selected input tensors
   uint64_t bytes_out = 0;  // bytes of the written tensors (after casts)
+  std::vector<CastLosses> losses;  // per item, in item order: what its cast lost
 };
 
 // The TensorInfo each item will have in the output (name and dtype after the cast).

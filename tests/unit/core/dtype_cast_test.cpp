@@ -381,5 +381,27 @@ TEST(CastArray, ConvertRangeOverflowThrows) {
   EXPECT_THROW(cast_array(DType::kU64, &out, DType::kF32, &out, uint64_t{1} << 61), Error);
 }
 
+TEST(CastLosses, CountsRoundedClampedAndOverflowedValues) {
+  const std::vector<float> in = {0.4f, 1.5f, -2.0f, 300.0f, -1e4f, kNaNF, 460.0f, 1e6f, kInfF};
+  const uint64_t n = in.size();
+  std::vector<uint8_t> i8(n), f8(n), sat(n);
+  cast_array(DType::kF32, in.data(), DType::kI8, i8.data(), n);
+  CastLosses to_int = cast_losses(DType::kF32, in.data(), DType::kI8, i8.data(), n);
+  EXPECT_EQ(to_int.rounded, 2u);  // 0.4 and 1.5
+  EXPECT_EQ(to_int.clamped, 6u);  // 300, -1e4, NaN, 460, 1e6, Inf
+  EXPECT_EQ(to_int.overflowed, 0u);
+  cast_array(DType::kF32, in.data(), DType::kF8E4M3, f8.data(), n);
+  CastLosses to_f8 = cast_losses(DType::kF32, in.data(), DType::kF8E4M3, f8.data(), n);
+  EXPECT_EQ(to_f8.overflowed, 2u);  // -1e4 and 1e6; 460 rounds to 448, Inf was never finite
+  EXPECT_EQ(to_f8.rounded + to_f8.clamped, 0u);
+  cast_array(DType::kF32, in.data(), DType::kF8E4M3, sat.data(), n, CastOptions{true});
+  EXPECT_FALSE(cast_losses(DType::kF32, in.data(), DType::kF8E4M3, sat.data(), n).any());
+  std::vector<uint8_t> big(4 * 5000);
+  std::vector<float> many(5000, 1e5f);  // more than one block
+  cast_array(DType::kF32, many.data(), DType::kF16, big.data(), many.size());
+  EXPECT_EQ(cast_losses(DType::kF32, many.data(), DType::kF16, big.data(), many.size()).overflowed, 5000u);
+  EXPECT_FALSE(cast_losses(DType::kI32, many.data(), DType::kI8, big.data(), 10).any());  // not a float source
+}
+
 }  // namespace
 }  // namespace tk

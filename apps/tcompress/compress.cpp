@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/progress.h"
@@ -14,7 +15,9 @@
 #include "tcompress.h"
 #include "tk/codec/container.h"
 #include "tk/codec/lossy.h"
+#include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
+#include "tk/io/transfer.h"
 
 namespace tk::tcompress {
 
@@ -173,7 +176,8 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   std::string what = r.source == io::FileFormat::kSafetensors
                          ? cli::count_noun(tensors, "tensor", "tensors")
                          : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
-  if (base) what += fmt::format(" ({} identical to the base, {} deltas)", refs, deltas);
+  if (base)
+    what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
   if (lossy) what += fmt::format(" ({} lossy, {})", lossy_count, codec::lossy_method_name(lossy->method));
   tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
                            cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),
@@ -195,12 +199,50 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   return cli::kExitOk;
 }
 
+namespace {
+
+// -d with globs, several -t or --exclude: the selected tensors into one tensor file, with
+// the original file's metadata, decoded one at a time (memory: one tensor).
+void extract_selected(cli::Tool& tool, const CompressOptions& o, const codec::TkzDecodeOptions& options,
+                      io::FileFormat format, json& doc) {
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = cli::open_seekable_reader(
+      tool, o.input, [&](const std::string& path) { return std::make_unique<codec::TkzReader>(path, options); });
+  cli::TensorSelection selection = tool.options().selection();
+  std::vector<io::TransferItem> items;
+  const auto& infos = reader->tensors();
+  for (size_t i = 0; i < infos.size(); ++i)
+    if (selection.selects(infos[i].name)) items.push_back({0, i, infos[i].name, std::nullopt});
+  selection.check_all_patterns_used();
+  if (items.empty()) throw usage_error("no tensor of the container is selected", io::input_display_name(o.input));
+  io::Metadata metadata = reader->metadata();
+  tool.stamp(metadata);
+  io::WriteOptions write_options;
+  write_options.format = format;
+  auto writer = io::open_writer(o.output, write_options);
+  const std::vector<io::TransferSource> sources = {{reader.get(), io::input_display_name(o.input)}};
+  const io::TransferResult r = io::transfer(sources, items, *writer, metadata);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  tool.summary(fmt::format("{}, {}, {} in {:.3f} s", cli::count_noun(r.tensors, "tensor", "tensors"),
+                           cli::format_bytes(r.bytes_out), io::format_name(format), seconds));
+  json names = json::array();
+  for (const auto& item : items) names.push_back(item.output_name);
+  doc.update({{"tensors", std::move(names)}, {"bytes", r.bytes_out}, {"format", io::format_name(format)},
+              {"seconds", seconds}});
+}
+
+// One -t NAME without wildcards: extracted by streaming, also from a pipe.
+bool extracts_one_name(const cli::CommonOptions& common) {
+  return common.tensors.size() == 1 && common.exclude.empty() &&
+         common.tensors[0].find_first_of("*?") == std::string::npos;
+}
+
+}  // namespace
+
 int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   const cli::CommonOptions& common = tool.options();
   check_no_compress_flags(o);
-  if (!common.exclude.empty()) throw usage_error("--exclude does not apply to -d");
-  if (common.tensors.size() > 1) throw usage_error("-d -t extracts one tensor; give -t once");
-  const bool extract = !common.tensors.empty();
+  const bool extract = !common.tensors.empty() || !common.exclude.empty();
   if (!o.format.empty() && !extract) throw usage_error("--format applies to a tensor extracted with -t");
   const io::FileFormat format = extract ? cli::output_format(o.output, o.format) : io::FileFormat::kUnknown;
   check_streams(tool, o, common);
@@ -212,9 +254,14 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     base = codec::BitxBase::open(o.base);
     options.base = base.get();
   }
+  json doc = {{"input", o.input}, {"output", o.output}};
+  if (extract && !extracts_one_name(common)) {
+    extract_selected(tool, o, options, format, doc);
+    if (common.json) cli::write_json(doc, *common.json);
+    return cli::kExitOk;
+  }
   auto in = io::InputStream::open(o.input);
   const auto start = std::chrono::steady_clock::now();
-  json doc = {{"input", o.input}, {"output", o.output}};
   if (extract) {
     // The tensor goes to the writer piece by piece (safetensors, .npy, HDF5), so memory
     // stays bounded by a chunk; a writer that takes a tensor whole (an HDF5 scalar) gets

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   app.add_flag("-c,--stdout", o.to_stdout, "Write to stdout");
   app.add_flag("-k,--keep")->description("Keep the input file (always: tcompress never deletes it; accepted as in zstd)");
   app.add_flag("-d,--decompress", o.decompress,
-               "Restore the original file; with -t NAME, extract that tensor as safetensors, HDF5 or .npy");
+               "Restore the original file; with -t GLOB or --exclude GLOB (repeatable), extract the matching "
+               "tensors as safetensors, HDF5 or .npy");
   app.add_flag("-l,--list", o.list, "List the container's tensors, codecs and ratios");
   app.add_option("--level", o.level, "zstd level of the coded streams (default 3)")
       ->type_name("N")
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   return tool.run(argc, argv, [&] {
     if (tk::tcompress::store_parsed(store)) return tk::tcompress::run_store(tool, store);
     if (o.decompress && o.list) throw tk::usage_error("-d and -l exclude each other");
-    const bool extract = o.decompress && !tool.options().tensors.empty();
+    const bool extract = o.decompress && (!tool.options().tensors.empty() || !tool.options().exclude.empty());
     tk::tcompress::resolve_output(o, extract);
     if (!extract && tool.output_options().edits_metadata())
       throw tk::usage_error("--set-metadata, --drop-metadata and --no-provenance apply to a tensor extracted with -d -t");

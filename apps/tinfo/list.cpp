@@ -12,6 +12,7 @@
 #include "cli/std_streams.h"
 #include "stats_pass.h"
 #include "tinfo.h"
+#include "tk/codec/tkz_reader.h"
 #include "tk/io/tensor_file.h"
 
 namespace tk::tinfo {
@@ -32,6 +33,11 @@ std::vector<std::string> stats_cells(const TensorStats& s) {
   return {cli::format_number(s.min),  cli::format_number(s.max),    cli::format_number(s.mean),
           cli::format_number(s.std),  cli::format_number(s.absmax), std::to_string(s.zeros),
           std::to_string(s.nans),     std::to_string(s.infs)};
+}
+
+// Original bytes over stored bytes (0 when nothing is stored).
+double stored_ratio(uint64_t bytes, uint64_t stored) {
+  return stored == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(stored);
 }
 
 // One file listed: its text block and its JSON object.
@@ -56,7 +62,11 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
   std::vector<TensorStats> stats;
   if (options.stats) stats = stats_pass(*reader, selected);
 
+  // A container also shows how each tensor is stored.
+  const auto* tkz = dynamic_cast<const codec::TkzReader*>(reader.get());
   std::vector<std::string> header = {"name", "dtype", "shape", "bytes"};
+  if (tkz)
+    for (const char* c : {"codec", "stored", "ratio"}) header.push_back(c);
   if (options.stats)
     for (const char* c : {"min", "max", "mean", "std", "absmax", "zeros", "nan", "inf"}) header.push_back(c);
   cli::TextTable table(header);
@@ -65,6 +75,11 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     const io::TensorInfo& info = infos[selected[k]];
     std::vector<std::string> row = {info.name, dtype_name(info.dtype), shape_to_string(info.shape),
                                     std::to_string(info.nbytes)};
+    if (tkz) {
+      const codec::TkzEntry& e = tkz->entry(selected[k]);
+      row.insert(row.end(), {codec::tkz_codec_name(e.codec), std::to_string(e.stored),
+                             fmt::format("{:.3f}", stored_ratio(e.bytes, e.stored))});
+    }
     if (options.stats) {
       auto cells = stats_cells(stats[k]);
       row.insert(row.end(), cells.begin(), cells.end());
@@ -72,6 +87,10 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     table.add_row(std::move(row));
     if (!with_json) continue;
     json t = {{"name", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape}, {"bytes", info.nbytes}};
+    if (tkz) {
+      const codec::TkzEntry& e = tkz->entry(selected[k]);
+      t.update({{"codec", codec::tkz_codec_name(e.codec)}, {"stored", e.stored}});
+    }
     if (options.stats) t["stats"] = stats_json(stats[k]);
     tensors.push_back(std::move(t));
   }
@@ -84,6 +103,13 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
   listing.text = fmt::format("{}: {}, {}, {}\n", display, io::format_name(reader->format()), count,
                              cli::format_bytes(bytes));
   listing.text += table.render();
+  if (tkz) {
+    const codec::TkzListing& l = tkz->listing();
+    listing.text += fmt::format("container: {} -> {}, ratio {:.3f}{}\n", cli::format_bytes(l.original_bytes),
+                                cli::format_bytes(l.container_bytes),
+                                stored_ratio(l.original_bytes, l.container_bytes),
+                                l.has_base ? ", BitX deltas (restore with tcompress -d --base)" : "");
+  }
   if (options.metadata) {
     listing.text += reader->metadata().empty() ? "metadata: none\n" : "metadata:\n";
     listing.text += cli::metadata_lines(reader->metadata());
@@ -93,6 +119,10 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
   for (const auto& [key, value] : reader->metadata()) metadata[key] = value;
   listing.doc = {{"path", path}, {"format", io::format_name(reader->format())}, {"bytes", bytes},
                  {"tensors", std::move(tensors)}, {"metadata", std::move(metadata)}};
+  if (tkz) {
+    listing.doc["original_bytes"] = tkz->listing().original_bytes;
+    listing.doc["container_bytes"] = tkz->listing().container_bytes;
+  }
   return listing;
 }
 

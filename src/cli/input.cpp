@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 #include "tk/io/temp_file.h"
@@ -58,6 +59,12 @@ class SpooledReader final : public io::TensorReader {
   std::string spool_, name_;
 };
 
+// io::open_reader, and .tkz containers as the tensor files they hold.
+std::unique_ptr<io::TensorReader> open_any(const std::string& path, const io::ReadOptions& options) {
+  if (codec::is_tkz_file(path)) return std::make_unique<codec::TkzReader>(path);
+  return io::open_reader(path, options);
+}
+
 }  // namespace
 
 void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::string& path) {
@@ -67,15 +74,19 @@ void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::s
 
 std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::string& path,
                                               const io::ReadOptions& options) {
-  auto reader = io::open_reader(path, options);
+  auto reader = open_any(path, options);
   warn_skipped(tool, *reader, path);
   return reader;
 }
 
-std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path) {
+std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path,
+                                                       const ReaderOpener& open) {
   struct stat st{};
   if (path != "-" && ::stat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
-    return open_reader(tool, path);
+    if (!open) return open_reader(tool, path);
+    auto reader = open(path);
+    warn_skipped(tool, *reader, path);
+    return reader;
   }
   auto in = io::InputStream::open(path);
   const std::string name = in->name();
@@ -87,7 +98,7 @@ std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const s
   const std::string copy = spool.path();
   std::unique_ptr<io::TensorReader> inner;
   try {
-    inner = io::open_reader(copy);
+    inner = open ? open(copy) : open_any(copy, {});
   } catch (const Error& e) {
     throw renamed(e, copy, name);
   }

@@ -3,6 +3,7 @@
 // nothing is lost in silence.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,7 +16,7 @@ namespace tk::cli {
 // "TOOL: warning: skipped 'NAME': REASON (FILE)". Printed even with -q: data is missing.
 void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::string& path);
 
-// io::open_reader(path, options), then warn_skipped.
+// io::open_reader(path, options), or a codec::TkzReader for a .tkz file, then warn_skipped.
 std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::string& path,
                                               const io::ReadOptions& options = {});
 
@@ -24,7 +25,10 @@ std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::strin
 // is a regular file, a directory or a shard index; standard input or another stream is
 // first copied to a temporary file in $TMPDIR (unlinked at once, so nothing is left
 // behind) and mapped from there; TensorReader::release() keeps the resident part small.
-// Errors name the stream ("<stdin>"), not the temporary file.
-std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path);
+// Errors name the stream ("<stdin>"), not the temporary file. `open`, when given, opens
+// the file (or the copy) instead of the generic opener.
+using ReaderOpener = std::function<std::unique_ptr<io::TensorReader>(const std::string& path)>;
+std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path,
+                                                       const ReaderOpener& open = {});
 
 }  // namespace tk::cli

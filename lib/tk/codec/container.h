@@ -30,10 +30,12 @@ namespace tk::codec {
 // How a record's payload is coded.
 enum class TkzCodec : uint8_t {
   kLossless = 1,    // byte-grouped lossless frame (lossless.h)
-  kZstd = 2,        // opaque bytes: lossless frame of dtype U8, i.e. plain zstd per chunk
+  kZstd = 2,        // lossless frame of dtype U8, i.e. plain zstd per chunk: opaque bytes, and
+                    // tensors whose raw bytes code smaller than their byte planes
   kBitxRef = 3,     // identical to the base tensor: no payload
   kBitxDelta = 4,   // lossless frame of the XOR with the base tensor (bitx.h)
   kLossy = 5,       // lossy frame (lossy.h); restores an approximation
+  kRaw = 6,         // the bytes as they are, where no coding makes them smaller
 };
 const char* tkz_codec_name(TkzCodec codec);
 
@@ -130,6 +132,7 @@ struct TkzListing {
   Sha256Digest sha256{};     // of the original file
   uint64_t original_bytes = 0;
   uint64_t container_bytes = 0;
+  io::Metadata metadata;     // of the original safetensors header
   std::vector<TkzEntry> entries;
 };
 

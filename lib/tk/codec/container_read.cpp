@@ -221,6 +221,7 @@ TkzListing tkz_list(io::InputStream& in) {
   listing.source = format_of(c.header.source);
   listing.has_base = c.has_base();
   listing.base_sha256 = c.header.base_sha256;
+  listing.metadata = c.st.metadata;
   std::vector<IndexEntry> index;
   Footer footer;
   RecordHeader end;

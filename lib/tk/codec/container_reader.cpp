@@ -83,13 +83,12 @@ const io::TensorInfo* Container::check_record(const RecordHeader& r) const {
     if (r.id >= st.tensors.size()) throw invalid_input("record names a tensor the header does not have");
     const io::TensorInfo& info = st.tensors[r.id];
     if (r.decoded != info.nbytes) throw invalid_input("record size does not match the tensor");
-    if (r.codec == TkzCodec::kZstd) throw invalid_input("tensor record with an opaque codec");
     if ((r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta) && !has_base())
       throw invalid_input("BitX record in a container made without a base");
     if (r.codec == TkzCodec::kBitxRef && r.stored != 0) throw invalid_input("BitX reference with a payload");
     return &info;
   }
-  if (r.codec != TkzCodec::kZstd) throw invalid_input("opaque record with a tensor codec");
+  if (r.codec != TkzCodec::kZstd && r.codec != TkzCodec::kRaw) throw invalid_input("opaque record with a tensor codec");
   return nullptr;
 }
 
@@ -111,6 +110,7 @@ void check_frame_claim(std::span<const uint8_t> head, const RecordHeader& r) {
 
 void check_payload_claims(io::InputStream& in, const RecordHeader& r) {
   if (r.stored > max_payload(r.decoded)) throw invalid_input("record payload too large");
+  if (r.codec == TkzCodec::kRaw && r.stored != r.decoded) throw invalid_input("raw record of another size");
   if (in.size() && r.stored > *in.size() - in.position()) throw invalid_input("truncated record");
   check_frame_claim(in.peek(static_cast<size_t>(std::min<uint64_t>(r.stored, kLosslessHeaderBytes))), r);
 }
@@ -176,6 +176,13 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
             hashed(std::move(piece));
           },
           options.threads);
+      break;
+    case TkzCodec::kRaw:
+      for (uint64_t at = 0; at < r.decoded; at += kPieceBytes) {
+        Buffer piece = Buffer::allocate(static_cast<size_t>(std::min<uint64_t>(kPieceBytes, r.decoded - at)));
+        source(piece.mutable_data(), piece.size());
+        hashed(std::move(piece));
+      }
       break;
     case TkzCodec::kLossy: break;  // above
   }

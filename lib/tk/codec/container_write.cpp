@@ -19,6 +19,7 @@ const char* tkz_codec_name(TkzCodec codec) {
     case TkzCodec::kBitxRef: return "bitx-ref";
     case TkzCodec::kBitxDelta: return "bitx-delta";
     case TkzCodec::kLossy: return "lossy";
+    case TkzCodec::kRaw: return "raw";
   }
   return "unknown";
 }
@@ -87,6 +88,41 @@ class ByteSource {
   BackgroundSha256 sha_;
 };
 
+// A record's codec and payload; a raw record's payload is the data itself.
+struct Coding {
+  TkzCodec codec = TkzCodec::kRaw;
+  std::vector<uint8_t> payload;
+  uint64_t stored(std::span<const uint8_t> data) const { return codec == TkzCodec::kRaw ? data.size() : payload.size(); }
+};
+
+// Bytes from the middle of a large float tensor coded as zstd on the raw bytes, to see
+// whether that may beat its byte planes before spending a full pass on it.
+constexpr size_t kSampleBytes = 64 << 10;
+
+// The smallest exact coding of `data` (elements of `dtype`): the byte-grouped frame; for
+// floats of 16 bits and more also zstd on the raw bytes (values from a small set, such
+// as dequantized weights, repeat as whole elements, which byte planes break up), tried in
+// full when the tensor is no larger than a sample or when it wins on the sample; the raw
+// bytes when no coding is smaller. Other dtypes' frames are already zstd on the raw bytes.
+Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
+  Coding best{TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+  if (dtype_is_float(dtype) && dtype_bits(dtype) >= 16) {
+    bool try_zstd = data.size() <= kSampleBytes;
+    if (!try_zstd) {
+      const size_t at = (data.size() / 2 - kSampleBytes / 2) & ~size_t{63};
+      const double sample = static_cast<double>(lossless_compress(DType::kU8, data.subspan(at, kSampleBytes),
+                                                                  options).size());
+      try_zstd = sample / kSampleBytes < static_cast<double>(best.payload.size()) / static_cast<double>(data.size());
+    }
+    if (try_zstd) {
+      std::vector<uint8_t> zstd = lossless_compress(DType::kU8, data, options);
+      if (zstd.size() < best.payload.size()) best = {TkzCodec::kZstd, std::move(zstd)};
+    }
+  }
+  if (best.payload.size() >= data.size()) best = {TkzCodec::kRaw, {}};
+  return best;
+}
+
 class ContainerWriter {
  public:
   ContainerWriter(io::OutputStream& out, const TkzCompressOptions& options) : out_(out), options_(options) {}
@@ -100,7 +136,13 @@ class ContainerWriter {
     r.id = opaque_count_++;
     r.decoded = bytes.size();
     r.hash = hash(bytes);
-    write_record(r, lossless_compress(DType::kU8, bytes, options_.lossless), {});
+    std::vector<uint8_t> frame = lossless_compress(DType::kU8, bytes, options_.lossless);
+    if (frame.size() >= bytes.size()) {
+      r.codec = TkzCodec::kRaw;
+      write_record(r, bytes, {});
+    } else {
+      write_record(r, frame, {});
+    }
   }
 
   void write_tensor(uint32_t id, const io::TensorInfo& info, const Buffer& bytes) {
@@ -110,27 +152,31 @@ class ContainerWriter {
     r.id = id;
     r.decoded = data.size();
     r.hash = hash(data);
-    std::vector<uint8_t> payload;
+    Coding coding;
     const BitxBase::Tensor* base = options_.base ? options_.base->match(info) : nullptr;
-    if (base != nullptr) {
-      r.base_hash = bitx_tensor_hash(base->bytes);
-      // memcmp only with bytes to compare: an empty tensor's spans may hold null pointers.
-      if (r.base_hash == r.hash && (data.empty() || std::memcmp(base->bytes.data(), data.data(), data.size()) == 0)) {
-        r.codec = TkzCodec::kBitxRef;
-      } else {
-        r.codec = TkzCodec::kBitxDelta;
-        payload = bitx_encode(info.dtype, data, base->bytes, options_.lossless);
+    // memcmp only with bytes to compare: an empty tensor's spans may hold null pointers.
+    if (base != nullptr && bitx_tensor_hash(base->bytes) == r.hash &&
+        (data.empty() || std::memcmp(base->bytes.data(), data.data(), data.size()) == 0)) {
+      coding.codec = TkzCodec::kBitxRef;
+      r.base_hash = r.hash;
+    } else if (base != nullptr) {
+      // A delta only where it is smaller than coding the tensor on its own: two
+      // separate trainings of one architecture share no bits worth the XOR.
+      coding = exact_coding(info.dtype, data, options_.lossless);
+      std::vector<uint8_t> delta = bitx_encode(info.dtype, data, base->bytes, options_.lossless);
+      if (delta.size() < coding.stored(data)) {
+        coding = {TkzCodec::kBitxDelta, std::move(delta)};
+        r.base_hash = bitx_tensor_hash(base->bytes);
       }
     } else if (std::optional<std::vector<uint8_t>> lossy;
                options_.lossy && (lossy = options_.lossy(info, Tensor(info.dtype, info.shape, bytes)))) {
-      r.codec = TkzCodec::kLossy;
-      payload = std::move(*lossy);
-      r.hash = hash(payload);
+      coding = {TkzCodec::kLossy, std::move(*lossy)};
+      r.hash = hash(coding.payload);
     } else {
-      r.codec = TkzCodec::kLossless;
-      payload = lossless_compress(info.dtype, data, options_.lossless);
+      coding = exact_coding(info.dtype, data, options_.lossless);
     }
-    write_record(r, payload, info.name);
+    r.codec = coding.codec;
+    write_record(r, coding.codec == TkzCodec::kRaw ? data : std::span<const uint8_t>(coding.payload), info.name);
     result_.entries.back().dtype = info.dtype;
     result_.entries.back().shape = info.shape;
   }

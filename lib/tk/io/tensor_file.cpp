@@ -163,7 +163,9 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         in.reset();
         return sharded_open(path, options);
       case FileFormat::kTkz:
-        throw invalid_input("a .tkz archive is not a tensor file; restore it with 'tcompress -d'");
+        // The tools read a container's tensors from a path (codec/tkz_reader.h).
+        throw invalid_input("a .tkz container is read as tensors only from a file path; or restore it with "
+                            "'tcompress -d'");
       case FileFormat::kUnknown: break;
     }
   } catch (const Error& e) {

@@ -1,5 +1,6 @@
 # BitX: against its base, a fine-tune's unchanged tensors become references and its
-# changed ones XOR deltas; the restore needs the base and is byte-identical.
+# changed ones XOR deltas where a delta is smaller than the tensor coded alone (the
+# 47-value f64 bias is stored raw); the restore needs the base and is byte-identical.
 M="$TK_SRC/tests/cli/tcompress/model.py"
 "$PY" "$M" base.safetensors 1
 "$PY" "$M" tune.safetensors 1 0.001

@@ -273,17 +273,21 @@ struct Family {
   std::string base_path;
 };
 
-// A base of four tensors and a fine-tune in which "same" is unchanged, "moved" changed
-// slightly, "reshaped" has another shape and "new" has no counterpart.
+// A base and a fine-tune in which "same" is unchanged, "moved" changed slightly,
+// "unrelated" drawn afresh, "reshaped" has another shape and "new" has no counterpart.
 std::unique_ptr<Family> family() {
   auto f = std::make_unique<Family>();
   Tensor same = random_tensor(DType::kBF16, {64, 32}, 1);
   Tensor moved = random_tensor(DType::kBF16, {64, 32}, 2);
   Tensor moved2 = moved.clone();
   for (size_t i = 0; i < moved2.nbytes(); i += 14) moved2.mutable_data()[i] ^= 1;
-  f->base = safetensors_bytes({{"same", same}, {"moved", moved}, {"reshaped", random_tensor(DType::kF32, {8}, 3)}});
+  f->base = safetensors_bytes({{"same", same},
+                               {"moved", moved},
+                               {"unrelated", random_tensor(DType::kBF16, {64, 32}, 5)},
+                               {"reshaped", random_tensor(DType::kF32, {8}, 3)}});
   f->tune = safetensors_bytes({{"same", same},
                                {"moved", moved2},
+                               {"unrelated", random_tensor(DType::kBF16, {64, 32}, 6)},
                                {"reshaped", random_tensor(DType::kF32, {2, 4}, 3)},
                                {"new", random_tensor(DType::kF16, {5}, 4)}});
   f->base_path = f->dir.write("base.safetensors", f->base);
@@ -302,8 +306,11 @@ TEST(Container, BitxReferencesDeltasAndLosslessFallback) {
   for (const auto& e : r.entries) codecs[e.name] = e.codec;
   EXPECT_EQ(codecs["same"], TkzCodec::kBitxRef);
   EXPECT_EQ(codecs["moved"], TkzCodec::kBitxDelta);
-  EXPECT_EQ(codecs["reshaped"], TkzCodec::kLossless);
-  EXPECT_EQ(codecs["new"], TkzCodec::kLossless);
+  // A delta of unrelated values is larger than the tensor coded alone; 32 and 10 bytes
+  // code larger than they are.
+  EXPECT_EQ(codecs["unrelated"], TkzCodec::kLossless);
+  EXPECT_EQ(codecs["reshaped"], TkzCodec::kRaw);
+  EXPECT_EQ(codecs["new"], TkzCodec::kRaw);
   for (const auto& e : r.entries) {
     if (e.codec == TkzCodec::kBitxRef) {
       EXPECT_EQ(e.stored, 0u);
@@ -317,6 +324,45 @@ TEST(Container, BitxReferencesDeltasAndLosslessFallback) {
   EXPECT_EQ(kind_of([&] { tkz_extract(*memory_stream(tkz), "same", {}); }), ErrorKind::kInvalidInput);
   EXPECT_NO_THROW(tkz_extract(*memory_stream(tkz), "new", {}));
   EXPECT_NO_THROW(tkz_extract(*memory_stream(tkz), "moved", with_base));
+}
+
+TEST(Container, EveryTensorTakesItsSmallestExactCoding) {
+  // Weights from 16 levels, as a dequantized model stores them: zstd on the raw bytes
+  // finds the repeated elements that byte planes break up.
+  Tensor levels = Tensor::empty(DType::kF32, {256, 512});
+  std::mt19937 rng(3);
+  for (uint64_t i = 0; i < levels.numel(); ++i) {
+    const float v = 0.013f * static_cast<float>(static_cast<int>(rng() % 16) - 8);
+    std::memcpy(levels.mutable_data() + 4 * i, &v, 4);
+  }
+  Tensor noise = Tensor::empty(DType::kU8, {70000});
+  for (uint64_t i = 0; i < noise.nbytes(); ++i) noise.mutable_data()[i] = static_cast<uint8_t>(rng());
+  const Tensor weights = random_tensor(DType::kBF16, {256, 256}, 9);
+  const Tensor tiny = random_tensor(DType::kF32, {4}, 10);
+  const Bytes original =
+      safetensors_bytes({{"levels", levels}, {"noise", noise}, {"weights", weights}, {"tiny", tiny}});
+  TkzCompressResult r;
+  const Bytes tkz = compress(original, {}, &r);
+  std::map<std::string, TkzEntry> entries;
+  for (const auto& e : r.entries) entries[e.name] = e;
+  EXPECT_EQ(entries["levels"].codec, TkzCodec::kZstd);
+  EXPECT_LT(entries["levels"].stored,
+            lossless_compress(DType::kF32, {levels.data(), levels.nbytes()}).size());
+  EXPECT_EQ(entries["noise"].codec, TkzCodec::kRaw);
+  EXPECT_EQ(entries["noise"].stored, noise.nbytes());
+  EXPECT_EQ(entries["weights"].codec, TkzCodec::kLossless);
+  EXPECT_EQ(entries["tiny"].codec, TkzCodec::kRaw);
+  for (const auto& e : r.entries) {
+    EXPECT_LE(e.stored, e.bytes) << e.name;
+    const Tensor& t = e.name == "levels" ? levels : e.name == "noise" ? noise : e.name == "weights" ? weights : tiny;
+    EXPECT_LE(e.stored, lossless_compress(DType::kU8, {t.data(), t.nbytes()}).size()) << e.name << ": beats zstd";
+  }
+  EXPECT_TRUE(decompress(tkz) == original);
+  for (const char* name : {"levels", "noise", "tiny"}) {
+    const Tensor back = tkz_extract(*memory_stream(tkz), name, {});
+    const Tensor& want = entries[name].codec == TkzCodec::kZstd ? levels : std::string(name) == "noise" ? noise : tiny;
+    EXPECT_EQ(std::memcmp(back.data(), want.data(), want.nbytes()), 0) << name;
+  }
 }
 
 TEST(Container, BitxRefusesMissingOrDifferentBase) {

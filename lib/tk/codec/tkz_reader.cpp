@@ -1,0 +1,48 @@
+#include "tk/codec/tkz_reader.h"
+
+#include <sys/stat.h>
+
+#include "tk/core/error.h"
+#include "tk/io/stream.h"
+
+namespace tk::codec {
+
+TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
+    : path_(std::move(path)), options_(options) {
+  auto in = io::InputStream::open(path_);
+  if (!in->is_regular_file()) throw usage_error("a .tkz container is read as a tensor file only from a file", path_);
+  listing_ = tkz_list(*in);
+  file_ = Buffer::map_file(path_);  // stays readable if the path goes (a spooled copy)
+  name_ = in->name();
+  metadata_ = listing_.metadata;
+  for (size_t e = 0; e < listing_.entries.size(); ++e) {
+    const TkzEntry& entry = listing_.entries[e];
+    if (!entry.is_tensor) continue;
+    infos_.push_back({entry.name, entry.dtype, entry.shape, entry.bytes});
+    entry_of_.push_back(e);
+  }
+  if (listing_.source != io::FileFormat::kSafetensors) {
+    const std::string what = listing_.source == io::FileFormat::kUnknown ? "file" : io::format_name(listing_.source);
+    skipped_.push_back({"(opaque bytes)", "the container keeps the original " + what +
+                                              " file as opaque bytes, not tensors; restore it with 'tcompress -d'"});
+  }
+}
+
+Tensor TkzReader::read(size_t index) {
+  if (index >= infos_.size()) throw internal_error("tensor index out of range", path_);
+  auto in = io::InputStream::from_buffer(file_, name_);
+  return tkz_extract(*in, infos_[index].name, options_);
+}
+
+bool is_tkz_file(const std::string& path) {
+  struct stat st{};
+  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  try {
+    auto in = io::InputStream::open(path);
+    return io::detect_format(*in) == io::FileFormat::kTkz;
+  } catch (const Error&) {
+    return false;  // unreadable: the generic opener reports it
+  }
+}
+
+}  // namespace tk::codec

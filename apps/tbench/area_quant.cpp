@@ -14,7 +14,8 @@ void run_scheme(const Cell& cell, Result& r) {
   const Tensor& t = cell.input->data;
   std::vector<float> x = values_f32(t);
   quant::QuantOptions options;
-  options.group_size = static_cast<int64_t>(param_number(cell, "group_size"));
+  // Schemes whose blocks are fixed do not take group_size (Scheme::takes_group_size).
+  if (cell.params.count("group_size")) options.group_size = static_cast<int64_t>(param_number(cell, "group_size"));
   options.fast = cell.params.at("fast") == "1";
   quant::Quantized q;
   auto enc = bench::measure([&] { q = scheme->quantize(x.data(), t.shape(), options); }, cell.timing, t.nbytes());
@@ -34,9 +35,13 @@ Area quant_area() {
   Area a;
   a.name = "quant";
   a.description = "Quantization schemes: bits per value, SQNR, relative RMSE, max error, speed both ways";
-  std::vector<std::string> takes = {"group_size", "fast"};
+  auto takes = [](const std::string& name) {
+    return quant::make_scheme(name)->takes_group_size() ? std::vector<std::string>{"group_size", "fast"}
+                                                        : std::vector<std::string>{"fast"};
+  };
   for (const char* name : {"int8", "int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4", "q4k", "kmeans:3"})
-    a.methods.push_back({name, takes, quant::make_scheme(name)->description()});
+    a.methods.push_back({name, takes(name), quant::make_scheme(name)->description()});
+  a.method_params = takes;
   a.default_methods = {"int8", "int4", "nf4", "mxfp4", "nvfp4"};
   a.description = "Quantization schemes: bits per value, SQNR, relative RMSE, max error, speed both ways "
                   "(--methods takes any tquant scheme spec, e.g. int3, q4k, kmeans:3, vq:4:8)";

@@ -3,6 +3,7 @@
 // threshold, so that CI can gate on it.
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -67,6 +68,13 @@ std::map<std::string, const json*> index_cells(const json& doc, const std::strin
   return cells;
 }
 
+// The spread a timed metric records ("min", "max" over "runs" > 1), if any.
+std::optional<bench::Spread> spread_of(const json& m) {
+  if (!m.contains("min") || !m.contains("max") || !m["min"].is_number() || !m["max"].is_number()) return std::nullopt;
+  if (m.value("runs", 0) < 2) return std::nullopt;
+  return bench::Spread{m["min"].get<double>(), m["max"].get<double>()};
+}
+
 // Throughput and time are faster/slower; everything else better/worse.
 bool is_speed(const std::string& unit) { return unit == "MB/s" || unit == "GB/s" || unit == "s" || unit == "ms"; }
 
@@ -108,7 +116,7 @@ int run_compare(cli::Tool& tool, const CompareOptions& o) {
       if (!om.is_object() || !nm.is_object() || !om["value"].is_number() || !nm["value"].is_number()) continue;
       bench::Better better = bench::better_parse(om.value("better", std::string("none")));
       double ov = om["value"].get<double>(), nv = nm["value"].get<double>();
-      bench::Change c = bench::judge_change(ov, nv, better, threshold);
+      bench::Change c = bench::judge_change(ov, nv, better, threshold, spread_of(om), spread_of(nm));
       ++compared;
       std::string word = verdict_word(c.verdict, is_speed(om.value("unit", std::string())));
       if (c.verdict == bench::Verdict::kRegressed) ++regressions;
@@ -129,7 +137,7 @@ int run_compare(cli::Tool& tool, const CompareOptions& o) {
     if (table.rows() > 0) text += table.render();
     for (const auto& k : only_old) text += "only in old: " + k.get<std::string>() + "\n";
     for (const auto& k : only_new) text += "only in new: " + k.get<std::string>() + "\n";
-    text += fmt::format("{} regressed, {} improved, {} within the threshold\n", regressions, improvements,
+    text += fmt::format("{} regressed, {} improved, {} within the threshold or the noise\n", regressions, improvements,
                         compared - regressions - improvements);
     cli::write_stdout(text);
   }

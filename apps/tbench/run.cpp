@@ -204,19 +204,25 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (ec) throw io_error("failed to rename into place: " + ec.message(), path);
 }
 
+// The parameters method `name` takes: its table entry's, or those the area gives for it.
+std::vector<std::string> method_takes(const Area& area, const std::string& name) {
+  if (const MethodSpec* spec = find_method(area, name)) return spec->params;
+  return area.method_params ? area.method_params(name) : area.methods.front().params;
+}
+
 // A --params key that none of the methods to run takes would be silently ignored.
 void check_params_used(const Area& area, const std::vector<std::string>& methods, const std::vector<std::string>& given) {
   for (const auto& text : given) {
     std::string key = text.substr(0, text.find('='));
     std::vector<std::string> takers;
-    bool used = false;
     for (const auto& m : area.methods)
-      if (std::find(m.params.begin(), m.params.end(), key) != m.params.end()) {
-        takers.push_back(m.name);
-        used = used || std::find(methods.begin(), methods.end(), m.name) != methods.end();
-      }
-    bool any_spec = area.check_method && !takers.empty();  // quant: every scheme takes every key
-    if (!used && !any_spec)
+      if (std::find(m.params.begin(), m.params.end(), key) != m.params.end()) takers.push_back(m.name);
+    bool used = false;
+    for (const auto& name : methods) {
+      const std::vector<std::string> takes = method_takes(area, name);
+      used = used || std::find(takes.begin(), takes.end(), key) != takes.end();
+    }
+    if (!used)
       throw usage_error("parameter '" + key + "' is taken by none of the methods run (" + join(methods) +
                         "); it applies to " + join(takers));
   }
@@ -258,9 +264,7 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
 
   std::vector<Cell> cells;
   for (const auto& name : methods) {
-    const MethodSpec* spec = find_method(area, name);
-    std::vector<std::string> takes = spec ? spec->params : area.methods.front().params;
-    for (const auto& params : combinations(takes, values))
+    for (const auto& params : combinations(method_takes(area, name), values))
       for (const auto& input : report.inputs) {
         Cell c;
         c.method = name;

@@ -121,6 +121,9 @@ struct Area {
   // Check a method name beyond the table (quant: any spec make_scheme accepts); throws
   // kUsage. Null: only the table's names.
   std::function<void(const std::string&)> check_method;
+  // The parameters a method beyond the table takes (quant: by its scheme). Null: those of
+  // the table's first method.
+  std::function<std::vector<std::string>(const std::string&)> method_params;
   std::function<void(const Cell&, Result&)> run;
 };
 

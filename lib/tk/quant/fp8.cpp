@@ -25,6 +25,7 @@ constexpr int kCandidates = 5;
 
 class Fp8Scheme final : public Scheme {
  public:
+  bool takes_group_size() const override { return false; }
   Fp8Scheme(std::string name, DType dtype) : name_(std::move(name)), dtype_(dtype) {
     const auto& f = tk::detail::float_format(dtype);
     max_ = static_cast<float>(tk::detail::float_format_decode(f, f.max_code));

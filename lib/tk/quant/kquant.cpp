@@ -91,6 +91,7 @@ struct SuperChoice {
 
 class KScheme final : public Scheme {
  public:
+  bool takes_group_size() const override { return false; }
   explicit KScheme(const KFormat& f) : f_(f), subs_(static_cast<int>(kSuper / f.sub)) {}
 
   std::string name() const override { return f_.name; }

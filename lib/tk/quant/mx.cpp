@@ -54,6 +54,7 @@ const char* rule_name(ScaleRule r) {
 
 class MxScheme final : public Scheme {
  public:
+  bool takes_group_size() const override { return false; }
   explicit MxScheme(const MxFormat& f) : f_(f) {
     const int bits = dtype_bits(f.element);
     bits_ = bits;

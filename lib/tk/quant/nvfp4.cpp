@@ -28,6 +28,7 @@ constexpr int64_t kBlock = 16;
 
 class Nvfp4Scheme final : public Scheme {
  public:
+  bool takes_group_size() const override { return false; }
   Nvfp4Scheme() {
     const auto& e2m1 = tk::detail::float_format(DType::kF4);
     const auto& e4m3 = tk::detail::float_format(DType::kF8E4M3);

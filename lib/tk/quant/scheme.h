@@ -73,6 +73,9 @@ class Scheme {
     (void)cols, (void)options;
     return 1;
   }
+  // Whether QuantOptions::group_size chooses anything: false for schemes whose blocks
+  // are fixed by their format (K-quants, MX, nvfp4) or that have no groups (fp8, vq).
+  virtual bool takes_group_size() const { return true; }
   // Whether each row's codes and error depend on that row alone under these options
   // (scales per row or block), or on the rest of the tensor only through its largest
   // magnitude (which a sample holding the tensor's largest rows shares), so that the

@@ -199,6 +199,7 @@ std::vector<float> train_codebook(const std::vector<float>& vec, int64_t n, int 
 
 class VqScheme final : public Scheme {
  public:
+  bool takes_group_size() const override { return false; }
   VqScheme(int dim, int bits) : dim_(dim), bits_(bits) {}
   std::string name() const override {
     return "vq:" + std::to_string(dim_) + ":" + std::to_string(bits_);

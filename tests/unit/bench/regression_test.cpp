@@ -73,5 +73,20 @@ TEST(PeakMemory, SeesAnAllocationThatIsTouched) {
   EXPECT_GE(peak_rss_bytes(), before + (uint64_t(40) << 20));
 }
 
+TEST(JudgeChange, AChangeInsideEitherRunsSpreadIsNoise) {
+  // 20% slower, past a 5% threshold: a regression when the runs were tight...
+  EXPECT_EQ(judge_change(100, 80, Better::kHigher, 0.05, Spread{98, 102}, Spread{79, 81}).verdict,
+            Verdict::kRegressed);
+  // ...but not when the new median lies within the old run's spread, or the old median
+  // within the new run's: either run alone was that noisy.
+  EXPECT_EQ(judge_change(100, 80, Better::kHigher, 0.05, Spread{70, 130}, Spread{79, 81}).verdict, Verdict::kSame);
+  EXPECT_EQ(judge_change(100, 80, Better::kHigher, 0.05, Spread{98, 102}, Spread{60, 100}).verdict, Verdict::kSame);
+  EXPECT_EQ(judge_change(100, 130, Better::kHigher, 0.05, Spread{90, 140}, std::nullopt).verdict, Verdict::kSame);
+  // Without spreads (deterministic metrics) the threshold alone decides.
+  EXPECT_EQ(judge_change(100, 80, Better::kHigher, 0.05).verdict, Verdict::kRegressed);
+  EXPECT_EQ(judge_change(100, 130, Better::kHigher, 0.05, std::nullopt, Spread{125, 135}).verdict,
+            Verdict::kImproved);
+}
+
 }  // namespace
 }  // namespace tk::bench

@@ -36,7 +36,10 @@ enum class TkzCodec : uint8_t {
   kBitxDelta = 4,   // lossless frame of the XOR with the base tensor (bitx.h)
   kLossy = 5,       // lossy frame (lossy.h); restores an approximation
   kRaw = 6,         // the bytes as they are, where no coding makes them smaller
+  kZstdWhole = 7,   // one zstd frame of a whole tensor of at most kTkzZstdWholeMax bytes
 };
+// The largest tensor a kZstdWhole record holds: it decodes in one piece.
+inline constexpr uint64_t kTkzZstdWholeMax = uint64_t{16} << 20;
 const char* tkz_codec_name(TkzCodec codec);
 
 // Choose a lossy frame for a tensor, or nullopt to code it losslessly. Called for each

@@ -91,7 +91,7 @@ RecordHeader parse_record_header(const uint8_t in[kRecordHeaderBytes]) {
   RecordHeader r;
   if (in[0] > static_cast<uint8_t>(Kind::kOpaque)) throw invalid_input("unknown record kind");
   r.kind = static_cast<Kind>(in[0]);
-  if (r.kind != Kind::kEnd && (in[1] < 1 || in[1] > static_cast<uint8_t>(TkzCodec::kRaw)))
+  if (r.kind != Kind::kEnd && (in[1] < 1 || in[1] > static_cast<uint8_t>(TkzCodec::kZstdWhole)))
     throw invalid_input(fmt::format("unknown record codec {}", in[1]));
   r.codec = static_cast<TkzCodec>(in[1]);
   r.id = load_le<uint32_t>(in + 4);
@@ -156,7 +156,7 @@ std::vector<IndexEntry> parse_index(std::span<const uint8_t> index, std::span<co
     IndexEntry e;
     e.name.assign(reinterpret_cast<const char*>(index.data() + at + 4), name_len);
     const uint8_t* p = index.data() + at + 4 + name_len;
-    if (p[0] < 1 || p[0] > 2 || p[1] < 1 || p[1] > static_cast<uint8_t>(TkzCodec::kRaw))
+    if (p[0] < 1 || p[0] > 2 || p[1] < 1 || p[1] > static_cast<uint8_t>(TkzCodec::kZstdWhole))
       throw invalid_input("corrupt container index");
     e.kind = static_cast<Kind>(p[0]);
     e.codec = static_cast<TkzCodec>(p[1]);

@@ -2,6 +2,7 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,11 @@ namespace {
 // Largest payload a record of `decoded` bytes may have: frames add a small table per
 // chunk; anything beyond this bound is corruption, refused before allocating.
 uint64_t max_payload(uint64_t decoded) { return decoded > (UINT64_MAX >> 2) ? UINT64_MAX : 2 * decoded + (1 << 20); }
+
+// Bytes of a payload peeked to check what its frame claims: a lossless frame's header,
+// which is longer than any zstd frame header (at most 18 bytes).
+constexpr size_t kFrameHeadBytes = kLosslessHeaderBytes;
+static_assert(kFrameHeadBytes >= 18);
 
 // Bytes of the base or of a lossy tensor handed to the sink at a time.
 constexpr size_t kPieceBytes = 16 << 20;
@@ -103,6 +109,11 @@ RecordHeader read_record_header(io::InputStream& in) {
 }
 
 void check_frame_claim(std::span<const uint8_t> head, const RecordHeader& r) {
+  if (r.codec == TkzCodec::kZstdWhole) {
+    const unsigned long long claimed = ZSTD_getFrameContentSize(head.data(), head.size());
+    if (claimed != r.decoded) throw invalid_input("zstd frame does not claim the record's size");
+    return;
+  }
   if (r.codec != TkzCodec::kLossless && r.codec != TkzCodec::kZstd && r.codec != TkzCodec::kBitxDelta) return;
   const uint64_t claimed = lossless_claimed_size(head.first(std::min(head.size(), kLosslessHeaderBytes)), r.stored);
   if (claimed != r.decoded) throw invalid_input(fmt::format("frame claims {} bytes, the record {}", claimed, r.decoded));
@@ -111,8 +122,10 @@ void check_frame_claim(std::span<const uint8_t> head, const RecordHeader& r) {
 void check_payload_claims(io::InputStream& in, const RecordHeader& r) {
   if (r.stored > max_payload(r.decoded)) throw invalid_input("record payload too large");
   if (r.codec == TkzCodec::kRaw && r.stored != r.decoded) throw invalid_input("raw record of another size");
+  if (r.codec == TkzCodec::kZstdWhole && r.decoded > kTkzZstdWholeMax)
+    throw invalid_input("zstd-whole record of a tensor over 16 MiB");
   if (in.size() && r.stored > *in.size() - in.position()) throw invalid_input("truncated record");
-  check_frame_claim(in.peek(static_cast<size_t>(std::min<uint64_t>(r.stored, kLosslessHeaderBytes))), r);
+  check_frame_claim(in.peek(static_cast<size_t>(std::min<uint64_t>(r.stored, kFrameHeadBytes))), r);
 }
 
 void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorInfo* info,
@@ -184,6 +197,14 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
         hashed(std::move(piece));
       }
       break;
+    case TkzCodec::kZstdWhole: {
+      Buffer payload = read_growing(in, r.stored);
+      Buffer out = Buffer::allocate(static_cast<size_t>(r.decoded));
+      const size_t n = ZSTD_decompress(out.mutable_data(), out.size(), payload.data(), payload.size());
+      if (ZSTD_isError(n) || n != r.decoded) throw invalid_input("zstd frame does not decode to the record's size");
+      deliver(out, hashed);
+      break;
+    }
     case TkzCodec::kLossy: break;  // above
   }
   if (done != r.decoded) throw internal_error("record decoded to another size");

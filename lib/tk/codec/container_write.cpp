@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <zstd.h>
+
 #include "tk/codec/container.h"
 #include "tk/codec/container_format.h"
 #include "tk/core/error.h"
@@ -20,6 +22,7 @@ const char* tkz_codec_name(TkzCodec codec) {
     case TkzCodec::kBitxDelta: return "bitx-delta";
     case TkzCodec::kLossy: return "lossy";
     case TkzCodec::kRaw: return "raw";
+    case TkzCodec::kZstdWhole: return "zstd-whole";
   }
   return "unknown";
 }
@@ -99,11 +102,24 @@ struct Coding {
 // whether that may beat its byte planes before spending a full pass on it.
 constexpr size_t kSampleBytes = 64 << 10;
 
+// One zstd frame of all of `data`.
+std::vector<uint8_t> zstd_whole(std::span<const uint8_t> data, int level) {
+  std::vector<uint8_t> out(ZSTD_compressBound(data.size()));
+  const size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), level);
+  if (ZSTD_isError(n)) throw internal_error(std::string("zstd failed: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
+
 // The smallest exact coding of `data` (elements of `dtype`): the byte-grouped frame; for
 // floats of 16 bits and more also zstd on the raw bytes (values from a small set, such
 // as dequantized weights, repeat as whole elements, which byte planes break up), tried in
 // full when the tensor is no larger than a sample or when it wins on the sample; the raw
 // bytes when no coding is smaller. Other dtypes' frames are already zstd on the raw bytes.
+// Last, one zstd frame of the whole tensor where a frame's fixed bytes (header, chunk
+// table) matter, or where its streams stayed raw because zstd saved less than 5% (packed
+// codes): small tensors, and ones of at most kTkzZstdWholeMax bytes that are not floats
+// coded by planes.
 Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
   Coding best{TkzCodec::kLossless, lossless_compress(dtype, data, options)};
   if (dtype_is_float(dtype) && dtype_bits(dtype) >= 16) {
@@ -120,6 +136,11 @@ Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOp
     }
   }
   if (best.payload.size() >= data.size()) best = {TkzCodec::kRaw, {}};
+  const bool planes = best.codec == TkzCodec::kLossless && dtype_is_float(dtype) && dtype_bits(dtype) >= 16;
+  if (!data.empty() && data.size() <= kTkzZstdWholeMax && (data.size() <= kSampleBytes || !planes)) {
+    std::vector<uint8_t> whole = zstd_whole(data, options.level);
+    if (whole.size() < best.stored(data)) best = {TkzCodec::kZstdWhole, std::move(whole)};
+  }
   return best;
 }
 

@@ -339,28 +339,39 @@ TEST(Container, EveryTensorTakesItsSmallestExactCoding) {
   for (uint64_t i = 0; i < noise.nbytes(); ++i) noise.mutable_data()[i] = static_cast<uint8_t>(rng());
   const Tensor weights = random_tensor(DType::kBF16, {256, 256}, 9);
   const Tensor tiny = random_tensor(DType::kF32, {4}, 10);
+  Tensor zeros = Tensor::empty(DType::kF32, {384});  // a bias never trained: 1536 zero bytes
+  std::memset(zeros.mutable_data(), 0, zeros.nbytes());
   const Bytes original =
-      safetensors_bytes({{"levels", levels}, {"noise", noise}, {"weights", weights}, {"tiny", tiny}});
+      safetensors_bytes({{"levels", levels}, {"noise", noise}, {"weights", weights}, {"tiny", tiny}, {"zeros", zeros}});
   TkzCompressResult r;
   const Bytes tkz = compress(original, {}, &r);
   std::map<std::string, TkzEntry> entries;
   for (const auto& e : r.entries) entries[e.name] = e;
-  EXPECT_EQ(entries["levels"].codec, TkzCodec::kZstd);
+  // One zstd frame of the whole tensor: at 512 KiB it decodes in one piece and beats the
+  // same zstd cut into 1 MiB-chunk frames by their fixed bytes.
+  EXPECT_EQ(entries["levels"].codec, TkzCodec::kZstdWhole);
   EXPECT_LT(entries["levels"].stored,
             lossless_compress(DType::kF32, {levels.data(), levels.nbytes()}).size());
   EXPECT_EQ(entries["noise"].codec, TkzCodec::kRaw);
   EXPECT_EQ(entries["noise"].stored, noise.nbytes());
   EXPECT_EQ(entries["weights"].codec, TkzCodec::kLossless);
   EXPECT_EQ(entries["tiny"].codec, TkzCodec::kRaw);
+  EXPECT_EQ(entries["zeros"].codec, TkzCodec::kZstdWhole);
+  EXPECT_LT(entries["zeros"].stored, 32u);  // less than a frame's header
   for (const auto& e : r.entries) {
     EXPECT_LE(e.stored, e.bytes) << e.name;
-    const Tensor& t = e.name == "levels" ? levels : e.name == "noise" ? noise : e.name == "weights" ? weights : tiny;
+    const Tensor& t = e.name == "levels"    ? levels
+                      : e.name == "noise"   ? noise
+                      : e.name == "weights" ? weights
+                      : e.name == "zeros"   ? zeros
+                                            : tiny;
     EXPECT_LE(e.stored, lossless_compress(DType::kU8, {t.data(), t.nbytes()}).size()) << e.name << ": beats zstd";
   }
   EXPECT_TRUE(decompress(tkz) == original);
-  for (const char* name : {"levels", "noise", "tiny"}) {
+  for (const char* name : {"levels", "noise", "tiny", "zeros"}) {
     const Tensor back = tkz_extract(*memory_stream(tkz), name, {});
-    const Tensor& want = entries[name].codec == TkzCodec::kZstd ? levels : std::string(name) == "noise" ? noise : tiny;
+    const std::string n = name;
+    const Tensor& want = n == "levels" ? levels : n == "noise" ? noise : n == "zeros" ? zeros : tiny;
     EXPECT_EQ(std::memcmp(back.data(), want.data(), want.nbytes()), 0) << name;
   }
 }

@@ -22,8 +22,12 @@ template <typename T> inline void store(void* base, uint64_t i, T v) {
   std::memcpy(static_cast<uint8_t*>(base) + i * sizeof(T), &v, sizeof(T));
 }
 
-// Arrays of at least this many elements are converted by several threads.
-inline constexpr uint64_t kParallelThreshold = uint64_t{1} << 16;
+// Arrays of at least this many elements are converted by several threads: 4M elements
+// are a millisecond or more of work per thread. Below that a parallel region costs more
+// than it saves on a shared machine, where a descheduled thread holds the others at the
+// closing barrier: tconvert's 1 MiB pieces took 1.8x longer with -j 2 than -j 1 beside a
+// CPU-bound process when each piece was a region of its own.
+inline constexpr uint64_t kParallelThreshold = uint64_t{1} << 22;
 // Elements per block: a multiple of 8, so that every block of a packed F4 / F6 array
 // starts on a byte boundary; small enough for the scratch buffers to stay in cache.
 inline constexpr uint64_t kBlockElements = 4096;

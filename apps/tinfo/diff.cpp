@@ -1,4 +1,5 @@
 // `tinfo diff A B`: compare two files tensor by tensor, like cmp for tensors.
+#include <limits>
 #include <map>
 #include <set>
 
@@ -61,10 +62,14 @@ struct Row {
   TensorDiff diff;
 };
 
-Status classify(const TensorDiff& d, double tolerance) {
+// Close: no NaN/Inf mismatch and within every bound given; with none, equal values in
+// other bits (another dtype, -0 against 0), which pass only when a bound is given.
+Status classify(const TensorDiff& d, const DiffOptions& o) {
   if (d.bit_equal) return Status::kEqual;
-  if (d.nan_mismatches == 0 && d.max_abs_error <= tolerance) return Status::kClose;
-  return Status::kDiffer;
+  if (d.nan_mismatches != 0) return Status::kDiffer;
+  const double abs_bound = o.tolerance.value_or(o.rtol ? std::numeric_limits<double>::infinity() : 0.0);
+  const bool within = d.max_abs_error <= abs_bound && (!o.rtol || d.rel_error <= *o.rtol);
+  return within ? Status::kClose : Status::kDiffer;
 }
 
 std::string status_text(const Row& r) {
@@ -150,21 +155,20 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
       rows.push_back({infos_b[j].name, Status::kOnlyB, nullptr, &infos_b[j], {}});
   selection.check_all_patterns_used();
 
-  double tolerance = options.tolerance.value_or(0.0);
   TensorSource source_a(*reader_a, wanted_a), source_b(*reader_b, wanted_b);
   for (auto [row, j] : pairs) {
     Row& r = rows[row];
     Tensor a = source_a.take(static_cast<size_t>(r.a - infos_a.data()));
     Tensor b = source_b.take(j);
     r.diff = tensor_diff(a, b);
-    r.status = classify(r.diff, tolerance);
+    r.status = classify(r.diff, options);
   }
 
   std::map<Status, uint64_t> counts;
   for (const Row& r : rows) ++counts[r.status];
   uint64_t differ = counts[Status::kDiffer] + counts[Status::kShape];
   bool pass = differ == 0 && counts[Status::kOnlyA] == 0 && counts[Status::kOnlyB] == 0 &&
-              (counts[Status::kClose] == 0 || options.tolerance.has_value());
+              (counts[Status::kClose] == 0 || options.tolerance.has_value() || options.rtol.has_value());
 
   if (common.text_report()) {
     cli::TextTable table({"name", "status", "dtype", "max_abs_err", "rel_err", "sqnr_db"});
@@ -188,6 +192,7 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
     json doc = {{"a", options.a}, {"b", options.b}, {"tensors", std::move(tensors)}, {"summary", std::move(summary)},
                 {"match", pass}};
     doc["tolerance"] = options.tolerance ? json(*options.tolerance) : json(nullptr);
+    doc["rtol"] = options.rtol ? json(*options.rtol) : json(nullptr);
     cli::write_json(doc, *common.json);
   }
   return pass ? cli::kExitOk : cli::kExitFailure;

@@ -19,6 +19,11 @@ int main(int argc, char** argv) {
                                         "Accept tensors whose max absolute error is at most T (default: bit-equal only)")
       ->type_name("T")
       ->check(CLI::NonNegativeNumber);
+  diff_cmd->add_option_function<double>("--rtol", [&diff](double r) { diff.rtol = r; },
+                                        "Accept tensors whose relative error ||A - B|| / ||A|| (rel_err) is at most R; "
+                                        "with --tolerance, both must hold")
+      ->type_name("R")
+      ->check(CLI::NonNegativeNumber);
 
   return tool.run(argc, argv, [&] {
     if (diff_cmd->parsed()) return tk::tinfo::run_diff(tool, diff);

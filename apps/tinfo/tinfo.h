@@ -22,6 +22,7 @@ int run_list(cli::Tool& tool, const ListOptions& options);
 struct DiffOptions {
   std::string a, b;
   std::optional<double> tolerance;  // max abs error for `close` tensors to pass
+  std::optional<double> rtol;       // max relative error ||a - b|| / ||a|| for them to pass
 };
 
 // Compare two files; returns 0 when they match, 1 when they differ.

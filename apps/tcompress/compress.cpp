@@ -1,4 +1,5 @@
 // tcompress IN -o OUT.tkz: check the request, open the base, compress, report.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -88,8 +89,75 @@ bool lossy_applies(const io::TensorInfo& info) {
 
 void check_no_compress_flags(const CompressOptions& o) {
   if (o.strict) throw usage_error("--strict applies only when compressing");
-  if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate)
-    throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate) apply only when compressing");
+  if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate || o.min_sqnr >= 0)
+    throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate, --min-sqnr) apply only "
+                      "when compressing");
+}
+
+// How one tensor was coded in a lossy mode: what the report lists.
+struct LossyTensor {
+  std::string name;
+  std::string method;  // the lossy method used, or "exact" after a fall back from quant
+  bool fell_back = false;
+  codec::LossyReport report;  // of the coding kept (zeros for exact)
+};
+
+// Code a tensor in the lossy mode asked, falling back under the --min-sqnr floor: video
+// to quant at the bits per value the video frame reached, quant to exact (nullopt).
+std::optional<std::vector<uint8_t>> lossy_with_floor(const io::TensorInfo& info, const Tensor& tensor,
+                                                     const codec::LossyOptions& asked, double min_sqnr,
+                                                     LossyTensor& done) {
+  done.name = info.name;
+  codec::LossyOptions options = asked;
+  for (;;) {
+    codec::LossyReport report;
+    std::vector<uint8_t> frame = codec::lossy_encode(tensor, options, &report);
+    done.method = codec::lossy_method_name(options.method);
+    done.report = report;
+    if (min_sqnr < 0 || report.sqnr_db >= min_sqnr) return frame;
+    done.fell_back = true;
+    if (options.method == codec::LossyMethod::kQuant) {
+      done.method = "exact";
+      done.report = {};
+      return std::nullopt;
+    }
+    options.method = codec::LossyMethod::kQuant;
+    options.crf = -1;
+    options.bits_per_value = report.bits_per_value;
+  }
+}
+
+json lossy_json(const std::vector<LossyTensor>& tensors) {
+  json out = json::array();
+  for (const LossyTensor& t : tensors) {
+    out.push_back({{"name", t.name},
+                   {"method", t.method},
+                   {"fell_back", t.fell_back},
+                   {"bits_per_value", cli::json_number(t.report.bits_per_value)},
+                   {"sqnr_db", t.method == "exact" ? json(nullptr) : cli::json_number(t.report.sqnr_db)},
+                   {"rel_rmse", cli::json_number(t.report.rel_rmse)},
+                   {"max_abs_error", cli::json_number(t.report.max_abs_error)}});
+  }
+  return out;
+}
+
+// "SQNR 9.9 dB median, 1.3 min; 2 fell back below --min-sqnr 12" for the summary.
+std::string lossy_summary(const std::vector<LossyTensor>& tensors, double min_sqnr) {
+  std::vector<double> sqnr;
+  size_t fell_back = 0;
+  for (const LossyTensor& t : tensors) {
+    if (t.method != "exact") sqnr.push_back(t.report.sqnr_db);
+    fell_back += t.fell_back;
+  }
+  std::string text;
+  if (!sqnr.empty()) {
+    std::sort(sqnr.begin(), sqnr.end());
+    const size_t n = sqnr.size();
+    const double median = n % 2 ? sqnr[n / 2] : (sqnr[n / 2 - 1] + sqnr[n / 2]) / 2;
+    text = fmt::format("; SQNR median {:.1f} dB, min {:.1f}", median, sqnr.front());
+  }
+  if (min_sqnr >= 0) text += fmt::format("; {} fell back below --min-sqnr {}", fell_back, min_sqnr);
+  return text;
 }
 
 // What both directions check before reading anything: terminals, the output not a
@@ -144,11 +212,16 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
     options.base = base.get();
   }
 
+  std::vector<LossyTensor> lossy_tensors;
+  if (o.min_sqnr >= 0 && !lossy) throw usage_error("--min-sqnr applies with --video or --lossy");
   if (lossy) {
     if (base) throw usage_error("--base codes tensors exactly; it does not combine with lossy modes");
-    options.lossy = [lossy](const io::TensorInfo& info, const Tensor& tensor) -> std::optional<std::vector<uint8_t>> {
+    // The container asks for one tensor at a time, in order.
+    options.lossy = [&lossy, &lossy_tensors, &o](const io::TensorInfo& info,
+                                                 const Tensor& tensor) -> std::optional<std::vector<uint8_t>> {
       if (!lossy_applies(info)) return std::nullopt;
-      return codec::lossy_encode(tensor, *lossy);
+      lossy_tensors.emplace_back();
+      return lossy_with_floor(info, tensor, *lossy, o.min_sqnr, lossy_tensors.back());
     };
   }
 
@@ -178,7 +251,9 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
                          : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
   if (base)
     what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
-  if (lossy) what += fmt::format(" ({} lossy, {})", lossy_count, codec::lossy_method_name(lossy->method));
+  if (lossy)
+    what += fmt::format(" ({} lossy, {}{})", lossy_count, codec::lossy_method_name(lossy->method),
+                        lossy_summary(lossy_tensors, o.min_sqnr));
   tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
                            cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),
                            mb_per_s(r.bytes_in, seconds)));
@@ -194,6 +269,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
                 {"sha256", codec::sha256_hex(r.sha256)},
                 {"records", entries_json(r.entries)}};
     if (base) doc["base"] = {{"path", o.base}, {"sha256", codec::sha256_hex(base->sha256())}};
+    if (lossy) doc["lossy"] = lossy_json(lossy_tensors);
     cli::write_json(doc, *common.json);
   }
   return cli::kExitOk;

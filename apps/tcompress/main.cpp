@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
       ->type_name("B")
       ->check(CLI::PositiveNumber);
   app.add_flag("--no-rotate", o.no_rotate, "Lossy: skip the randomized Hadamard rotation");
+  app.add_option("--min-sqnr", o.min_sqnr,
+                 "Lossy: a tensor coded below DB of SQNR falls back, from --video to --lossy quant at the same "
+                 "bits per value, from quant to exact")
+      ->type_name("DB")
+      ->check(CLI::NonNegativeNumber);
 
   tk::tcompress::StoreCommand* store = tk::tcompress::add_store_command(tool);
 

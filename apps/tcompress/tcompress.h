@@ -26,6 +26,7 @@ struct CompressOptions {
   int crf = -1;               // --crf N
   double bits_per_value = 0;  // --bits-per-value B
   bool no_rotate = false;     // --no-rotate
+  double min_sqnr = -1;       // --min-sqnr DB: the floor under which a tensor takes the next path
 };
 
 // Choose the output as zstd does when -o is not given: IN.tkz when compressing, IN

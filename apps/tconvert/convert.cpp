@@ -14,6 +14,7 @@
 #include "cli/std_streams.h"
 #include "tconvert.h"
 #include "tk/core/error.h"
+#include "tk/io/sharded.h"
 #include "tk/io/transfer.h"
 
 namespace tk::tconvert {
@@ -148,9 +149,16 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
     write_options.hdf5_zstd_level = cli::zstd_level_parse(o.compress);
   }
 
+  std::unique_ptr<io::TensorWriter> writer;  // a sharded one is checked before any reading
+  if (!o.max_shard_size.empty()) {
+    if (format != io::FileFormat::kSafetensors) throw usage_error("--max-shard-size writes safetensors shards");
+    writer = io::sharded_writer(o.output, {cli::bytes_parse(o.max_shard_size, "--max-shard-size"), false,
+                                           tool.output_options().force});
+  }
+
   Plan plan = make_plan(tool, o, cast);
   std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
-  auto writer = io::open_writer(o.output, write_options);
+  if (!writer) writer = io::open_writer(o.output, write_options);
   cli::Progress progress(common.show_progress, tool.name());
   io::TransferOptions transfer_options;
   transfer_options.saturate = o.saturate;

@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   app.add_option("--rename", o.renames, "Rename tensors matching FROM; '*' in TO is what '*' in FROM matched")
       ->type_name("FROM=TO")
       ->allow_extra_args(false);
+  app.add_option("--max-shard-size", o.max_shard_size,
+                 "Write safetensors shards of at most SIZE (5GB, 500MiB, ...) named from OUT, with "
+                 "OUT's stem + .safetensors.index.json, as transformers does; one file when it fits")
+      ->type_name("SIZE");
   app.add_option("--compress", o.compress, "Compress HDF5 datasets with zstd (filter 32015) at LEVEL (default 3)")
       ->type_name("zstd[:LEVEL]");
   return tool.run(argc, argv, [&] {

@@ -17,6 +17,7 @@ struct ConvertOptions {
   bool saturate = false;             // --saturate: clamp overflow in casts
   std::vector<std::string> renames;  // --rename FROM=TO, repeatable
   std::string compress;              // --compress zstd[:LEVEL] (HDF5 output)
+  std::string max_shard_size;        // --max-shard-size SIZE: sharded safetensors output
 };
 
 // Convert; returns the exit code.

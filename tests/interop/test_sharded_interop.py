@@ -185,3 +185,64 @@ def test_directory_without_a_single_model_exits_3(tmp_path):
     os.remove(folder / "b.safetensors")
     report = json.loads(ok(TINFO, "--json", "-", str(folder)).stdout)
     assert [t["name"] for t in report["files"][0]["tensors"]] == ["a"]
+
+
+def hf_style_shards(sizes, max_bytes):
+    """The shard of each tensor by the rule huggingface_hub's split_state_dict_into_shards
+    applies: in order, a new shard when the next tensor would not fit (a larger one alone)."""
+    shards, used = [[]], 0
+    for name, nbytes in sizes:
+        if shards[-1] and used + nbytes > max_bytes:
+            shards.append([])
+            used = 0
+        shards[-1].append(name)
+        used += nbytes
+    return shards
+
+
+def test_max_shard_size_writes_an_index_as_transformers_does(tmp_path):
+    rng = np.random.default_rng(5)
+    tensors = {f"layer.{i}.w": rng.normal(size=(64, 32 + 8 * i)).astype(np.float32) for i in range(6)}
+    tensors["big"] = rng.normal(size=(128, 128)).astype(np.float32)  # 64 KiB: over the shard size alone
+    tensors["ids"] = np.arange(100, dtype=np.int64)
+    src = tmp_path / "src.safetensors"
+    save_file(tensors, str(src), metadata={"format": "pt"})
+    out = tmp_path / "out"
+    out.mkdir()
+    ok(TCONVERT, str(src), "--max-shard-size", "40KB", "-o", str(out / "model.safetensors"))
+
+    index = json.load(open(out / "model.safetensors.index.json"))
+    assert set(index) == {"metadata", "weight_map"}
+    assert list(index["weight_map"]) == sorted(tensors), "weight_map sorted by name"
+    assert index["metadata"]["total_size"] == sum(a.nbytes for a in tensors.values())
+    files = sorted(set(index["weight_map"].values()))
+    n = len(files)
+    assert files == [f"model-{k:05d}-of-{n:05d}.safetensors" for k in range(1, n + 1)]
+    assert not (out / "model.safetensors").exists()
+    # The assignment follows the declared order (the source's data order) as
+    # huggingface_hub assigns it.
+    raw = open(src, "rb").read()
+    header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
+    order = sorted((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0])
+    want = hf_style_shards([(k, tensors[k].nbytes) for k in order], 40000)
+    got = [[k for k in order if index["weight_map"][k] == f] for f in files]
+    assert got == want
+    # Every shard is plain safetensors that the reference reads, with the metadata.
+    union = union_of_shards(str(out / "model.safetensors.index.json"))
+    assert set(union) == set(tensors)
+    for name, arr in tensors.items():
+        assert union[name].dtype == arr.dtype and np.array_equal(union[name], arr), name
+    for f in files:
+        with safe_open(str(out / f), "np") as s:
+            assert s.metadata()["format"] == "pt"
+    # tensorkit reads the model back as one file, bit for bit.
+    ok(TINFO, "diff", str(src), str(out))
+    # A model that fits one shard is one file, with no index.
+    one = tmp_path / "one"
+    one.mkdir()
+    ok(TCONVERT, str(src), "--max-shard-size", "1GB", "-o", str(one / "model.safetensors"))
+    assert sorted(os.listdir(one)) == ["model.safetensors"]
+    # Existing shards are kept without -f.
+    r = run(TCONVERT, str(src), "--max-shard-size", "40KB", "-o", str(out / "model.safetensors"))
+    assert r.returncode == 2 and b"use -f" in r.stderr
+    ok(TCONVERT, str(src), "--max-shard-size", "40KB", "-f", "-o", str(out / "model.safetensors"))

@@ -189,7 +189,7 @@ std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOp
     case FileFormat::kNpy:
       return npy_writer(OutputStream::open(path, {options.durable}));
     case FileFormat::kShardIndex:
-      throw usage_error("writing sharded models is not supported; write one .safetensors file", path);
+      throw usage_error("a sharded model is written by its .safetensors name with --max-shard-size", path);
     case FileFormat::kTkz:
       throw usage_error("tensor files cannot be written as .tkz; use tcompress", path);
     case FileFormat::kUnknown: break;

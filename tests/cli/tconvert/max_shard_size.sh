@@ -1,0 +1,8 @@
+# --max-shard-size writes shards and an index as transformers does, which read back as
+# the model; it needs a .safetensors name, and safetensors output.
+tconvert -q "$TD/tiny.safetensors" --max-shard-size 600B -o model.safetensors
+ls model*
+tinfo diff -q "$TD/tiny.safetensors" model.safetensors.index.json | tail -1
+tconvert "$TD/tiny.safetensors" --max-shard-size 600B -o - 2>&1 | head -1; echo "rc=$?"
+tconvert "$TD/tiny.safetensors" --max-shard-size 600B -o m.h5 2>&1; echo "rc=$?"
+tconvert "$TD/tiny.safetensors" --max-shard-size 0 -o z.safetensors 2>&1; echo "rc=$?"

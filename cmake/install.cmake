@@ -5,6 +5,8 @@
 #   include/tk/<module>/*.h   the public headers of the C++ library
 #   lib/cmake/tensorkit/      find_package(tensorkit): tensorkit::tensorkit, tensorkit::tkckpt
 #   lib/pkgconfig/tkckpt.pc   pkg-config for the C library
+#   share/man/man1/TOOL.1     man pages, and bash, zsh and fish completions under share/,
+#                             generated from the tools' --help (scripts/gen-shell-docs.py)
 include(CMakePackageConfigHelpers)
 
 set(TK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/tensorkit)
@@ -19,6 +21,33 @@ if(TARGET mpi_train)
   file(RELATIVE_PATH tk_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
   set_target_properties(mpi_train PROPERTIES INSTALL_RPATH "$ORIGIN/${tk_bin_to_lib}")
   install(TARGETS mpi_train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+# ---- man pages and completions: generated from the tools' --help once they are linked ----
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  set(tk_docs ${PROJECT_BINARY_DIR}/share)
+  set(tk_doc_tools)
+  foreach(tool ${TK_TOOLS})
+    if(TARGET ${tool})
+      list(APPEND tk_doc_tools ${tool})
+    endif()
+  endforeach()
+  # Sanitizer builds run the tools here too; a leak report must not fail the build.
+  add_custom_command(OUTPUT ${tk_docs}/zsh/_tensorkit
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0 ${Python3_EXECUTABLE}
+      ${PROJECT_SOURCE_DIR}/scripts/gen-shell-docs.py --bin $<TARGET_FILE_DIR:tinfo> --out ${tk_docs} ${tk_doc_tools}
+    DEPENDS ${tk_doc_tools} ${PROJECT_SOURCE_DIR}/scripts/gen-shell-docs.py
+    COMMENT "Man pages and shell completions from the tools' --help" VERBATIM)
+  add_custom_target(shell_docs ALL DEPENDS ${tk_docs}/zsh/_tensorkit)
+  foreach(tool ${tk_doc_tools})
+    install(FILES ${tk_docs}/man/man1/${tool}.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+    install(FILES ${tk_docs}/bash-completion/${tool} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+    install(FILES ${tk_docs}/fish/${tool}.fish DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
+  endforeach()
+  install(FILES ${tk_docs}/zsh/_tensorkit DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+else()
+  message(STATUS "No Python 3: man pages and shell completions are not generated")
 endif()
 
 # ---- the C library: libtkckpt with tk_ckpt.h and tk_ckpt_dist.h, as C callers include them ----

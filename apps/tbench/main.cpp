@@ -31,6 +31,11 @@ void add_run_flags(CLI::App* cmd, tk::tbench::RunOptions& o) {
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tbench", "Measure speed, ratio and error of tensorkit on your tensors and machine");
+  tool.set_examples({
+      {"tbench quant model.safetensors --methods int4,q4k", "Quantization schemes on your tensors"},
+      {"tbench compress --params bits=2,3,4", "Compression on seeded tensors"},
+      {"tbench compare old.json new.json --threshold 5%", "Exit 1 when a metric regressed"},
+  });
   tool.app().require_subcommand(1);
 
   struct AreaCommand {

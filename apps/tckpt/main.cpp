@@ -25,6 +25,11 @@ void add_engine_flags(CLI::App* cmd, tk::tckpt::EngineFlags& e, bool writing) {
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tckpt", "Save, list, restore, verify and prune crash-consistent tensor checkpoints");
+  tool.set_examples({
+      {"tckpt save ckpt/ --step 100 state.safetensors", "Commit step 100"},
+      {"tckpt ls ckpt/", "Steps, sizes and state"},
+      {"tckpt restore ckpt/ -o state.safetensors", "The newest step, every checksum checked first"},
+  });
   tool.app().require_subcommand(1);
 
   tk::tckpt::SaveOptions save;

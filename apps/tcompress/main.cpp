@@ -6,6 +6,13 @@ int main(int argc, char** argv) {
   tk::cli::Tool tool("tcompress",
                      "Compress tensor files into .tkz containers and restore them byte for byte; "
                      "'tcompress store' keeps many models deduplicated");
+  tool.set_examples({
+      {"tcompress model.safetensors", "Lossless, to model.safetensors.tkz"},
+      {"tcompress -d model.safetensors.tkz", "Restore model.safetensors byte for byte"},
+      {"tcompress -d -t 'layers.0.*' model.tkz -o some.safetensors", "Extract the matching tensors"},
+      {"tcompress ft.safetensors --base base.safetensors -o ft.tkz", "BitX: XOR deltas against a base"},
+      {"tcompress store add model.safetensors --store models/", "Add to a deduplicating store"},
+  });
   tk::tcompress::CompressOptions o;
   CLI::App& app = tool.app();
   app.add_option("input", o.input, "File to compress, or .tkz container with -d/-l ('-': stdin, the default)")

@@ -4,6 +4,13 @@
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tconvert",
                      "Convert tensor files between safetensors, HDF5 and .npy; cast, select, rename and merge tensors");
+  tool.set_examples({
+      {"tconvert model.safetensors -o model.h5", "safetensors to HDF5"},
+      {"tconvert model.safetensors --dtype bf16 -o m-bf16.safetensors", "Cast float tensors, round to nearest even"},
+      {"tconvert shards/ -o merged.safetensors", "Merge a sharded model"},
+      {"tconvert model.safetensors --max-shard-size 2GB -o out/model.safetensors",
+       "Shards and an index, as transformers writes them"},
+  });
   tk::tconvert::ConvertOptions o;
   CLI::App& app = tool.app();
   app.add_option("inputs", o.inputs,

@@ -133,6 +133,12 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tdecomp",
                      "Decompose tensors (CP, Tucker, Tensor-Train, RESCAL), choose ranks, and reconstruct");
+  tool.set_examples({
+      {"tdecomp cp data.safetensors --rank 10 -o cp.safetensors", "CP-ALS"},
+      {"tdecomp cp trade.tns --rank 16 -o cp.safetensors", "Sparse CP on FROSTT coordinates"},
+      {"tdecomp tucker field.h5 --tol 1e-3 -o tk.h5", "Tucker with a guaranteed relative error"},
+      {"tdecomp reconstruct cp.safetensors -o dense.safetensors", "The dense tensors again"},
+  });
   DecompOptions decomp;
   tk::tdecomp::ReconstructOptions rec;
   tk::tdecomp::RankOptions rank;

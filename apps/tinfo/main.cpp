@@ -3,6 +3,12 @@
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5 and .npy files, or compare two files");
+  tool.set_examples({
+      {"tinfo model.safetensors", "Tensors, dtypes, shapes and bytes"},
+      {"tinfo --stats field.h5", "Add min, max, mean, std, absmax and zero/NaN/Inf counts"},
+      {"tinfo model.tkz", "A container's tensors, with codec, stored bytes and ratio"},
+      {"tinfo diff a.safetensors b.h5 --rtol 1e-2", "Compare tensor by tensor; exit 1 when they differ"},
+  });
   tk::tinfo::ListOptions list;
   tool.app()
       .add_option("files", list.files, "Tensor files, sharded indexes or model directories ('-': stdin, the default)")

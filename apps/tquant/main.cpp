@@ -9,6 +9,11 @@ int main(int argc, char** argv) {
   tk::cli::Tool tool("tquant",
                      "Quantize the float tensors of a model with one scheme or under a size budget; "
                      "'tquant dequant' restores dense tensors");
+  tool.set_examples({
+      {"tquant model.safetensors --scheme q4k -o q.safetensors", "One scheme for every float tensor"},
+      {"tquant model.safetensors --budget 4.5 -o q.safetensors", "A scheme per tensor for the least error at 4.5 bits"},
+      {"tquant dequant q.safetensors -o dense.safetensors", "Dense again, from the metadata alone"},
+  });
   tk::tquant::QuantArgs q;
   CLI::App& app = tool.app();
   app.add_option("input", q.input, "Model file, sharded index or directory ('-': stdin, the default)")->type_name("IN");

@@ -1,5 +1,6 @@
 #include "cli/tool.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -58,11 +59,35 @@ class HelpFormatter : public CLI::Formatter {
 
 }  // namespace
 
+namespace {
+
+// The end of every tool's --help: what its exit codes mean (README, "Common flags").
+constexpr const char* kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  runtime failure (tinfo diff: the files differ; tbench compare: a regression)\n"
+    "  2  usage error\n"
+    "  3  invalid or corrupt input\n"
+    "  4  I/O error (a failed write to stdout included)\n"
+    "  5  resource unavailable (a codec, a device)\n";
+
+}  // namespace
+
 Tool::Tool(std::string name, std::string description) : name_(std::move(name)), app_(std::move(description), name_) {
   app_.set_version_flag("--version", [this] { return version_text(name_); }, "Print the version and features");
   app_.set_help_flag("-h,--help", "Print this help");
   app_.formatter(std::make_shared<HelpFormatter>());
+  app_.footer(kExitCodesHelp);
   add_common_options(app_, options_);
+}
+
+void Tool::set_examples(const std::vector<std::pair<std::string, std::string>>& examples) {
+  size_t width = 0;
+  for (const auto& [command, _] : examples) width = std::max(width, command.size());
+  std::string text = "Examples:\n";
+  for (const auto& [command, what] : examples)
+    text += "  " + command + std::string(width - command.size() + 2, ' ') + what + "\n";
+  app_.footer(text + "\n" + kExitCodesHelp);
 }
 
 CLI::App* Tool::add_subcommand(const std::string& name, const std::string& description) {

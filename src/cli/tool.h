@@ -35,6 +35,9 @@ class Tool {
 
   // Add a subcommand that accepts the common flags too.
   CLI::App* add_subcommand(const std::string& name, const std::string& description);
+  // Examples for the end of --help (and the man page made from it): command lines, each
+  // with what it does. The exit codes follow them.
+  void set_examples(const std::vector<std::pair<std::string, std::string>>& examples);
 
   // The flags of a data output, shared like the common ones; valid inside run().
   OutputOptions& output_options() { return output_; }

@@ -34,6 +34,23 @@ done
 "$prefix/bin/tinfo" --version | tee "$work/tinfo.out"
 grep -q '^tinfo (tensorkit) [0-9]' "$work/tinfo.out"
 
+# Man pages and completions from --help: one of each per tool, and the bash completion
+# offers the options of the subcommand on the line.
+share=$prefix/share
+for t in tinfo tconvert tdecomp tquant tcompress tckpt tbench; do
+  for f in "$share/man/man1/$t.1" "$share/bash-completion/completions/$t" "$share/fish/vendor_completions.d/$t.fish"; do
+    [ -s "$f" ] || { echo "install test: $f missing" >&2; exit 1; }
+  done
+  grep -q "^\.TH ${t^^} 1" "$share/man/man1/$t.1" || { echo "install test: $t.1 is not a man page" >&2; exit 1; }
+done
+grep -q '^#compdef tinfo' "$share/zsh/vendor-completions/_tensorkit"
+got=$(bash -c 'source "$1"; COMP_WORDS=(tdecomp cp --ra); COMP_CWORD=2; _tk_tdecomp; echo "${COMPREPLY[*]}"' _ \
+  "$share/bash-completion/completions/tdecomp")
+[ "$got" = "--rank" ] || { echo "install test: bash completion of 'tdecomp cp --ra' gave '$got'" >&2; exit 1; }
+got=$(bash -c 'source "$1"; COMP_WORDS=(tcompress --min); COMP_CWORD=1; _tk_tcompress; echo "${COMPREPLY[*]}"' _ \
+  "$share/bash-completion/completions/tcompress")
+[ "$got" = "--min-sqnr" ] || { echo "install test: bash completion of 'tcompress --min' gave '$got'" >&2; exit 1; }
+
 logged configure "$cmake" -S "$here/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx"
 found=$(sed -n 's/^tensorkit_DIR:PATH=//p' "$work/consumer/CMakeCache.txt")

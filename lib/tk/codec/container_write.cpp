@@ -95,7 +95,9 @@ class ByteSource {
 struct Coding {
   TkzCodec codec = TkzCodec::kRaw;
   std::vector<uint8_t> payload;
-  uint64_t stored(std::span<const uint8_t> data) const { return codec == TkzCodec::kRaw ? data.size() : payload.size(); }
+  uint64_t stored(std::span<const uint8_t> data) const {
+    return codec == TkzCodec::kRaw ? data.size() : payload.size();
+  }
 };
 
 // Bytes from the middle of a large float tensor coded as zstd on the raw bytes, to see

@@ -1,4 +1,10 @@
-# --help lists the common flags, and the subcommand has its own help.
+# --help lists the common flags, examples and the exit codes, and the subcommand has its
+# own help; no CLI11 artefacts ({false}, validator lists after a ':') show.
 tinfo --help > h && grep -q -- "--tensors" h && grep -q -- "--no-progress" h && grep -q "diff" h || exit 10
-tinfo diff --help > d && grep -q -- "--tolerance" d && grep -q -- "--json" d || exit 11
+grep -q "^Examples:" h && grep -q "^  tinfo model.safetensors " h && grep -q "^  3  invalid or corrupt input" h || exit 12
+tinfo diff --help > d && grep -q -- "--tolerance" d && grep -q -- "--rtol" d && grep -q -- "--json" d || exit 11
+for t in tinfo tconvert tdecomp tquant tcompress tckpt tbench; do
+  $t --help | grep -q "{false}\|:{" && exit 13
+  $t --help | grep -q "^Exit codes:" || exit 14
+done
 echo ok

@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_flag("--explain", q.explain, "Print the default keep rules and the decision for every tensor");
   app.add_flag("--dry-run", q.dry_run, "Quantize and report, but write nothing");
   app.add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf unquantized instead of failing");
-  app.footer(fmt::format("Schemes:\n  {}", fmt::join(tk::quant::scheme_names(), "\n  ")));
+  // The schemes come before the examples and exit codes that close every tool's help.
+  app.footer(fmt::format("Schemes:\n  {}\n\n{}", fmt::join(tk::quant::scheme_names(), "\n  "), app.get_footer()));
 
   tk::tquant::DequantArgs d;
   CLI::App* dequant = tool.add_subcommand("dequant", "Restore dense tensors from a quantized file");

@@ -158,9 +158,7 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
 
 int run_restore(cli::Tool& tool, const StepOptions& o) {
   io::FileFormat format = cli::output_format(o.output, o.format);
-  cli::check_binary_output(o.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(o.output);
-  tool.check_new_output(o.output);
+  tool.check_output(o.output);
   auto ck = open_read_only(o.dir);
   uint64_t step = chosen_step(*ck, o.step);
   ckpt::StepInfo info = ck->info(step);

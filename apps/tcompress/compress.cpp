@@ -164,10 +164,7 @@ std::string lossy_summary(const std::vector<LossyTensor>& tensors, double min_sq
 // directory nor one of the inputs, stdout and stdin each used once.
 void check_streams(const cli::Tool& tool, const CompressOptions& o, const cli::CommonOptions& common) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
-  cli::check_binary_output(o.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(o.output);
-  cli::check_output_not_input({o.input, o.base}, o.output);
-  tool.check_new_output(o.output);
+  tool.check_output(o.output, {o.input, o.base});
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");

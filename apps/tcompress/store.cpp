@@ -125,9 +125,7 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
 }
 
 int run_get(cli::Tool& tool, const StoreCommand& c) {
-  cli::check_binary_output(c.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(c.output);
-  tool.check_new_output(c.output);
+  tool.check_output(c.output);
   store::Store store = store::Store::open(c.dir, false);
   if (!store.contains(c.name)) throw invalid_input("no file named '" + c.name + "' in the store", c.dir);
   auto out = io::OutputStream::open(c.output);

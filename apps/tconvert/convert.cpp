@@ -130,10 +130,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   // Everything that can be checked without reading comes first.
   io::FileFormat format = cli::output_format(o.output, o.format);
   cli::check_binary_input(o.inputs, cli::stdin_is_terminal());
-  cli::check_binary_output(o.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(o.output);
-  cli::check_output_not_input(o.inputs, o.output);
-  tool.check_new_output(o.output);
+  tool.check_output(o.output, o.inputs);
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   std::optional<DType> cast;

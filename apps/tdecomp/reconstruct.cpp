@@ -90,10 +90,7 @@ Tensor output_tensor(const Stored& stored, size_t i, const io::TensorInfo& info)
 
 void check_output(const cli::Tool& tool, const std::string& input, const std::string& output) {
   cli::check_binary_input({input}, cli::stdin_is_terminal());
-  cli::check_binary_output(output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(output);
-  cli::check_output_not_input({input}, output);
-  tool.check_new_output(output);
+  tool.check_output(output, {input});
 }
 
 }  // namespace

@@ -105,10 +105,7 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
   s.format = cli::output_format(o.output, o.format);
   if (s.format == io::FileFormat::kNpy) throw usage_error("a decomposition is several tensors; .npy holds one", o.output);
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
-  cli::check_binary_output(o.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(o.output);
-  cli::check_output_not_input({o.input}, o.output);
-  tool.check_new_output(o.output);
+  tool.check_output(o.output, {o.input});
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   s.f32 = o.precision == "f32";

@@ -74,10 +74,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   io::FileFormat format = cli::output_format(args.output, args.format);
   std::optional<DType> cast = parse_dtype(args.dtype);
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
-  cli::check_binary_output(args.output, cli::stdout_is_terminal());
-  cli::check_output_not_directory(args.output);
-  cli::check_output_not_input({args.input}, args.output);
-  tool.check_new_output(args.output);
+  tool.check_output(args.output, {args.input});
   if (tool.options().json && *tool.options().json == "-" && args.output == "-") {
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   }

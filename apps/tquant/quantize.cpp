@@ -115,10 +115,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   io::FileFormat format = cli::output_format(args.output, args.format);
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   if (!args.dry_run) {
-    cli::check_binary_output(args.output, cli::stdout_is_terminal());
-    cli::check_output_not_directory(args.output);
-    cli::check_output_not_input({args.input}, args.output);
-    tool.check_new_output(args.output);
+    tool.check_output(args.output, {args.input});
     if (common.json && *common.json == "-" && args.output == "-") {
       throw usage_error("--json - and -o - both want stdout; give one of them a file");
     }

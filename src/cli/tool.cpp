@@ -81,6 +81,13 @@ Tool::Tool(std::string name, std::string description) : name_(std::move(name)), 
   add_common_options(app_, options_);
 }
 
+void Tool::check_output(const std::string& output, const std::vector<std::string>& inputs) const {
+  check_binary_output(output, stdout_is_terminal());
+  check_output_not_directory(output);
+  if (!inputs.empty()) check_output_not_input(inputs, output);
+  check_new_output(output);
+}
+
 void Tool::set_examples(const std::vector<std::pair<std::string, std::string>>& examples) {
   size_t width = 0;
   for (const auto& [command, _] : examples) width = std::max(width, command.size());

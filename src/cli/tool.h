@@ -48,6 +48,9 @@ class Tool {
   void add_metadata_options(CLI::App& app, bool provenance = true);
   // Refuse an existing output file without -f (check_output_new).
   void check_new_output(const std::string& output) const { check_output_new(output, output_.force); }
+  // Everything a data output is checked for before any reading, in order: binary data
+  // to a terminal, a directory, one of `inputs`, an existing file without -f.
+  void check_output(const std::string& output, const std::vector<std::string>& inputs = {}) const;
   // The metadata of a composed output: edits, provenance and "format" (metadata_stamp).
   void stamp(io::Metadata& metadata) const { metadata_stamp(metadata, output_, provenance()); }
 

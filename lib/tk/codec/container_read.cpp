@@ -171,24 +171,19 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
       }
     }
     c.check_record(r);
-    if (c.has_base() && (r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta)) {
-      // The base is checked only when this tensor needs it.
-      if (options.base == nullptr)
-        throw invalid_input(fmt::format("tensor is a BitX delta against a base (SHA-256 {}...); give it with --base",
-                                        sha256_hex(c.header.base_sha256).substr(0, 16)));
-      if (options.base->sha256() != c.header.base_sha256)
-        throw invalid_input(options.base->name() + " is not the base this container was made against");
-    }
-    check_payload_claims(in, r);
     // The sink's own errors (an output that refuses the tensor) keep their location.
-    in_sink = true;
-    sink.begin(info);
-    in_sink = false;
-    decode_record(in, r, &info, options, [&](Buffer piece) {
-      in_sink = true;
-      sink.piece({piece.data(), piece.size()});
-      in_sink = false;
-    });
+    decode_tensor_record(
+        in, c, r, info, options,
+        [&] {
+          in_sink = true;
+          sink.begin(info);
+          in_sink = false;
+        },
+        [&](Buffer piece) {
+          in_sink = true;
+          sink.piece({piece.data(), piece.size()});
+          in_sink = false;
+        });
     if (!seekable) finish_sequential(in, c, in_begin, std::move(seen));
     return info;
   } catch (const Error& e) {

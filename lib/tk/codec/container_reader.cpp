@@ -128,6 +128,22 @@ void check_payload_claims(io::InputStream& in, const RecordHeader& r) {
   check_frame_claim(in.peek(static_cast<size_t>(std::min<uint64_t>(r.stored, kFrameHeadBytes))), r);
 }
 
+void decode_tensor_record(io::InputStream& in, const Container& c, const RecordHeader& r, const io::TensorInfo& info,
+                          const TkzDecodeOptions& options, const std::function<void()>& begin,
+                          const LosslessSink& sink) {
+  if (c.has_base() && (r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta)) {
+    // The base is checked only when this tensor needs it.
+    if (options.base == nullptr)
+      throw invalid_input(fmt::format("tensor is a BitX delta against a base (SHA-256 {}...); give it with --base",
+                                      short_hex(c.header.base_sha256)));
+    if (options.base->sha256() != c.header.base_sha256)
+      throw invalid_input(options.base->name() + " is not the base this container was made against");
+  }
+  check_payload_claims(in, r);
+  begin();
+  decode_record(in, r, &info, options, sink);
+}
+
 void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorInfo* info,
                    const TkzDecodeOptions& options, const LosslessSink& sink) {
   check_payload_claims(in, r);

@@ -57,6 +57,14 @@ void check_frame_claim(std::span<const uint8_t> head, const RecordHeader& r);
 void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorInfo* info,
                    const TkzDecodeOptions& options, const LosslessSink& sink);
 
+// Decode the tensor record `r` (its header just read from `in` and checked by
+// c.check_record, `info` its tensor) as a tensor extraction does: check that a BitX
+// record's base is given and is the container's, then decode_record. `begin` is called
+// once the claims are checked, before the first piece.
+void decode_tensor_record(io::InputStream& in, const Container& c, const RecordHeader& r, const io::TensorInfo& info,
+                          const TkzDecodeOptions& options, const std::function<void()>& begin,
+                          const LosslessSink& sink);
+
 // The index and footer that follow the end record on a sequential read: `count` index
 // entries, then the footer, then the end of the stream.
 std::vector<IndexEntry> read_index_sequential(io::InputStream& in, uint64_t count, Footer* footer_out);

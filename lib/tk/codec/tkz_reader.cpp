@@ -2,6 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
+
+#include "tk/codec/container_reader.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
@@ -14,6 +17,8 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
   listing_ = tkz_list(*in);
   file_ = Buffer::map_file(path_);  // stays readable if the path goes (a spooled copy)
   name_ = in->name();
+  container_ = std::make_unique<tkz::Container>();
+  container_->open(*io::InputStream::from_buffer(file_, name_), nullptr, false);
   metadata_ = listing_.metadata;
   for (size_t e = 0; e < listing_.entries.size(); ++e) {
     const TkzEntry& entry = listing_.entries[e];
@@ -28,10 +33,28 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
   }
 }
 
+TkzReader::~TkzReader() = default;
+
 Tensor TkzReader::read(size_t index) {
   if (index >= infos_.size()) throw internal_error("tensor index out of range", path_);
-  auto in = io::InputStream::from_buffer(file_, name_);
-  return tkz_extract(*in, infos_[index].name, options_);
+  const TkzEntry& e = entry(index);
+  const io::TensorInfo& info = infos_[index];
+  try {
+    auto in = io::InputStream::from_buffer(file_.slice(e.offset, file_.size() - e.offset), name_);
+    const tkz::RecordHeader r = tkz::read_record_header(*in);
+    container_->check_record(r);  // tkz_list matched it with the index
+    Tensor tensor;
+    uint64_t filled = 0;
+    tkz::decode_tensor_record(
+        *in, *container_, r, info, options_, [&] { tensor = Tensor::empty(info.dtype, info.shape); },
+        [&](Buffer piece) {
+          if (piece.size() != 0) std::memcpy(tensor.mutable_data() + filled, piece.data(), piece.size());
+          filled += piece.size();
+        });
+    return tensor;
+  } catch (const Error& err) {
+    throw Error(err.kind(), err.message(), name_ + ": tensor '" + info.name + "'");
+  }
 }
 
 bool is_tkz_file(const std::string& path) {

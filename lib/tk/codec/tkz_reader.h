@@ -13,6 +13,10 @@
 
 namespace tk::codec {
 
+namespace tkz {
+struct Container;
+}
+
 class TkzReader final : public io::TensorReader {
  public:
   // Open the container at `path`, a regular file (a pipe is spooled by the caller),
@@ -20,10 +24,12 @@ class TkzReader final : public io::TensorReader {
   // file as opaque bytes opens with no tensors and lists that file in skipped(). A
   // container made against a BitX base needs `options.base` to read its tensors.
   TkzReader(std::string path, const TkzDecodeOptions& options = {});
+  ~TkzReader() override;
 
   io::FileFormat format() const override { return io::FileFormat::kTkz; }
   bool random_access() const override { return true; }
-  // Decode tensor `index` (checked against its record's XXH3 and the rest of the container).
+  // Decode tensor `index` from its record, found through the index checked on opening
+  // (its claims and its XXH3 are checked; a BitX record needs the base).
   Tensor read(size_t index) override;
 
   // Codecs, stored sizes and totals, for listings.
@@ -34,6 +40,7 @@ class TkzReader final : public io::TensorReader {
  private:
   std::string path_, name_;
   Buffer file_;  // the container mapped
+  std::unique_ptr<tkz::Container> container_;  // its header, parsed once
   TkzDecodeOptions options_;
   TkzListing listing_;
   std::vector<size_t> entry_of_;  // tensor index -> listing entry

@@ -2,7 +2,7 @@
 #include "tinfo.h"
 
 int main(int argc, char** argv) {
-  tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5 and .npy files, or compare two files");
+  tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5, .npy, .npz and PyTorch files, or compare two files");
   tool.set_examples({
       {"tinfo model.safetensors", "Tensors, dtypes, shapes and bytes"},
       {"tinfo --stats field.h5", "Add min, max, mean, std, absmax and zero/NaN/Inf counts"},

@@ -70,6 +70,44 @@ Buffer read_growing(InputStream& in, uint64_t n) {
   return buf;
 }
 
+}  // namespace
+
+Tensor npy_decode(const NpyHeader& header, Buffer raw, bool writable) {
+  const DType dtype = header.dtype;
+  const uint64_t nbytes = dtype_storage_bytes(dtype, shape_numel(header.shape));
+  size_t elem = static_cast<size_t>(dtype_bits(dtype) / 8);
+  bool transpose = header.fortran_order && header.shape.size() > 1 && nbytes > 0;
+  bool swap = header.big_endian;
+  bool aligned = reinterpret_cast<uintptr_t>(raw.data()) % dtype_traits(dtype).alignment == 0;
+  // C64 is two f32 words: each swaps on its own.
+  int swap_width = dtype == DType::kC64 ? 4 : static_cast<int>(elem);
+  if (!transpose && aligned && (!swap || writable)) {
+    if (swap) byte_swap(raw.mutable_data(), nbytes, swap_width);
+    return Tensor(dtype, header.shape, std::move(raw));
+  }
+  Buffer out = Buffer::allocate(nbytes);
+  if (transpose) fortran_to_c(raw.data(), out.mutable_data(), header.shape, elem);
+  else if (nbytes) std::memcpy(out.mutable_data(), raw.data(), nbytes);
+  if (swap) byte_swap(out.mutable_data(), nbytes, swap_width);
+  return Tensor(dtype, header.shape, std::move(out));
+}
+
+NpyLayout npy_parse_layout(std::span<const uint8_t> head) {
+  if (head.size() < 8) throw invalid_input("truncated .npy header");
+  const size_t prefix_bytes = npy_prefix_size(head.first(8));
+  if (head.size() < prefix_bytes) throw invalid_input("truncated .npy header");
+  const NpyPrefix p = npy_parse_prefix(head.first(prefix_bytes));
+  if (head.size() - prefix_bytes < p.header_bytes) throw invalid_input("truncated .npy header");
+  const std::string_view text(reinterpret_cast<const char*>(head.data()) + prefix_bytes, p.header_bytes);
+  NpyLayout layout;
+  layout.header = npy_parse_header(text, p.major == 3);
+  layout.data_offset = prefix_bytes + p.header_bytes;
+  layout.data_bytes = dtype_storage_bytes(layout.header.dtype, shape_numel(layout.header.shape));
+  return layout;
+}
+
+namespace {
+
 class NpyReader final : public TensorReader {
  public:
   NpyReader(std::unique_ptr<InputStream> in, const std::string& tensor_name, const ReadOptions& options)
@@ -97,7 +135,8 @@ class NpyReader final : public TensorReader {
   Tensor read(size_t index) override {
     if (index != 0) throw internal_error("tensor index " + std::to_string(index) + " out of range", name_);
     try {
-      return decode(raw_data());
+      Buffer raw = raw_data();  // sets owned_
+      return npy_decode(header_, std::move(raw), owned_);
     } catch (const Error& e) {
       if (!e.where().empty()) throw;
       throw e.with_context(name_);
@@ -118,27 +157,6 @@ class NpyReader final : public TensorReader {
     header_ = npy_parse_header(text, p.major == 3);
     data_offset_ = p.prefix_bytes + p.header_bytes;
     data_bytes_ = dtype_storage_bytes(header_.dtype, shape_numel(header_.shape));
-  }
-
-  // Turn the stored bytes into a C-order little-endian tensor: a view when they already
-  // are one (and suitably aligned), else a converted copy.
-  Tensor decode(Buffer raw) const {
-    const TensorInfo& info = infos_[0];
-    size_t elem = static_cast<size_t>(dtype_bits(info.dtype) / 8);
-    bool transpose = header_.fortran_order && info.shape.size() > 1 && info.nbytes > 0;
-    bool swap = header_.big_endian;
-    bool aligned = reinterpret_cast<uintptr_t>(raw.data()) % dtype_traits(info.dtype).alignment == 0;
-    // C64 is two f32 words: each swaps on its own.
-    int swap_width = info.dtype == DType::kC64 ? 4 : static_cast<int>(elem);
-    if (!transpose && aligned && (!swap || owned_)) {
-      if (swap) byte_swap(raw.mutable_data(), info.nbytes, swap_width);
-      return Tensor(info.dtype, info.shape, std::move(raw));
-    }
-    Buffer out = Buffer::allocate(info.nbytes);
-    if (transpose) fortran_to_c(raw.data(), out.mutable_data(), info.shape, elem);
-    else if (info.nbytes) std::memcpy(out.mutable_data(), raw.data(), info.nbytes);
-    if (swap) byte_swap(out.mutable_data(), info.nbytes, swap_width);
-    return Tensor(info.dtype, info.shape, std::move(out));
   }
 
   void check_size(uint64_t file_size) const {

@@ -8,9 +8,13 @@
 #include "tk/core/error.h"
 #include "tk/io/hdf5.h"
 #include "tk/io/npy.h"
+#include "tk/io/npz.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
 #include "tk/io/sharded.h"
+#include "tk/io/temp_file.h"
+#include "tk/io/torch.h"
+#include "tk/io/zip.h"
 
 namespace tk::io {
 
@@ -37,6 +41,15 @@ std::string path_stem(const std::string& path) {
   return base;
 }
 
+// A zip archive: a torch.save checkpoint when it holds NAME/data.pkl, else an .npz.
+std::unique_ptr<TensorReader> archive_open(std::unique_ptr<InputStream> in, const ReadOptions& options,
+                                           const std::string& stem) {
+  TempFile spool;  // a pipe's copy; its mapping outlives the file
+  auto archive = std::make_shared<const ZipArchive>(whole_input(*in, options.allow_mmap, spool), in->name());
+  if (torch_is_archive(*archive)) return torch_open(std::move(archive), in->name(), stem);
+  return npz_open(std::move(archive), in->name());
+}
+
 }  // namespace
 
 const char* format_name(FileFormat format) {
@@ -46,6 +59,8 @@ const char* format_name(FileFormat format) {
     case FileFormat::kNpy: return "npy";
     case FileFormat::kShardIndex: return "sharded";
     case FileFormat::kTkz: return "tkz";
+    case FileFormat::kNpz: return "npz";
+    case FileFormat::kTorch: return "pytorch";
     case FileFormat::kUnknown: break;
   }
   return "unknown";
@@ -56,6 +71,7 @@ FileFormat format_parse(std::string_view text) {
   if (t == "safetensors" || t == "st") return FileFormat::kSafetensors;
   if (t == "hdf5" || t == "h5") return FileFormat::kHdf5;
   if (t == "npy") return FileFormat::kNpy;
+  if (t == "npz") return FileFormat::kNpz;
   if (t == "tkz") return FileFormat::kTkz;
   return FileFormat::kUnknown;
 }
@@ -66,6 +82,8 @@ FileFormat format_from_extension(const std::string& path) {
   if (ends_with(p, ".h5") || ends_with(p, ".hdf5") || ends_with(p, ".he5") || ends_with(p, ".hdf"))
     return FileFormat::kHdf5;
   if (ends_with(p, ".npy")) return FileFormat::kNpy;
+  if (ends_with(p, ".npz")) return FileFormat::kNpz;
+  if (ends_with(p, ".pt") || ends_with(p, ".pth")) return FileFormat::kTorch;
   if (ends_with(p, ".tkz")) return FileFormat::kTkz;
   if (ends_with(p, ".index.json")) return FileFormat::kShardIndex;
   return FileFormat::kUnknown;
@@ -77,6 +95,10 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 8 && std::memcmp(head.data(), kHdf5Magic, 8) == 0) return FileFormat::kHdf5;
   if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
+  // A zip archive (.npz or torch.save; told apart by their entries), or a bare pickle.
+  if (head.size() >= 4 && (std::memcmp(head.data(), kZipLocalMagic, 4) == 0 ||
+                           std::memcmp(head.data(), kZipEmptyMagic, 4) == 0))
+    return FileFormat::kNpz;
   // safetensors: u64 little-endian header length, then JSON starting with '{'.
   const std::optional<detail::SafetensorsPrefix> prefix = detail::safetensors_prefix(head);
   const bool json_after_prefix = prefix && prefix->json_follows;
@@ -89,6 +111,9 @@ FileFormat detect_format(InputStream& in) {
   // A length prefix out of bounds before the JSON is still safetensors, so that its
   // reader names the problem ("header length ... exceeds the limit").
   if (json_after_prefix) return FileFormat::kSafetensors;
+  // A pickle (the PROTO opcode), as the legacy torch.save wrote: last, since a
+  // safetensors length prefix can begin with the same two bytes.
+  if (head.size() >= 3 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5) return FileFormat::kTorch;
   return FileFormat::kUnknown;
 }
 
@@ -162,6 +187,8 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         if (path.empty()) throw invalid_input("a sharded index cannot be read from memory (the input starts with '{')");
         in.reset();
         return sharded_open(path, options);
+      case FileFormat::kNpz: return archive_open(std::move(in), options, path == "-" ? "tensor" : path_stem(path));
+      case FileFormat::kTorch: throw invalid_input(torch_legacy_message());
       case FileFormat::kTkz:
         // The tools read a container's tensors from a path (codec/tkz_reader.h).
         throw invalid_input("a .tkz container is read as tensors only from a file path; or restore it with "
@@ -174,7 +201,7 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
   }
   auto size = in->size();
   if (size && *size == 0) throw invalid_input("empty file, not a tensor file", name);
-  throw invalid_input("unrecognised format (not safetensors, HDF5 or .npy)", name);
+  throw invalid_input("unrecognised format (not safetensors, HDF5, .npy, .npz or a PyTorch checkpoint)", name);
 }
 
 std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options) {
@@ -188,6 +215,12 @@ std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOp
       return hdf5_writer(OutputStream::open(path, {options.durable}), options);
     case FileFormat::kNpy:
       return npy_writer(OutputStream::open(path, {options.durable}));
+    case FileFormat::kNpz:
+      return npz_writer(OutputStream::open(path, {options.durable}));
+    case FileFormat::kTorch:
+      throw usage_error("PyTorch checkpoints are read, not written; write .safetensors (torch loads it with "
+                        "safetensors.torch.load_file)",
+                        path);
     case FileFormat::kShardIndex:
       throw usage_error("a sharded model is written by its .safetensors name with --max-shard-size", path);
     case FileFormat::kTkz:

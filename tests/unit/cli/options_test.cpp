@@ -184,13 +184,16 @@ TEST(Output, FormatFromFlagThenExtensionThenSafetensors) {
   EXPECT_EQ(output_format("-", ""), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("/dev/null", ""), io::FileFormat::kSafetensors);  // a device: written, no extension
   EXPECT_EQ(message_of([] { output_format("x.bin", ""); }),
-            "unknown output extension; use .safetensors, .h5 or .npy, or give --format (x.bin)");
+            "unknown output extension; use .safetensors, .h5, .npy or .npz, or give --format (x.bin)");
   EXPECT_EQ(kind_of([] { output_format("model", ""); }), ErrorKind::kUsage);
   EXPECT_EQ(output_format("x.bin", "safetensors"), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("x.h5", "safetensors"), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("-", "hdf5"), io::FileFormat::kHdf5);
   EXPECT_EQ(kind_of([] { output_format("-", "parquet"); }), ErrorKind::kUsage);
   EXPECT_EQ(kind_of([] { output_format("x.tkz", ""); }), ErrorKind::kUsage);
+  EXPECT_EQ(output_format("x.npz", ""), io::FileFormat::kNpz);
+  EXPECT_EQ(output_format("-", "npz"), io::FileFormat::kNpz);
+  EXPECT_EQ(kind_of([] { output_format("x.pt", ""); }), ErrorKind::kUsage);  // read, never written
 }
 
 TEST(Output, ZstdLevels) {

@@ -125,8 +125,9 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
   const cli::CommonOptions& common = tool.options();
   cli::check_binary_input({options.a, options.b}, cli::stdin_is_terminal());
   if (options.a == "-" && options.b == "-") throw usage_error("standard input can be read only once");
-  auto reader_a = cli::open_reader(tool, options.a);
-  auto reader_b = cli::open_reader(tool, options.b);
+  // Quantized files are compared as the tensors they stand for (dequantized).
+  auto reader_a = open_shown(tool, options.a, options.parts);
+  auto reader_b = open_shown(tool, options.b, options.parts);
   const auto& infos_a = reader_a->tensors();
   const auto& infos_b = reader_b->tensors();
   cli::TensorSelection selection = common.selection();

@@ -14,6 +14,7 @@
 #include "tinfo.h"
 #include "tk/codec/tkz_reader.h"
 #include "tk/io/tensor_file.h"
+#include "tk/quant/dequant_reader.h"
 
 namespace tk::tinfo {
 
@@ -50,7 +51,7 @@ struct Listing {
 // more than reading the header.
 Listing list_file(const cli::Tool& tool, const std::string& path, const ListOptions& options,
                   cli::TensorSelection& selection, bool with_json) {
-  auto reader = cli::open_reader(tool, path);
+  auto reader = open_shown(tool, path, options.parts);
   const auto& infos = reader->tensors();
   std::vector<size_t> selected;
   uint64_t bytes = 0;
@@ -64,9 +65,14 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
 
   // A container also shows how each tensor is stored.
   const auto* tkz = dynamic_cast<const codec::TkzReader*>(reader.get());
+  // A quantized file shows each tensor's scheme and the bytes its parts take.
+  const auto* quantized = dynamic_cast<const quant::DequantReader*>(reader.get());
   std::vector<std::string> header = {"name", "dtype", "shape", "bytes"};
   if (tkz)
     for (const char* c : {"codec", "stored", "ratio"}) header.push_back(c);
+  if (quantized)
+    for (const char* c : {"scheme", "stored", "bits/value"}) header.push_back(c);
+  uint64_t stored_total = 0, values = 0;
   if (options.stats)
     for (const char* c : {"min", "max", "mean", "std", "absmax", "zeros", "nan", "inf"}) header.push_back(c);
   cli::TextTable table(header);
@@ -80,6 +86,15 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
       row.insert(row.end(), {codec::tkz_codec_name(e.codec), std::to_string(e.stored),
                              fmt::format("{:.3f}", stored_ratio(e.bytes, e.stored))});
     }
+    if (quantized) {
+      const quant::LayoutRecord* r = quantized->record(selected[k]);
+      const uint64_t stored = quantized->stored_bytes(selected[k]);
+      const uint64_t n = shape_numel(info.shape);
+      stored_total += stored;
+      values += n;
+      row.insert(row.end(), {r ? r->scheme : "-", std::to_string(stored),
+                             n == 0 ? "-" : fmt::format("{:.3f}", 8.0 * static_cast<double>(stored) / n)});
+    }
     if (options.stats) {
       auto cells = stats_cells(stats[k]);
       row.insert(row.end(), cells.begin(), cells.end());
@@ -90,6 +105,11 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     if (tkz) {
       const codec::TkzEntry& e = tkz->entry(selected[k]);
       t.update({{"codec", codec::tkz_codec_name(e.codec)}, {"stored", e.stored}});
+    }
+    if (quantized) {
+      const quant::LayoutRecord* r = quantized->record(selected[k]);
+      t.update({{"scheme", r ? json(r->scheme) : json(nullptr)}, {"stored", quantized->stored_bytes(selected[k])}});
+      if (r && !r->params.empty()) t["params"] = r->params;
     }
     if (options.stats) t["stats"] = stats_json(stats[k]);
     tensors.push_back(std::move(t));
@@ -109,6 +129,13 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
                                 cli::format_bytes(l.container_bytes),
                                 stored_ratio(l.original_bytes, l.container_bytes),
                                 l.has_base ? ", BitX deltas (restore with tcompress -d --base)" : "");
+  }
+  if (quantized) {
+    listing.text += fmt::format("quantized: {} of {}, {} stored for {} ({:.3f} bits/value); --parts lists the stored "
+                                "tensors\n",
+                                quantized->quantized_count(), cli::count_noun(infos.size(), "tensor", "tensors"),
+                                cli::format_bytes(stored_total), cli::format_bytes(bytes),
+                                values == 0 ? 0.0 : 8.0 * static_cast<double>(stored_total) / static_cast<double>(values));
   }
   if (options.metadata) {
     listing.text += reader->metadata().empty() ? "metadata: none\n" : "metadata:\n";

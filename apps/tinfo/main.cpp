@@ -8,6 +8,8 @@ int main(int argc, char** argv) {
       {"tinfo --stats field.h5", "Add min, max, mean, std, absmax and zero/NaN/Inf counts"},
       {"tinfo model.tkz", "A container's tensors, with codec, stored bytes and ratio"},
       {"tinfo diff a.safetensors b.h5 --rtol 1e-2", "Compare tensor by tensor; exit 1 when they differ"},
+      {"tinfo q.safetensors", "A quantized file's tensors, with scheme, stored bytes and bits per value"},
+      {"tinfo diff model.safetensors q.safetensors --rtol 0.1", "A quantized file against its source, dequantized"},
   });
   tk::tinfo::ListOptions list;
   tool.app()
@@ -15,6 +17,9 @@ int main(int argc, char** argv) {
       ->type_name("FILE...");
   tool.app().add_flag("--metadata", list.metadata, "Print each file's metadata after its table");
   tool.app().add_flag("--stats", list.stats, "Add columns min max mean std absmax zeros nan inf (reads the data)");
+  tool.app().add_flag("--parts", list.parts,
+                      "List a quantized file's stored tensors (NAME.codes, NAME.scales, ...), not the tensors they "
+                      "stand for");
 
   tk::tinfo::DiffOptions diff;
   CLI::App* diff_cmd = tool.add_subcommand(
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
                                         "with --tolerance, both must hold")
       ->type_name("R")
       ->check(CLI::NonNegativeNumber);
+  diff_cmd->add_flag("--parts", diff.parts, "Compare quantized files' stored tensors, not their dequantized values");
 
   return tool.run(argc, argv, [&] {
     if (diff_cmd->parsed()) return tk::tinfo::run_diff(tool, diff);

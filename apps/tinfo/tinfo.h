@@ -6,14 +6,23 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "cli/tool.h"
+#include "tk/io/tensor_file.h"
 
 namespace tk::tinfo {
+
+// The reader tinfo shows for `path`: a file tquant wrote as its logical tensors
+// (quant::DequantReader: dequantized when read), or, with `parts` or for any other file,
+// the tensors as stored.
+std::unique_ptr<io::TensorReader> open_shown(const cli::Tool& tool, const std::string& path, bool parts);
 
 struct ListOptions {
   std::vector<std::string> files;  // "-" = stdin
   bool metadata = false;           // print the metadata after each table
   bool stats = false;              // add statistics columns (reads the data)
+  bool parts = false;              // a quantized file's stored parts, not its tensors
 };
 
 // List each file; returns the exit code.
@@ -23,6 +32,7 @@ struct DiffOptions {
   std::string a, b;
   std::optional<double> tolerance;  // max abs error for `close` tensors to pass
   std::optional<double> rtol;       // max relative error ||a - b|| / ||a|| for them to pass
+  bool parts = false;               // compare quantized files' stored parts, not their tensors
 };
 
 // Compare two files; returns 0 when they match, 1 when they differ.

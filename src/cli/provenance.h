@@ -9,10 +9,12 @@
 
 #include "cli/output.h"
 #include "tk/io/tensor_file.h"
+#include "tk/quant/layout.h"
 
 namespace tk::cli {
 
-inline constexpr const char* kTkMetadataKey = "tk";
+// The library's key (quant/layout.h), for the tools.
+inline constexpr const char* kTkMetadataKey = quant::kTkMetadataKey;
 
 struct ProvenanceEntry {
   std::string tool;

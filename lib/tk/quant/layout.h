@@ -22,6 +22,8 @@
 namespace tk::quant {
 
 inline constexpr int kLayoutVersion = 1;
+// The metadata key that holds tensorkit's JSON (provenance and this layout).
+inline constexpr const char* kTkMetadataKey = "tk";
 
 // What the metadata says about one quantized tensor.
 struct LayoutRecord {

@@ -1,0 +1,147 @@
+#include "tk/quant/dequant_reader.h"
+
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tk/core/dtype.h"
+#include "tk/core/error.h"
+#include "tk/quant/scheme.h"
+#include "tk/quant/view.h"
+
+namespace tk::quant {
+
+namespace {
+
+// Restore one record as a tensor of `dtype`; `read` fetches a tensor of the file by index.
+template <typename Read>
+Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype, const io::TensorReader& reader,
+               Read&& read) {
+  const std::string where = "tensor '" + name + "'";
+  std::unique_ptr<Scheme> scheme;
+  try {
+    scheme = make_scheme(record.scheme);
+  } catch (const Error&) {
+    throw invalid_input("unknown scheme '" + record.scheme + "' in the metadata", where);
+  }
+  std::map<std::string, Tensor> parts;
+  uint64_t part_bits = 0;
+  for (const std::string& suffix : record.parts) {
+    Tensor t = read(*reader.find(layout_part_name(name, suffix)));
+    part_bits += t.nbytes() * 8;
+    parts[suffix] = std::move(t);
+  }
+  const uint64_t n = shape_numel(record.shape);
+  // No scheme stores less than 1/64 bit per value: a larger shape is a corrupt record,
+  // not a reason to allocate.
+  if (n > part_bits * 64 + 64) throw invalid_input("shape too large for its parts", where);
+  Quantized q = layout_collect(name, record, [&](const std::string& part) -> const Tensor* {
+    return &parts.at(part.substr(name.size() + 1));
+  });
+  std::vector<float> values(n);
+  try {
+    dequantize_view(*scheme, q, values.data());
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(e.message(), where);
+  }
+  Tensor out = Tensor::empty(dtype, record.shape);
+  cast_array(DType::kF32, values.data(), dtype, out.mutable_data(), n);
+  return out;
+}
+
+}  // namespace
+
+bool has_layout(const io::Metadata& metadata) {
+  auto it = metadata.find(kTkMetadataKey);
+  if (it == metadata.end()) return false;
+  nlohmann::json doc = nlohmann::json::parse(it->second, nullptr, false);
+  return doc.is_object() && doc.contains("quant");
+}
+
+DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where,
+                             std::optional<DType> cast)
+    : inner_(std::move(inner)), where_(where) {
+  metadata_ = inner_->metadata();
+  skipped_ = inner_->skipped();
+  auto tk_value = metadata_.find(kTkMetadataKey);
+  if (tk_value == metadata_.end()) throw invalid_input("no quantization metadata (no tk metadata key)", where_);
+  try {
+    records_ = layout_metadata_parse(tk_value->second);
+  } catch (const Error& e) {
+    throw e.with_context(where_);
+  }
+  tk_value->second = layout_metadata_strip(tk_value->second);
+
+  // Every part must exist; the record's tensor takes the place of its first part.
+  std::map<std::string, const std::string*> owner;
+  for (const auto& [name, record] : records_) {
+    if (inner_->find(name)) throw invalid_input("tensor is both quantized and stored densely", "tensor '" + name + "'");
+    for (const std::string& suffix : record.parts) {
+      std::string part = layout_part_name(name, suffix);
+      if (!inner_->find(part)) throw layout_missing_part(name, suffix).with_context(where_);
+      owner[part] = &name;
+    }
+    if (record.parts.empty()) throw invalid_input("quantized tensor without parts", "tensor '" + name + "'");
+  }
+  std::set<const std::string*> placed;
+  const auto& in = inner_->tensors();
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto it = owner.find(in[i].name);
+    if (it == owner.end()) {
+      io::TensorInfo out = in[i];
+      if (cast && dtype_is_float(out.dtype)) {
+        out.dtype = *cast;
+        out.nbytes = dtype_storage_bytes(*cast, shape_numel(out.shape));
+      }
+      infos_.push_back(std::move(out));
+      slots_.push_back({i, nullptr, in[i].nbytes});
+    } else if (placed.insert(it->second).second) {
+      const LayoutRecord& r = records_.at(*it->second);
+      const DType dtype = cast.value_or(r.dtype);
+      infos_.push_back({*it->second, dtype, r.shape, dtype_storage_bytes(dtype, shape_numel(r.shape))});
+      uint64_t stored = 0;
+      for (const std::string& suffix : r.parts) stored += in[*inner_->find(layout_part_name(*it->second, suffix))].nbytes;
+      slots_.push_back({i, &r, stored});
+    }
+  }
+}
+
+Tensor DequantReader::fetch(size_t i) {
+  if (inner_->random_access()) return inner_->read(i);
+  if (auto it = held_.find(i); it != held_.end()) {
+    Tensor t = std::move(it->second);
+    held_.erase(it);
+    return t;
+  }
+  if (i < next_) throw usage_error("tensor was already read from this stream", where_);
+  for (; next_ < i; ++next_) held_.emplace(next_, inner_->read(next_));
+  ++next_;
+  return inner_->read(i);
+}
+
+Tensor DequantReader::read(size_t index) {
+  const Slot& s = slots_.at(index);
+  const io::TensorInfo& info = infos_[index];
+  try {
+    if (s.record) return restore(info.name, *s.record, info.dtype, *inner_, [this](size_t i) { return fetch(i); });
+    Tensor t = fetch(s.input_index);
+    if (t.dtype() == info.dtype) return t;
+    Tensor out = Tensor::empty(info.dtype, t.shape());
+    cast_array(t.dtype(), t.data(), info.dtype, out.mutable_data(), t.numel());
+    return out;
+  } catch (const Error& e) {
+    if (e.where().rfind(where_, 0) == 0) throw;
+    throw e.with_context(where_);
+  }
+}
+
+void DequantReader::release(size_t index) {
+  const Slot& s = slots_.at(index);
+  if (!inner_->random_access()) return;
+  if (!s.record) return inner_->release(s.input_index);
+  for (const std::string& suffix : s.record->parts)
+    inner_->release(*inner_->find(layout_part_name(infos_[index].name, suffix)));
+}
+
+}  // namespace tk::quant

@@ -1,0 +1,61 @@
+// A file that tquant wrote, read as the tensors it stands for: each quantized tensor
+// (its parts NAME.codes, NAME.scales, ... and its record in the `tk` metadata,
+// layout.h) is one logical tensor NAME in its original dtype and shape, dequantized
+// when read; tensors stored densely pass through. `tquant dequant` writes these
+// tensors out; `tinfo` lists them with their schemes and compares them with a source.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tk/io/tensor_file.h"
+#include "tk/quant/layout.h"
+
+namespace tk::quant {
+
+// True when `metadata` describes quantized tensors (a `tk` value with a "quant" object).
+bool has_layout(const io::Metadata& metadata);
+
+class DequantReader final : public io::TensorReader {
+ public:
+  // Its tensors are listed in `inner`'s order, a
+  // quantized tensor in the place of its first part. `cast` (f32, bf16 or f16), when
+  // given, is the dtype of every dequantized and float tensor. The metadata is the
+  // inner file's with the "quant" object taken out of `tk`. Throws kInvalidInput
+  // (located at the file `where`) for a missing or malformed layout, a missing part, or a
+  // tensor that is both quantized and stored densely.
+  DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where,
+                std::optional<DType> cast = std::nullopt);
+
+  // On a sequential `inner` (a pipe), the tensors passed over on the way to a part are
+  // held until asked for, so that any order works, at the cost of memory.
+  io::FileFormat format() const override { return inner_->format(); }
+  bool random_access() const override { return true; }
+  Tensor read(size_t index) override;
+  void release(size_t index) override;
+
+  // The record of tensor `index`, or null for a tensor stored densely.
+  const LayoutRecord* record(size_t index) const { return slots_.at(index).record; }
+  // Bytes the tensor takes in the file (the sum of its parts for a quantized one).
+  uint64_t stored_bytes(size_t index) const { return slots_.at(index).stored; }
+  size_t quantized_count() const { return records_.size(); }
+
+ private:
+  struct Slot {
+    size_t input_index = 0;
+    const LayoutRecord* record = nullptr;
+    uint64_t stored = 0;
+  };
+  Tensor fetch(size_t inner_index);
+
+  std::unique_ptr<io::TensorReader> inner_;
+  std::map<size_t, Tensor> held_;  // read ahead from a sequential inner
+  size_t next_ = 0;                // its next index
+  std::string where_;
+  std::map<std::string, LayoutRecord> records_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace tk::quant

@@ -8,38 +8,15 @@ data at a multiple of 64 bytes, and come out the same byte for byte from the sam
 import io
 import os
 import struct
-import subprocess
 import zipfile
 
 import ml_dtypes
 import numpy as np
 import pytest
 from safetensors.numpy import load, load_file, save_file
-
-BIN = os.environ.get("TK_BIN", "build")
-TINFO = os.path.join(BIN, "tinfo")
-TCONVERT = os.path.join(BIN, "tconvert")
+from tk_helpers import TCONVERT, TINFO, ok, run, sample
 
 DTYPES = ["?", "u1", "i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8", "<f2", "<f4", "<f8", "<c8"]
-
-
-def run(*args, stdin=None):
-    return subprocess.run(list(args), input=stdin, capture_output=True)
-
-
-def ok(*args, stdin=None):
-    r = run(*args, stdin=stdin)
-    assert r.returncode == 0, r.stderr.decode()
-    return r
-
-
-def sample(dtype, shape, seed=0):
-    dt = np.dtype(dtype)
-    rng = np.random.default_rng(seed)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(dt)
-    n = int(np.prod(shape))
-    return np.frombuffer(rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).tobytes(), dtype=dt).reshape(shape).copy()
 
 
 def canonical(a):

@@ -13,29 +13,16 @@ import importlib.util
 import json
 import os
 import struct
-import subprocess
 
 import pytest
+from tk_helpers import TCONVERT, TINFO, ok, run
 
-BIN = os.environ.get("TK_BIN", "build")
-TINFO = os.path.join(BIN, "tinfo")
-TCONVERT = os.path.join(BIN, "tconvert")
 TD = os.environ.get("TK_TESTDATA", "testdata")
 TORCH_DIR = os.path.join(TD, "torch")
 MINILM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv", "models", "all-minilm-l6-v2",
                       "model.safetensors")
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed (make bench-deps installs it)")
-
-
-def run(*args, stdin=None):
-    return subprocess.run(list(args), input=stdin, capture_output=True)
-
-
-def ok(*args, stdin=None):
-    r = run(*args, stdin=stdin)
-    assert r.returncode == 0, r.stderr.decode()
-    return r
 
 
 def raw_tensors(data):

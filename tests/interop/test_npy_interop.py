@@ -10,39 +10,14 @@ import io
 import json
 import math
 import os
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
-
-BIN = os.environ.get("TK_BIN", "build")
-TINFO = os.path.join(BIN, "tinfo")
-TCONVERT = os.path.join(BIN, "tconvert")
+from tk_helpers import TCONVERT, TINFO, ok, run, sample
 
 DTYPES = ["?", "u1", "i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8", "<f2", "<f4", "<f8", "<c8"]
-
-
-def run(*args, stdin=None):
-    return subprocess.run(list(args), stdin=stdin, capture_output=True)
-
-
-def ok(*args, stdin=None):
-    r = run(*args, stdin=stdin)
-    assert r.returncode == 0, r.stderr.decode()
-    return r
-
-
-def sample(dtype, shape, seed=0):
-    """An array of `dtype` with random bit patterns (NaN payloads and subnormals for floats)."""
-    dt = np.dtype(dtype)
-    rng = np.random.default_rng(seed)
-    n = math.prod(shape)
-    if dt.kind == "b":
-        return rng.integers(0, 2, shape).astype(dt)
-    raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).tobytes()
-    return np.frombuffer(raw, dtype=dt).reshape(shape).copy()
 
 
 def np_save_bytes(arr):

@@ -11,8 +11,10 @@ TCONVERT = os.path.join(BIN, "tconvert")
 
 
 def run(*args, stdin=None):
-    """Run a tool; `stdin` is the bytes it reads."""
-    return subprocess.run(list(args), input=stdin, capture_output=True)
+    """Run a tool; `stdin` is the bytes it reads through a pipe, or an open file it reads directly."""
+    if isinstance(stdin, (bytes, bytearray)):
+        return subprocess.run(list(args), input=stdin, capture_output=True)
+    return subprocess.run(list(args), stdin=stdin, capture_output=True)
 
 
 def ok(*args, stdin=None):

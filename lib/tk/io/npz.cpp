@@ -27,8 +27,13 @@ class NpzReader final : public TensorReader {
       const std::string tensor = e.name.substr(0, e.name.size() - kNpySuffix.size());
       const std::string where = name_ + ": array '" + tensor + "'";
       try {
-        // The header is at most its prefix plus kNpyMaxHeader bytes.
-        Buffer head = archive_->read_prefix(i, 12 + kNpyMaxHeader);
+        // The fixed prefix says how long the header is; only that much is inflated.
+        Buffer prefix = archive_->read_prefix(i, 12);
+        if (prefix.size() < 8) throw invalid_input("truncated .npy header");
+        const size_t prefix_bytes = npy_prefix_size({prefix.data(), 8});
+        if (prefix.size() < prefix_bytes) throw invalid_input("truncated .npy header");
+        const NpyPrefix p = npy_parse_prefix({prefix.data(), prefix_bytes});
+        Buffer head = archive_->read_prefix(i, prefix_bytes + p.header_bytes);
         NpyLayout layout = npy_parse_layout({head.data(), head.size()});
         if (e.bytes - std::min(e.bytes, layout.data_offset) != layout.data_bytes)
           throw invalid_input("the entry holds " + std::to_string(e.bytes - std::min(e.bytes, layout.data_offset)) +

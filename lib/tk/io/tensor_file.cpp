@@ -95,7 +95,7 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 8 && std::memcmp(head.data(), kHdf5Magic, 8) == 0) return FileFormat::kHdf5;
   if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
-  // A zip archive (.npz or torch.save; told apart by their entries), or a bare pickle.
+  // A zip archive: .npz or torch.save, told apart by their entries.
   if (head.size() >= 4 && (std::memcmp(head.data(), kZipLocalMagic, 4) == 0 ||
                            std::memcmp(head.data(), kZipEmptyMagic, 4) == 0))
     return FileFormat::kNpz;

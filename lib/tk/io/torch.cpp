@@ -512,6 +512,12 @@ struct Found {
   PyObject* tensor;
 };
 
+// The pickle of a torch.save archive: NAME/data.pkl, one level down.
+bool is_pickle_entry(const std::string& name) {
+  const size_t slash = name.find('/');
+  return slash != std::string::npos && name.compare(slash + 1, std::string::npos, "data.pkl") == 0;
+}
+
 // Collect the tensors under `v`, named by their paths; subtrees without tensors go to
 // `skipped` whole.
 class Walker {
@@ -627,10 +633,7 @@ class TorchReader final : public TensorReader {
     const TensorInfo& info = infos_[index];
     const std::string where = name_ + ": tensor '" + info.name + "'";
     try {
-      Buffer storage = archive_->read(v.entry);
-      if (storage.size() != v.storage_bytes)
-        throw invalid_input("storage '" + v.key + "' holds " + std::to_string(storage.size()) + " bytes, not the " +
-                            std::to_string(v.storage_bytes) + " its id declares");
+      Buffer storage = archive_->read(v.entry);  // its size was checked when listed
       const size_t elem = static_cast<size_t>(dtype_bits(info.dtype) / 8);
       const uint64_t start = v.offset * elem;
       const bool aligned = reinterpret_cast<uintptr_t>(storage.data() + start) % dtype_traits(info.dtype).alignment == 0;
@@ -646,10 +649,10 @@ class TorchReader final : public TensorReader {
   }
 
  private:
+  // Where a listed tensor's elements lie: its storage's entry, and the view into it.
   struct View {
     size_t entry;
-    std::string key;
-    uint64_t storage_bytes, offset;
+    uint64_t offset;
     std::vector<int64_t> stride;
     bool contiguous;
   };
@@ -657,8 +660,7 @@ class TorchReader final : public TensorReader {
   std::string find_pickle() const {
     std::string pkl;
     for (const ZipEntry& e : archive_->entries()) {
-      const size_t slash = e.name.find('/');
-      if (slash == std::string::npos || e.name.substr(slash + 1) != "data.pkl") continue;
+      if (!is_pickle_entry(e.name)) continue;
       if (!pkl.empty()) throw invalid_input("a PyTorch archive with two data.pkl records", name_);
       pkl = e.name;
     }
@@ -676,13 +678,13 @@ class TorchReader final : public TensorReader {
     const uint64_t numel = shape_numel(info.shape);
     info.nbytes = dtype_storage_bytes(info.dtype, numel);
     const uint64_t elem = static_cast<uint64_t>(dtype_bits(info.dtype) / 8);
+    const std::string& key = t->storage->key;
+    const uint64_t storage_bytes = t->storage->storage_bytes;
     View v;
-    v.key = t->storage->key;
-    v.storage_bytes = t->storage->storage_bytes;
     v.offset = t->offset;
     v.stride = t->stride;
-    auto entry = archive_->find(prefix_ + "data/" + v.key);
-    if (!entry) throw invalid_input("storage '" + v.key + "' is not in the archive", where);
+    auto entry = archive_->find(prefix_ + "data/" + key);
+    if (!entry) throw invalid_input("storage '" + key + "' is not in the archive", where);
     v.entry = *entry;
     // The last element the view reaches, which must lie inside the storage.
     uint64_t last = v.offset;
@@ -696,13 +698,13 @@ class TorchReader final : public TensorReader {
         throw invalid_input("a tensor view that overflows", where);
       if (n > 0) last += (n - 1) * s;
     }
-    if (numel > 0 && (last >= std::numeric_limits<uint64_t>::max() / elem || (last + 1) * elem > v.storage_bytes))
-      throw invalid_input("tensor view reaches past its storage '" + v.key + "' (" + std::to_string(v.storage_bytes) +
+    if (numel > 0 && (last >= std::numeric_limits<uint64_t>::max() / elem || (last + 1) * elem > storage_bytes))
+      throw invalid_input("tensor view reaches past its storage '" + key + "' (" + std::to_string(storage_bytes) +
                               " bytes)",
                           where);
-    if (numel > 0 && archive_->entries()[v.entry].bytes != v.storage_bytes)
-      throw invalid_input("storage '" + v.key + "' holds " + std::to_string(archive_->entries()[v.entry].bytes) +
-                              " bytes, not the " + std::to_string(v.storage_bytes) + " its id declares",
+    if (archive_->entries()[v.entry].bytes != storage_bytes)
+      throw invalid_input("storage '" + key + "' holds " + std::to_string(archive_->entries()[v.entry].bytes) +
+                              " bytes, not the " + std::to_string(storage_bytes) + " its id declares",
                           where);
     infos_.push_back(std::move(info));
     views_.push_back(std::move(v));
@@ -716,10 +718,8 @@ class TorchReader final : public TensorReader {
 }  // namespace
 
 bool torch_is_archive(const ZipArchive& archive) {
-  return std::any_of(archive.entries().begin(), archive.entries().end(), [](const ZipEntry& e) {
-    const size_t slash = e.name.find('/');
-    return slash != std::string::npos && e.name.substr(slash + 1) == "data.pkl";
-  });
+  return std::any_of(archive.entries().begin(), archive.entries().end(),
+                     [](const ZipEntry& e) { return is_pickle_entry(e.name); });
 }
 
 std::unique_ptr<TensorReader> torch_open(std::shared_ptr<const ZipArchive> archive, const std::string& name,

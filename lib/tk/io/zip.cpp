@@ -97,6 +97,7 @@ constexpr uint16_t kPadExtraId = 0x746b;  // "tk": padding, ignored by readers
 
 ZipArchive::ZipArchive(Buffer file, std::string name) : file_(std::move(file)), name_(std::move(name)) {
   parse();
+  checked_ = std::make_unique<std::atomic<bool>[]>(entries_.size());
 }
 
 void ZipArchive::parse() {
@@ -222,12 +223,15 @@ Buffer ZipArchive::read(size_t index) const {
   const std::string where = name_ + ": entry '" + e.name + "'";
   Buffer out;
   if (!e.deflated) {
+    // Views of one storage read it again and again; the mapping does not change.
     out = file_.slice(e.data_offset, e.stored_bytes);
+    if (checked_[index].load(std::memory_order_relaxed)) return out;
   } else {
     out = Buffer::allocate(e.bytes);
     inflate_into({file_.data() + e.data_offset, e.stored_bytes}, {out.mutable_data(), e.bytes}, true, where);
   }
   if (crc_of(out.data(), out.size()) != e.crc32) throw invalid_input("zip entry fails its CRC-32 check", where);
+  if (!e.deflated) checked_[index].store(true, std::memory_order_relaxed);
   return out;
 }
 

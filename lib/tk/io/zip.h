@@ -6,7 +6,9 @@
 // accepted.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,7 +44,7 @@ class ZipArchive {
   const std::vector<ZipEntry>& entries() const { return entries_; }
   std::optional<size_t> find(std::string_view name) const;
   // The entry's bytes, checked against its CRC-32: a view of the archive for a stored
-  // entry, inflated into a new buffer otherwise.
+  // entry (checked on its first read only), inflated into a new buffer otherwise.
   Buffer read(size_t index) const;
   // At most the first `n` bytes of the entry, not checked against the CRC (for headers).
   Buffer read_prefix(size_t index, size_t n) const;
@@ -52,6 +54,7 @@ class ZipArchive {
   Buffer file_;
   std::string name_;
   std::vector<ZipEntry> entries_;
+  std::unique_ptr<std::atomic<bool>[]> checked_;  // a stored entry's CRC already matched
 };
 
 // The whole of `in` as one buffer an archive can be read from: a mapping of a regular

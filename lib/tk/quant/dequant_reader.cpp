@@ -1,6 +1,8 @@
 #include "tk/quant/dequant_reader.h"
 
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -13,9 +15,10 @@ namespace tk::quant {
 
 namespace {
 
-// Restore one record as a tensor of `dtype`; `read` fetches a tensor of the file by index.
+// Restore one record as a tensor of `dtype` from its parts, tensors `parts` of the file
+// (in the record's order), which `read` fetches by index.
 template <typename Read>
-Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype, const io::TensorReader& reader,
+Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype, const std::vector<size_t>& parts_at,
                Read&& read) {
   const std::string where = "tensor '" + name + "'";
   std::unique_ptr<Scheme> scheme;
@@ -26,10 +29,10 @@ Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype,
   }
   std::map<std::string, Tensor> parts;
   uint64_t part_bits = 0;
-  for (const std::string& suffix : record.parts) {
-    Tensor t = read(*reader.find(layout_part_name(name, suffix)));
+  for (size_t k = 0; k < record.parts.size(); ++k) {
+    Tensor t = read(parts_at[k]);
     part_bits += t.nbytes() * 8;
-    parts[suffix] = std::move(t);
+    parts[record.parts[k]] = std::move(t);
   }
   const uint64_t n = shape_numel(record.shape);
   // No scheme stores less than 1/64 bit per value: a larger shape is a corrupt record,
@@ -74,18 +77,23 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
   tk_value->second = layout_metadata_strip(tk_value->second);
 
   // Every part must exist; the record's tensor takes the place of its first part.
+  const auto& in = inner_->tensors();
+  std::unordered_map<std::string_view, size_t> index;  // the file's tensors by name
+  for (size_t i = 0; i < in.size(); ++i) index.emplace(in[i].name, i);
   std::map<std::string, const std::string*> owner;
+  std::map<const std::string*, std::vector<size_t>> parts_at;
   for (const auto& [name, record] : records_) {
-    if (inner_->find(name)) throw invalid_input("tensor is both quantized and stored densely", "tensor '" + name + "'");
+    if (index.count(name)) throw invalid_input("tensor is both quantized and stored densely", "tensor '" + name + "'");
     for (const std::string& suffix : record.parts) {
       std::string part = layout_part_name(name, suffix);
-      if (!inner_->find(part)) throw layout_missing_part(name, suffix).with_context(where_);
+      auto at = index.find(part);
+      if (at == index.end()) throw layout_missing_part(name, suffix).with_context(where_);
+      parts_at[&name].push_back(at->second);
       owner[part] = &name;
     }
     if (record.parts.empty()) throw invalid_input("quantized tensor without parts", "tensor '" + name + "'");
   }
   std::set<const std::string*> placed;
-  const auto& in = inner_->tensors();
   for (size_t i = 0; i < in.size(); ++i) {
     auto it = owner.find(in[i].name);
     if (it == owner.end()) {
@@ -95,14 +103,14 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
         out.nbytes = dtype_storage_bytes(*cast, shape_numel(out.shape));
       }
       infos_.push_back(std::move(out));
-      slots_.push_back({i, nullptr, in[i].nbytes});
+      slots_.push_back({i, nullptr, in[i].nbytes, {}});
     } else if (placed.insert(it->second).second) {
       const LayoutRecord& r = records_.at(*it->second);
       const DType dtype = cast.value_or(r.dtype);
       infos_.push_back({*it->second, dtype, r.shape, dtype_storage_bytes(dtype, shape_numel(r.shape))});
       uint64_t stored = 0;
-      for (const std::string& suffix : r.parts) stored += in[*inner_->find(layout_part_name(*it->second, suffix))].nbytes;
-      slots_.push_back({i, &r, stored});
+      for (size_t part : parts_at[it->second]) stored += in[part].nbytes;
+      slots_.push_back({i, &r, stored, std::move(parts_at[it->second])});
     }
   }
 }
@@ -124,7 +132,7 @@ Tensor DequantReader::read(size_t index) {
   const Slot& s = slots_.at(index);
   const io::TensorInfo& info = infos_[index];
   try {
-    if (s.record) return restore(info.name, *s.record, info.dtype, *inner_, [this](size_t i) { return fetch(i); });
+    if (s.record) return restore(info.name, *s.record, info.dtype, s.parts, [this](size_t i) { return fetch(i); });
     Tensor t = fetch(s.input_index);
     if (t.dtype() == info.dtype) return t;
     Tensor out = Tensor::empty(info.dtype, t.shape());
@@ -140,8 +148,7 @@ void DequantReader::release(size_t index) {
   const Slot& s = slots_.at(index);
   if (!inner_->random_access()) return;
   if (!s.record) return inner_->release(s.input_index);
-  for (const std::string& suffix : s.record->parts)
-    inner_->release(*inner_->find(layout_part_name(infos_[index].name, suffix)));
+  for (size_t part : s.parts) inner_->release(part);
 }
 
 }  // namespace tk::quant

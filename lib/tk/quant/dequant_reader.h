@@ -47,6 +47,7 @@ class DequantReader final : public io::TensorReader {
     size_t input_index = 0;
     const LayoutRecord* record = nullptr;
     uint64_t stored = 0;
+    std::vector<size_t> parts;  // the record's parts, as indices of inner_, in its order
   };
   Tensor fetch(size_t inner_index);
 

@@ -45,8 +45,8 @@ for out in out-c out-q; do
 done
 cmp model/model.safetensors.index.json out-c/model.safetensors.index.json
 # The new index maps every tensor of the quantized shards to its shard.
-tinfo -q out-q/model.safetensors.index.json | tail -n +3 | awk '{ print $1 }' | sort >got-names
-for k in 1 2 3 4; do tinfo -q "want-model-0000$k-of-00004.safetensors" | tail -n +3 | awk '{ print $1 }'; done |
+tinfo -q --parts out-q/model.safetensors.index.json | tail -n +3 | awk '{ print $1 }' | sort >got-names
+for k in 1 2 3 4; do tinfo -q --parts "want-model-0000$k-of-00004.safetensors" | tail -n +3 | awk '{ print $1 }'; done |
   sort >want-names
 cmp want-names got-names || fail "merged index lists other tensors"
 [ "$(wc -l <want-names)" -gt 12 ] || fail "quantized shards hold only $(wc -l <want-names) tensors"

@@ -67,11 +67,13 @@ TEST(Provenance, AddUpdatesTheTkKeyOnly) {
 }
 
 TEST(Provenance, PathArgumentsKeepTheirLastComponent) {
-  // /tmp exists, so /tmp/x/y.safetensors (parent missing) is kept, /tmp/out.h5 is a path.
-  const std::vector<std::string> args = {"/tmp",          "/tmp/out.h5", "--output=/tmp/o.safetensors",
-                                         "/tmp/x/y.safetensors", "blocks.*/attn=int4", "-j", "2"};
-  EXPECT_EQ(provenance_args(args), (std::vector<std::string>{"tmp", "out.h5", "--output=o.safetensors",
-                                                             "/tmp/x/y.safetensors", "blocks.*/attn=int4", "-j", "2"}));
+  // /tmp exists, so /tmp/out.h5 is a path; no one can create a directory under /proc/self,
+  // so /proc/self/no-such-dir/y.safetensors (parent missing) is kept as it was written.
+  const std::string missing = "/proc/self/no-such-dir/y.safetensors";
+  const std::vector<std::string> args = {"/tmp", "/tmp/out.h5", "--output=/tmp/o.safetensors", missing,
+                                         "blocks.*/attn=int4", "-j", "2"};
+  EXPECT_EQ(provenance_args(args), (std::vector<std::string>{"tmp", "out.h5", "--output=o.safetensors", missing,
+                                                             "blocks.*/attn=int4", "-j", "2"}));
 }
 
 TEST(Provenance, StampEditsThenRecordsThenAddsFormat) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/directory_listing.h"
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
@@ -119,40 +120,11 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
     auto tier = open_read_only(o.durable);
     for (uint64_t s : tier->steps()) durable.insert(s);
   }
-  cli::TextTable table({"STEP", "CREATED", "TENSORS", "SIZE", "STORED", "STATE", "PARENT"});
-  json rows = json::array();
-  std::vector<const Error*> invalid;
-  for (const auto& listed : steps) {
-    if (listed.error) {
-      invalid.push_back(&*listed.error);
-      table.add_row({std::to_string(listed.step), "-", "-", "-", "-", "invalid", "-"});
-      const Error& e = *listed.error;
-      rows.push_back({{"step", listed.step},
-                      {"state", "invalid"},
-                      {"error", (e.where().empty() ? "" : e.where() + ": ") + e.what()}});
-      continue;
-    }
-    const ckpt::StepInfo& s = *listed.info;
-    bool flushed = durable.count(s.step) > 0;
-    std::string state = flushed ? "flushed" : "committed";
-    table.add_row({std::to_string(s.step), s.created, std::to_string(s.tensors), cli::format_bytes(s.logical_bytes),
-                   cli::format_bytes(s.stored_bytes), state, s.parent ? std::to_string(*s.parent) : "-"});
-    rows.push_back({{"step", s.step},
-                    {"created", s.created},
-                    {"tensors", s.tensors},
-                    {"logical_bytes", s.logical_bytes},
-                    {"stored_bytes", s.stored_bytes},
-                    {"state", state},
-                    {"parent", s.parent ? json(*s.parent) : json(nullptr)},
-                    {"metadata", s.metadata}});
-    if (s.world_size) rows.back()["world_size"] = s.world_size;
-  }
-  if (tool.options().text_report()) cli::write_stdout(table.render());
-  if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", rows}}, *tool.options().json);
-  if (!invalid.empty()) {
-    std::string count = invalid.size() > 1 ? fmt::format(" (and {} more invalid steps)", invalid.size() - 1) : "";
-    throw Error(ErrorKind::kInvalidInput, invalid.front()->what() + count, invalid.front()->where());
-  }
+  std::vector<Error> invalid;
+  cli::DirectoryTable listed = cli::step_table(steps, durable, invalid);
+  if (tool.options().text_report()) cli::write_stdout(listed.table.render());
+  if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", listed.rows}}, *tool.options().json);
+  cli::throw_invalid_steps(invalid);
   return cli::kExitOk;
 }
 

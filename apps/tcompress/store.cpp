@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/directory_listing.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "cli/report.h"
@@ -52,30 +53,6 @@ CLI::App* add_store_subcommand(cli::Tool& tool, StoreCommand& c, const std::stri
       ->envname("TK_STORE")
       ->required();
   return sub;
-}
-
-std::string ratio_text(uint64_t logical, uint64_t stored) {
-  if (stored == 0) return "-";
-  return fmt::format("{:.2f}", static_cast<double>(logical) / static_cast<double>(stored));
-}
-
-json ratio_json(uint64_t logical, uint64_t stored) {
-  if (stored == 0) return nullptr;
-  return static_cast<double>(logical) / static_cast<double>(stored);
-}
-
-json file_json(const store::StoreFileInfo& f) {
-  return {{"name", f.name},
-          {"kind", f.kind},
-          {"base", f.base.empty() ? json(nullptr) : json(f.base)},
-          {"created", f.created},
-          {"sha256", f.sha256},
-          {"logical_bytes", f.logical_bytes},
-          {"stored_bytes", f.stored_bytes},
-          {"unique_bytes", f.unique_bytes},
-          {"ratio", ratio_json(f.logical_bytes, f.stored_bytes)},
-          {"tensors", f.tensors},
-          {"objects", f.objects}};
 }
 
 int run_add(cli::Tool& tool, const StoreCommand& c) {
@@ -140,16 +117,9 @@ int run_get(cli::Tool& tool, const StoreCommand& c) {
 
 int run_ls(cli::Tool& tool, const StoreCommand& c) {
   store::Store store = store::Store::open(c.dir, false);
-  store::StoreStats st = store.stats();
-  cli::TextTable table({"NAME", "KIND", "SIZE", "STORED", "TENSORS", "BASE", "ADDED"});
-  json rows = json::array();
-  for (const auto& f : st.files) {
-    table.add_row({f.name, f.kind, cli::format_bytes(f.logical_bytes), cli::format_bytes(f.stored_bytes),
-                   std::to_string(f.tensors), f.base.empty() ? "-" : f.base, f.created});
-    rows.push_back(file_json(f));
-  }
-  if (tool.options().text_report()) cli::write_stdout(table.render());
-  if (tool.options().json) cli::write_json({{"store", c.dir}, {"files", rows}}, *tool.options().json);
+  cli::DirectoryTable listed = cli::store_table(store.stats());
+  if (tool.options().text_report()) cli::write_stdout(listed.table.render());
+  if (tool.options().json) cli::write_json({{"store", c.dir}, {"files", listed.rows}}, *tool.options().json);
   return cli::kExitOk;
 }
 
@@ -160,11 +130,11 @@ int run_stats(cli::Tool& tool, const StoreCommand& c) {
   json rows = json::array();
   for (const auto& f : st.files) {
     table.add_row({f.name, cli::format_bytes(f.logical_bytes), cli::format_bytes(f.stored_bytes),
-                   cli::format_bytes(f.unique_bytes), ratio_text(f.logical_bytes, f.stored_bytes)});
-    rows.push_back(file_json(f));
+                   cli::format_bytes(f.unique_bytes), cli::ratio_text(f.logical_bytes, f.stored_bytes)});
+    rows.push_back(cli::store_file_json(f));
   }
   table.add_row({"(store)", cli::format_bytes(st.logical_bytes), cli::format_bytes(st.stored_bytes()), "-",
-                 ratio_text(st.logical_bytes, st.stored_bytes())});
+                 cli::ratio_text(st.logical_bytes, st.stored_bytes())});
   if (tool.options().text_report()) {
     std::string text = table.render();
     text += fmt::format("{}, {} ({} in objects, {} in manifests)\n", cli::count_noun(st.files.size(), "file", "files"),
@@ -188,7 +158,7 @@ int run_stats(cli::Tool& tool, const StoreCommand& c) {
                      {"stored_bytes", st.stored_bytes()},
                      {"object_bytes", st.object_bytes},
                      {"manifest_bytes", st.manifest_bytes},
-                     {"ratio", ratio_json(st.logical_bytes, st.stored_bytes())},
+                     {"ratio", cli::ratio_json(st.logical_bytes, st.stored_bytes())},
                      {"objects", st.objects},
                      {"unreferenced_objects", st.unreferenced_objects},
                      {"unreferenced_bytes", st.unreferenced_bytes},

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/directory_listing.h"
 #include "cli/input.h"
 #include "cli/display_text.h"
 #include "cli/metadata_text.h"
@@ -40,12 +41,6 @@ std::vector<std::string> stats_cells(const TensorStats& s) {
 double stored_ratio(uint64_t bytes, uint64_t stored) {
   return stored == 0 ? 0.0 : static_cast<double>(bytes) / static_cast<double>(stored);
 }
-
-// One file listed: its text block and its JSON object.
-struct Listing {
-  std::string text;
-  json doc;
-};
 
 // The JSON object is built only when `with_json`: for a header of 10^6 tensors it costs
 // more than reading the header.
@@ -160,8 +155,11 @@ int run_list(cli::Tool& tool, const ListOptions& options) {
   cli::check_binary_input(options.files, cli::stdin_is_terminal());
   cli::TensorSelection selection = common.selection();
   std::vector<Listing> listings;
-  for (const auto& path : options.files)
-    listings.push_back(list_file(tool, path, options, selection, common.json.has_value()));
+  for (const auto& path : options.files) {
+    auto directory = list_directory(path, options, common.json.has_value());
+    listings.push_back(directory ? std::move(*directory)
+                                 : list_file(tool, path, options, selection, common.json.has_value()));
+  }
   selection.check_all_patterns_used();
 
   if (common.text_report()) {
@@ -172,6 +170,7 @@ int run_list(cli::Tool& tool, const ListOptions& options) {
     for (auto& l : listings) files.push_back(std::move(l.doc));
     cli::write_json({{"files", std::move(files)}}, *common.json);
   }
+  for (const auto& l : listings) cli::throw_invalid_steps(l.errors);
   return cli::kExitOk;
 }
 

@@ -2,7 +2,9 @@
 #include "tinfo.h"
 
 int main(int argc, char** argv) {
-  tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5, .npy, .npz and PyTorch files, or compare two files");
+  tk::cli::Tool tool("tinfo",
+                     "List the tensors of safetensors, HDF5, .npy, .npz and PyTorch files, containers, checkpoint "
+                     "steps and stores, or compare two files");
   tool.set_examples({
       {"tinfo model.safetensors", "Tensors, dtypes, shapes and bytes"},
       {"tinfo --stats field.h5", "Add min, max, mean, std, absmax and zero/NaN/Inf counts"},
@@ -10,10 +12,14 @@ int main(int argc, char** argv) {
       {"tinfo diff a.safetensors b.h5 --rtol 1e-2", "Compare tensor by tensor; exit 1 when they differ"},
       {"tinfo q.safetensors", "A quantized file's tensors, with scheme, stored bytes and bits per value"},
       {"tinfo diff model.safetensors q.safetensors --rtol 0.1", "A quantized file against its source, dequantized"},
+      {"tinfo ckpt/", "A checkpoint directory's steps; 'tinfo ckpt/step-100' lists one step's tensors"},
+      {"tinfo store/", "A model store's files, with stored bytes and ratios"},
   });
   tk::tinfo::ListOptions list;
   tool.app()
-      .add_option("files", list.files, "Tensor files, sharded indexes or model directories ('-': stdin, the default)")
+      .add_option("files", list.files,
+                  "Tensor files, sharded indexes, model directories, checkpoint directories or stores ('-': stdin, "
+                  "the default)")
       ->type_name("FILE...");
   tool.app().add_flag("--metadata", list.metadata, "Print each file's metadata after its table");
   tool.app().add_flag("--stats", list.stats, "Add columns min max mean std absmax zeros nan inf (reads the data)");

@@ -2,11 +2,12 @@
 // two files tensor by tensor (`tinfo diff`).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli/tool.h"
 #include "tk/io/tensor_file.h"
@@ -24,6 +25,18 @@ struct ListOptions {
   bool stats = false;              // add statistics columns (reads the data)
   bool parts = false;              // a quantized file's stored parts, not its tensors
 };
+
+// One input listed: its text block, its JSON object (when asked for), and the steps of
+// a checkpoint root that could not be read (listed as invalid; the run then fails).
+struct Listing {
+  std::string text;
+  nlohmann::json doc;
+  std::vector<Error> errors;
+};
+
+// A checkpoint root (its steps) or a model store (its files) listed; nullopt for any
+// other path. --stats and --parts, which read tensors, are refused there (kUsage).
+std::optional<Listing> list_directory(const std::string& path, const ListOptions& options, bool with_json);
 
 // List each file; returns the exit code.
 int run_list(cli::Tool& tool, const ListOptions& options);

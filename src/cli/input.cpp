@@ -4,10 +4,12 @@
 
 #include <cerrno>
 
+#include "tk/ckpt/step_tensors.h"
 #include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 #include "tk/io/temp_file.h"
+#include "tk/store/store.h"
 
 namespace tk::cli {
 
@@ -59,9 +61,14 @@ class SpooledReader final : public io::TensorReader {
   std::string spool_, name_;
 };
 
-// io::open_reader, and .tkz containers as the tensor files they hold.
+// io::open_reader, .tkz containers as the tensor files they hold, and checkpoint steps
+// (a root: its newest step).
 std::unique_ptr<io::TensorReader> open_any(const std::string& path, const io::ReadOptions& options) {
   if (codec::is_tkz_file(path)) return std::make_unique<codec::TkzReader>(path);
+  if (auto where = ckpt::locate_checkpoint(path)) return ckpt::open_step_tensors(*where);
+  if (store::is_store_dir(path))
+    throw invalid_input("is a model store, not a tensor file: 'tinfo' lists it, 'tcompress store get' restores a file",
+                        path);
   return io::open_reader(path, options);
 }
 

@@ -61,6 +61,7 @@ const char* format_name(FileFormat format) {
     case FileFormat::kTkz: return "tkz";
     case FileFormat::kNpz: return "npz";
     case FileFormat::kTorch: return "pytorch";
+    case FileFormat::kCheckpoint: return "checkpoint";
     case FileFormat::kUnknown: break;
   }
   return "unknown";
@@ -193,6 +194,7 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         // The tools read a container's tensors from a path (codec/tkz_reader.h).
         throw invalid_input("a .tkz container is read as tensors only from a file path; or restore it with "
                             "'tcompress -d'");
+      case FileFormat::kCheckpoint:  // a directory, never detected from bytes
       case FileFormat::kUnknown: break;
     }
   } catch (const Error& e) {
@@ -225,6 +227,8 @@ std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOp
       throw usage_error("a sharded model is written by its .safetensors name with --max-shard-size", path);
     case FileFormat::kTkz:
       throw usage_error("tensor files cannot be written as .tkz; use tcompress", path);
+    case FileFormat::kCheckpoint:
+      throw usage_error("checkpoint steps are written by 'tckpt save'", path);
     case FileFormat::kUnknown: break;
   }
   throw usage_error("unknown output format", path);

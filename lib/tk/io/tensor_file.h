@@ -37,9 +37,9 @@ struct SkippedObject {
   std::string reason;  // a phrase for a message
 };
 
-enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, kNpz, kTorch };
+enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, kNpz, kTorch, kCheckpoint };
 
-const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", "npz", "pytorch", ...
+const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", "npz", "pytorch", "checkpoint", ...
 // Parse a --format value ("safetensors", "st", "hdf5", "h5", "npy", "npz"); kUnknown if none.
 FileFormat format_parse(std::string_view text);
 // Format implied by an output path's extension; "-" and unknown extensions give kUnknown.

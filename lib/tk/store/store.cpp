@@ -140,6 +140,12 @@ std::set<codec::Sha256Digest> reachable_objects(const StoreObjects& objects,
 
 }  // namespace
 
+bool is_store_dir(const std::string& dir) {
+  std::error_code ec;
+  return dir != "-" && std::filesystem::is_directory(dir, ec) &&
+         std::filesystem::is_regular_file(std::filesystem::path(dir) / kMarkerName, ec);
+}
+
 Store Store::open(const std::string& dir, bool create) {
   if (dir.empty()) throw usage_error("no store directory given");
   std::error_code ec;

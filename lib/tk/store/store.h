@@ -108,6 +108,10 @@ struct StoreGcReport {
   uint64_t temp_removed = 0;  // leftovers of killed adds
 };
 
+// Whether `dir` is a directory holding a store's marker file (store.json). Looks at
+// nothing else: Store::open checks the rest.
+bool is_store_dir(const std::string& dir);
+
 class Store {
  public:
   // Open the store at `dir`. With `create`, make it when missing (add does); otherwise

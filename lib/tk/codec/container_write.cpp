@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+
+#include <omp.h>
 
 #include <zstd.h>
 
@@ -168,14 +171,24 @@ class ContainerWriter {
     }
   }
 
-  void write_tensor(uint32_t id, const io::TensorInfo& info, const Buffer& bytes) {
-    std::span<const uint8_t> data(bytes.data(), bytes.size());
+  // A tensor's record header and coding, ready to be written.
+  struct CodedTensor {
     RecordHeader r;
+    Coding coding;
+  };
+
+  // Code tensor `id`, its frames on `lossless.threads` threads. Reads the options only,
+  // so several tensors may be coded at once, except with a lossy hook.
+  CodedTensor code_tensor(uint32_t id, const io::TensorInfo& info, const Buffer& bytes,
+                          const LosslessOptions& lossless) const {
+    std::span<const uint8_t> data(bytes.data(), bytes.size());
+    CodedTensor c;
+    RecordHeader& r = c.r;
+    Coding& coding = c.coding;
     r.kind = Kind::kTensor;
     r.id = id;
     r.decoded = data.size();
     r.hash = hash(data);
-    Coding coding;
     const BitxBase::Tensor* base = options_.base ? options_.base->match(info) : nullptr;
     // memcmp only with bytes to compare: an empty tensor's spans may hold null pointers.
     if (base != nullptr && bitx_tensor_hash(base->bytes) == r.hash &&
@@ -185,8 +198,8 @@ class ContainerWriter {
     } else if (base != nullptr) {
       // A delta only where it is smaller than coding the tensor on its own: two
       // separate trainings of one architecture share no bits worth the XOR.
-      coding = exact_coding(info.dtype, data, options_.lossless);
-      std::vector<uint8_t> delta = bitx_encode(info.dtype, data, base->bytes, options_.lossless);
+      coding = exact_coding(info.dtype, data, lossless);
+      std::vector<uint8_t> delta = bitx_encode(info.dtype, data, base->bytes, lossless);
       if (delta.size() < coding.stored(data)) {
         coding = {TkzCodec::kBitxDelta, std::move(delta)};
         r.base_hash = bitx_tensor_hash(base->bytes);
@@ -196,10 +209,15 @@ class ContainerWriter {
       coding = {TkzCodec::kLossy, std::move(*lossy)};
       r.hash = hash(coding.payload);
     } else {
-      coding = exact_coding(info.dtype, data, options_.lossless);
+      coding = exact_coding(info.dtype, data, lossless);
     }
     r.codec = coding.codec;
-    write_record(r, coding.codec == TkzCodec::kRaw ? data : std::span<const uint8_t>(coding.payload), info.name);
+    return c;
+  }
+
+  void write_tensor(const CodedTensor& c, const io::TensorInfo& info, const Buffer& bytes) {
+    std::span<const uint8_t> data(bytes.data(), bytes.size());
+    write_record(c.r, c.coding.codec == TkzCodec::kRaw ? data : std::span<const uint8_t>(c.coding.payload), info.name);
     result_.entries.back().dtype = info.dtype;
     result_.entries.back().shape = info.shape;
   }
@@ -305,24 +323,72 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
 
   // Tensors in data order; bytes between them (none in a valid file, but kept if a
   // writer left some) and after the last go into opaque records, so that every byte of
-  // the input is restored.
+  // the input is restored. Tensors under kAloneBytes are coded a batch at a time, one
+  // tensor per thread, and written in order; a larger one alone, its chunks in parallel.
+  // One parallel region per batch, not per tensor: a model of many small tensors gained
+  // nothing from a second thread when each tensor opened its own (docs/BENCHMARKS.md).
+  constexpr uint64_t kAloneBytes = 8 << 20;
+  constexpr uint64_t kBatchBytes = 64 << 20;
+  constexpr size_t kBatchTensors = 1024;
+  const int threads = options.lossless.threads > 0 ? options.lossless.threads : omp_get_max_threads();
+  LosslessOptions serial = options.lossless;
+  serial.threads = 1;
+  struct Pending {
+    size_t index;
+    Buffer bytes;
+  };
+  std::vector<Pending> batch;
+  uint64_t batch_bytes = 0;
+  auto located = [&](const Error& e, size_t index) {
+    return e.with_context("tensor '" + st.tensors[index].name + "'");
+  };
+  auto flush = [&] {
+    std::vector<ContainerWriter::CodedTensor> coded(batch.size());
+    std::vector<std::exception_ptr> errors(batch.size());
+    auto code = [&](size_t k, const LosslessOptions& lossless) {
+      try {
+        coded[k] = writer.code_tensor(static_cast<uint32_t>(batch[k].index), st.tensors[batch[k].index],
+                                      batch[k].bytes, lossless);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    };
+    if (batch.size() == 1) {
+      code(0, options.lossless);
+    } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::min<int>(threads, static_cast<int>(batch.size())))
+      for (size_t k = 0; k < batch.size(); ++k) code(k, serial);
+    }
+    for (size_t k = 0; k < batch.size(); ++k) {
+      try {
+        if (errors[k]) std::rethrow_exception(errors[k]);
+      } catch (const Error& e) {
+        throw located(e, batch[k].index);
+      }
+      writer.write_tensor(coded[k], st.tensors[batch[k].index], batch[k].bytes);
+      progress();
+    }
+    batch.clear();
+    batch_bytes = 0;
+  };
   const uint64_t data_begin = header.original_header.size();
   for (size_t i = 0; i < st.tensors.size(); ++i) {
     const io::TensorInfo& info = st.tensors[i];
     const uint64_t at = data_begin + st.offsets[i];
     if (at < src.position()) throw invalid_input("overlapping tensors", in.name() + ": tensor '" + info.name + "'");
+    if (src.position() < at) flush();
     while (src.position() < at) {
       Buffer gap = src.take(std::min(at - src.position(), options.opaque_record_bytes), "safetensors data");
       writer.write_opaque({gap.data(), gap.size()});
     }
-    Buffer bytes = src.take(info.nbytes, "safetensors data");
-    try {
-      writer.write_tensor(static_cast<uint32_t>(i), info, bytes);
-    } catch (const Error& e) {
-      throw e.with_context("tensor '" + info.name + "'");
-    }
-    progress();
+    // Alone: a large tensor, and every tensor of a lossy run (its hook is not shared).
+    const bool alone = info.nbytes >= kAloneBytes || options.lossy || threads == 1;
+    if (!batch.empty() && (alone || batch_bytes + info.nbytes > kBatchBytes || batch.size() == kBatchTensors)) flush();
+    batch.push_back({i, src.take(info.nbytes, "safetensors data")});
+    batch_bytes += info.nbytes;
+    if (alone) flush();
   }
+  flush();
   for (;;) {
     Buffer rest = src.take_up_to(options.opaque_record_bytes);
     if (rest.empty()) break;

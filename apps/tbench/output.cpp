@@ -117,9 +117,12 @@ std::string report_table(const Report& report) {
   std::string bandwidth = m["memory_bandwidth_gb_s"].is_number()
                               ? fmt::format("{:.1f} GB/s", m["memory_bandwidth_gb_s"].get<double>())
                               : "not measured";
-  std::string text = fmt::format("# tbench {}: {}, {} logical CPUs ({} usable), {} threads, memory {} ({} copy)\n",
+  // A report read back from an older tbench has no wait policy.
+  const std::string wait =
+      m.contains("omp_wait_policy") ? ", " + m["omp_wait_policy"].get<std::string>() + " waits" : "";
+  std::string text = fmt::format("# tbench {}: {}, {} logical CPUs ({} usable), {} threads{}, memory {} ({} copy)\n",
                                  report.area, m["cpu_model"].get<std::string>(), m["logical_cpus"].get<int>(),
-                                 m["usable_cpus"].get<int>(), m["threads"].get<int>(),
+                                 m["usable_cpus"].get<int>(), m["threads"].get<int>(), wait,
                                  cli::format_bytes(m["memory_bytes"].get<uint64_t>()), bandwidth);
   text += fmt::format("# timed metrics: median [min, max] of {} runs after {} warm-up\n",
                       report.settings["reps"].get<int>(), report.settings["warmup"].get<int>());

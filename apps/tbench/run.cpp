@@ -178,6 +178,7 @@ json machine_json(int threads) {
               {"logical_cpus", m.logical_cpus},
               {"usable_cpus", m.usable_cpus},
               {"threads", threads > 0 ? threads : m.omp_threads},
+              {"omp_wait_policy", m.omp_wait},
               {"memory_bytes", m.memory_bytes},
               {"memory_bandwidth_gb_s", bandwidth > 0 ? json(bandwidth) : json(nullptr)},
               {"kernel", m.kernel},

@@ -81,6 +81,9 @@ MachineInfo describe_machine() {
   CPU_ZERO(&set);
   m.usable_cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : m.logical_cpus;
   m.omp_threads = omp_get_max_threads();
+  if (const char* policy = std::getenv("OMP_WAIT_POLICY")) m.omp_wait = policy;
+  else if (const char* spin = std::getenv("GOMP_SPINCOUNT")) m.omp_wait = std::string("spincount ") + spin;
+  else m.omp_wait = "default";
   m.memory_bytes = parse_mem_total(read_text_file("/proc/meminfo"));
   if (m.memory_bytes == 0) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

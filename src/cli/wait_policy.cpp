@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,15 +31,11 @@ bool names(const char* entry, const char* name) {
 
 void set_passive_waiting(int, char** argv, char** envp) {
   if (argv == nullptr || argv[0] == nullptr || envp == nullptr) return;
-  // No allocation here: the C library is not initialised yet.
-  constexpr size_t kMaxVariables = 4096;
-  static char* env[kMaxVariables + 2];
   char** underscore = nullptr;
   size_t n = 0;
   for (; envp[n] != nullptr; ++n) {
     if (names(envp[n], "OMP_WAIT_POLICY") || names(envp[n], "GOMP_SPINCOUNT")) return;
     if (names(envp[n], "_")) underscore = &envp[n];
-    if (n < kMaxVariables) env[n] = envp[n];
   }
   if (underscore != nullptr) {
     lent_slot = underscore;
@@ -46,7 +43,11 @@ void set_passive_waiting(int, char** argv, char** envp) {
     *underscore = passive_entry;
     return;
   }
-  if (n >= kMaxVariables) return;
+  // No allocation here: the C library is not initialised yet.
+  constexpr size_t kMaxVariables = 4096;
+  static char* env[kMaxVariables + 2];
+  if (n > kMaxVariables) return;
+  std::copy(envp, envp + n, env);
   env[n] = passive_entry;
   env[n + 1] = nullptr;
   ::execve("/proc/self/exe", argv, env);

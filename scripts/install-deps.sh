@@ -17,6 +17,7 @@ apt_packages=(
   libssl-dev libxxhash-dev zlib1g-dev
   openmpi-bin libopenmpi-dev libpmix-dev
   clang libclang-rt-14-dev time
+  zsh fish
   slurm-wlm munge
   python3 python3-venv python3-pip
 )

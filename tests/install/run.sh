@@ -51,6 +51,26 @@ got=$(bash -c 'source "$1"; COMP_WORDS=(tcompress --min); COMP_CWORD=1; _tk_tcom
   "$share/bash-completion/completions/tcompress")
 [ "$got" = "--min-sqnr" ] || { echo "install test: bash completion of 'tcompress --min' gave '$got'" >&2; exit 1; }
 
+# fish and zsh: fish's own `complete -C` on the installed file; zsh's completion body run
+# with compadd recording what it offers (compsys then keeps the words matching PREFIX).
+fish_dir=$share/fish/vendor_completions.d
+got=$(fish --no-config -c 'source $argv[1]; complete -C "tdecomp cp --ra"' "$fish_dir/tdecomp.fish" | cut -f1)
+[ "$got" = "--rank" ] || { echo "install test: fish completion of 'tdecomp cp --ra' gave '$got'" >&2; exit 1; }
+got=$(fish --no-config -c 'source $argv[1]; complete -C "tdecomp tu"' "$fish_dir/tdecomp.fish" | cut -f1)
+[ "$got" = "tucker" ] || { echo "install test: fish completion of 'tdecomp tu' gave '$got'" >&2; exit 1; }
+zsh_file=$share/zsh/vendor-completions/_tensorkit
+zsh -n "$zsh_file" || { echo "install test: $zsh_file is not zsh" >&2; exit 1; }
+zsh_offers() {  # SERVICE CURRENT: the words the completion offers there
+  zsh -fc 'compadd() { shift; print -rl -- "$@"; }; _files() { print -r -- "(files)"; }
+    service=$2; CURRENT=$3; PREFIX=$4; source "$1"' _ "$zsh_file" "$@"
+}
+# (captured first: grep -q would close the pipe early, and pipefail would fail on that)
+got=$(zsh_offers tcompress 2 --m)
+grep -qx -- --min-sqnr <<<"$got" || { echo "install test: zsh offers no --min-sqnr" >&2; exit 1; }
+got=$(zsh_offers tdecomp 2 t)
+grep -qx tucker <<<"$got" || { echo "install test: zsh offers no tdecomp tucker" >&2; exit 1; }
+[ "$(zsh_offers tinfo 3 x)" = "(files)" ] || { echo "install test: zsh completes no files for tinfo" >&2; exit 1; }
+
 logged configure "$cmake" -S "$here/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx"
 found=$(sed -n 's/^tensorkit_DIR:PATH=//p' "$work/consumer/CMakeCache.txt")

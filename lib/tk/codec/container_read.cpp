@@ -22,6 +22,9 @@ constexpr uint64_t kMaxOpaqueRecord = uint64_t{1} << 30;
 // one being written, the restore stays within a few batches.
 constexpr size_t kMaxPendingHash = size_t{32} << 20;
 constexpr size_t kHashSlice = size_t{16} << 20;
+// Decoded bytes that may wait for the writing thread, and the buffers kept for reuse.
+constexpr size_t kMaxPendingWrite = size_t{16} << 20;
+constexpr size_t kPoolBytes = size_t{128} << 20;
 
 // Check the records on a pipe after the one extracted: skip to the end record, then
 // check it, the index and the footer against every record seen.
@@ -55,12 +58,11 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
   TkzDecompressResult result;
   BackgroundSha256 sha(kMaxPendingHash);
   const uint64_t out_begin = out.position();
-  auto emit = [&](Buffer bytes) {
-    out.write(bytes.data(), bytes.size());
-    if (bytes.size() <= kHashSlice) return sha.update(std::move(bytes));
-    // A piece of one large chunk is copied to the hash thread in slices, so that it is
-    // freed (and the next one decoded) while the hash thread holds at most
-    // kMaxPendingHash, not the piece.
+  // Hand a piece to the hash thread. A piece of one large chunk is copied to it in
+  // slices, so that the piece is freed (and the next one decoded) while the hash thread
+  // holds at most kMaxPendingHash, not the piece.
+  auto hash = [&](const Buffer& bytes) {
+    if (bytes.size() <= kHashSlice) return sha.update(bytes);
     for (size_t at = 0; at < bytes.size(); at += kHashSlice) {
       const size_t n = std::min(kHashSlice, bytes.size() - at);
       Buffer slice = Buffer::allocate(n);
@@ -68,6 +70,25 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
       sha.update(std::move(slice));
     }
   };
+  // Decoded pieces are written and hashed on threads of their own, so that the decode
+  // of the next batch overlaps the copy into the page cache and the hash. A piece larger
+  // than the writer may hold is written here once the writer is idle, so that memory
+  // stays bounded by one such piece.
+  BackgroundQueue writer(
+      [&](const Buffer& bytes) {
+        out.write(bytes.data(), bytes.size());
+        hash(bytes);
+      },
+      kMaxPendingWrite);
+  auto emit = [&](Buffer bytes) {
+    if (bytes.size() <= kMaxPendingWrite) return writer.push(std::move(bytes));
+    writer.wait();
+    out.write(bytes.data(), bytes.size());
+    hash(bytes);
+  };
+  // Buffers in flight: one waiting for the writer and one being written, two waiting
+  // for the hash and one being hashed, one being decoded and its coded bytes.
+  BufferPool pool(kPoolBytes);
   {
     Buffer header = Buffer::allocate(c.header.original_header.size());
     if (!header.empty()) std::memcpy(header.mutable_data(), c.header.original_header.data(), header.size());
@@ -99,7 +120,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
           throw invalid_input("opaque record overlaps a tensor");
         if (r.decoded > kMaxOpaqueRecord) throw invalid_input("opaque record too large");
       }
-      decode_record(in, r, info, options, emit);
+      decode_record(in, r, info, options, emit, &pool);
       if (r.codec == TkzCodec::kLossy) result.exact = false;
       position += r.decoded;
       seen.push_back({info ? info->name : std::string(), r.kind, r.codec, r.id, offset, r.decoded, r.stored});
@@ -116,6 +137,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
   for (size_t i = 0; i < seen.size(); ++i)
     if (!same_entry(index[i], seen[i])) throw invalid_input("container index does not match its records", in.name());
   check_index(c, index, footer, in.name());
+  writer.finish();
   result.sha256 = sha.finish();
   if (result.exact && result.sha256 != footer.sha256)
     throw invalid_input("SHA-256 of the restored file differs from the original's", in.name());

@@ -145,7 +145,7 @@ void decode_tensor_record(io::InputStream& in, const Container& c, const RecordH
 }
 
 void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorInfo* info,
-                   const TkzDecodeOptions& options, const LosslessSink& sink) {
+                   const TkzDecodeOptions& options, const LosslessSink& sink, BufferPool* pool) {
   check_payload_claims(in, r);
   const BitxBase::Tensor* base = nullptr;
   if (r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta) {
@@ -188,7 +188,7 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
   switch (r.codec) {
     case TkzCodec::kLossless:
     case TkzCodec::kZstd:
-      lossless_decompress_stream(source, r.stored, r.decoded, hashed, options.threads);
+      lossless_decompress_stream(source, r.stored, r.decoded, hashed, options.threads, pool);
       break;
     case TkzCodec::kBitxRef:
       // The base outlives every use of its bytes: the caller holds it until the
@@ -204,11 +204,12 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
                      {piece.mutable_data(), piece.size()});
             hashed(std::move(piece));
           },
-          options.threads);
+          options.threads, pool);
       break;
     case TkzCodec::kRaw:
       for (uint64_t at = 0; at < r.decoded; at += kPieceBytes) {
-        Buffer piece = Buffer::allocate(static_cast<size_t>(std::min<uint64_t>(kPieceBytes, r.decoded - at)));
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kPieceBytes, r.decoded - at));
+        Buffer piece = pool != nullptr ? pool->take(n) : Buffer::allocate(n);
         source(piece.mutable_data(), piece.size());
         hashed(std::move(piece));
       }

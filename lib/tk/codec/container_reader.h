@@ -54,8 +54,9 @@ void check_frame_claim(std::span<const uint8_t> head, const RecordHeader& r);
 // decoded bytes to `sink` in order, in pieces of at most a chunk batch (lossless.h) for
 // every codec but lossy, whose frames decode whole tensors. Checks the payload's claims
 // (check_payload_claims) and the base first, and the record's XXH3 after the last piece.
+// Lossless pieces come from `pool` when one is given (lossless_decompress_stream).
 void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorInfo* info,
-                   const TkzDecodeOptions& options, const LosslessSink& sink);
+                   const TkzDecodeOptions& options, const LosslessSink& sink, BufferPool* pool = nullptr);
 
 // Decode the tensor record `r` (its header just read from `in` and checked by
 // c.check_record, `info` its tensor) as a tensor extraction does: check that a BitX

@@ -614,7 +614,7 @@ void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out,
 }
 
 void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
-                                const LosslessSink& sink, int threads) {
+                                const LosslessSink& sink, int threads, BufferPool* pool) {
   if (threads < 0) throw usage_error("threads must be >= 0");
   uint8_t header[kHeaderBytes];
   if (frame_bytes < kHeaderBytes) corrupt("truncated header");
@@ -637,18 +637,19 @@ void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_byt
   parse_table(f, header, table.data(), frame_bytes - kHeaderBytes - table_bytes);
 
   // A batch of chunks at a time: their coded bytes (at most their decoded size) in,
-  // their decoded bytes out in a fresh buffer that the sink may keep.
+  // their decoded bytes out in a buffer that the sink may keep (from `pool` when given).
+  auto take = [pool](size_t n) { return pool != nullptr ? pool->take(n) : Buffer::allocate(n); };
   const uint64_t batch = std::max<uint64_t>(1, kStreamBatchBytes / f.chunk_bytes);
-  std::vector<uint8_t> coded;
   for (uint64_t first = 0; first < f.chunks; first += batch) {
     const uint64_t count = std::min(batch, f.chunks - first);
     const uint64_t coded_bytes = f.offsets[first + count] - f.offsets[first];
-    coded.resize(coded_bytes);
-    if (coded_bytes > 0) source(coded.data(), coded_bytes);
+    Buffer coded = take(coded_bytes);
+    if (coded_bytes > 0) source(coded.mutable_data(), coded_bytes);
     const uint64_t begin = first * f.chunk_bytes;
     const uint64_t end = std::min(f.bytes, (first + count) * f.chunk_bytes);
-    Buffer out = Buffer::allocate(end - begin);
+    Buffer out = take(end - begin);
     decompress_chunks(f, first, count, coded.data(), out.mutable_data(), threads);
+    coded = Buffer();
     sink(std::move(out));
   }
 }

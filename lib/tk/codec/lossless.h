@@ -50,8 +50,8 @@ uint64_t lossless_claimed_size(std::span<const uint8_t> head, uint64_t frame_byt
 
 // Where a streaming decode reads its frame: fill exactly `n` bytes or throw.
 using LosslessSource = std::function<void(uint8_t* dst, size_t n)>;
-// Where it hands the decoded bytes: consecutive pieces, each a fresh buffer the sink may
-// keep; their concatenation is the frame's content.
+// Where it hands the decoded bytes: consecutive pieces, each a buffer the sink may keep
+// (nothing else writes to it); their concatenation is the frame's content.
 using LosslessSink = std::function<void(Buffer piece)>;
 
 // Decode a frame of `frame_bytes` bytes read in order from `source`, a batch of chunks
@@ -59,9 +59,10 @@ using LosslessSink = std::function<void(Buffer piece)>;
 // 64 MiB), not by what the frame decodes to. The header's claims are checked against
 // `frame_bytes` and `expected_bytes` (the decoded size the caller was promised) before
 // anything is allocated for them, and each chunk's checksum before its bytes reach the
-// sink. Throws kInvalidInput on any corruption, with the frame partly delivered.
+// sink. Throws kInvalidInput on any corruption, with the frame partly delivered. With a
+// `pool`, pieces and read buffers come from it: those the sink has dropped are reused.
 void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
-                                const LosslessSink& sink, int threads = 0);
+                                const LosslessSink& sink, int threads = 0, BufferPool* pool = nullptr);
 
 // A frame held in memory (a mapped file), read by byte range: only the chunks a range
 // touches are decoded, each checked against its XXH3. The header and table are checked

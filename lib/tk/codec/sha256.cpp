@@ -38,66 +38,6 @@ Sha256Digest sha256(std::span<const uint8_t> bytes) {
   return hasher.finish();
 }
 
-BackgroundSha256::BackgroundSha256(size_t max_pending) : max_pending_(max_pending) {
-  thread_ = std::thread([this] { run(); });
-}
-
-BackgroundSha256::~BackgroundSha256() {
-  {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void BackgroundSha256::update(Buffer piece) {
-  if (piece.empty()) return;
-  std::unique_lock lock(mutex_);
-  // A piece larger than the limit is still taken when nothing waits, or update() would
-  // block for ever.
-  cv_.wait(lock, [&] { return pending_ == 0 || pending_ + piece.size() <= max_pending_ || error_; });
-  if (error_) std::rethrow_exception(error_);
-  pending_ += piece.size();
-  queue_.push_back(std::move(piece));
-  cv_.notify_all();
-}
-
-void BackgroundSha256::run() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    cv_.wait(lock, [&] { return !queue_.empty() || done_; });
-    if (queue_.empty()) return;
-    Buffer piece = queue_.front();
-    lock.unlock();
-    try {
-      sha_.update({piece.data(), piece.size()});
-    } catch (...) {
-      lock.lock();
-      error_ = std::current_exception();
-      queue_.clear();
-      pending_ = 0;
-      cv_.notify_all();
-      return;
-    }
-    lock.lock();
-    queue_.pop_front();
-    pending_ -= piece.size();
-    cv_.notify_all();
-  }
-}
-
-Sha256Digest BackgroundSha256::finish() {
-  {
-    std::lock_guard lock(mutex_);
-    done_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  if (error_) std::rethrow_exception(error_);
-  return sha_.finish();
-}
-
 std::string sha256_hex(const Sha256Digest& digest) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string text;

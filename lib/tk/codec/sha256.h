@@ -3,16 +3,13 @@
 #pragma once
 
 #include <array>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
+#include <utility>
 
+#include "tk/core/background.h"
 #include "tk/core/buffer.h"
 
 namespace tk::codec {
@@ -44,26 +41,19 @@ Sha256Digest sha256(std::span<const uint8_t> bytes);
 // bytes wait, beyond which update() blocks.
 class BackgroundSha256 {
  public:
-  explicit BackgroundSha256(size_t max_pending = size_t{256} << 20);
-  ~BackgroundSha256();
-  BackgroundSha256(const BackgroundSha256&) = delete;
-  BackgroundSha256& operator=(const BackgroundSha256&) = delete;
+  explicit BackgroundSha256(size_t max_pending = size_t{256} << 20)
+      : queue_([this](const Buffer& piece) { sha_.update({piece.data(), piece.size()}); }, max_pending) {}
 
-  void update(Buffer piece);
+  void update(Buffer piece) { queue_.push(std::move(piece)); }
   // Wait for every piece and return the digest; the object must not be used afterwards.
-  Sha256Digest finish();
+  Sha256Digest finish() {
+    queue_.finish();
+    return sha_.finish();
+  }
 
  private:
-  void run();
-
   Sha256 sha_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<Buffer> queue_;
-  size_t pending_ = 0, max_pending_;
-  bool done_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;
+  BackgroundQueue queue_;  // after sha_: joined before sha_ goes
 };
 
 // Lower-case hexadecimal, 64 characters.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +100,33 @@ Buffer Buffer::slice(size_t offset, size_t bytes) const {
 uint8_t* Buffer::mutable_data() {
   if (!writable_) throw internal_error("write access to a read-only buffer");
   return data_;
+}
+
+Buffer BufferPool::take(size_t bytes) {
+  for (Buffer& b : buffers_) {
+    if (!b.sole_owner() || b.size() < bytes) continue;
+    // The last other holder released its copy with an acq_rel decrement; this fence
+    // orders its reads of the bytes before our writes to them.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return b.slice(0, bytes);
+  }
+  Buffer fresh = Buffer::allocate(bytes);
+  // Keep it in place of free buffers too small to serve it (the pool follows the sizes
+  // asked for), and while the pool stays within its bytes.
+  for (size_t i = 0; i < buffers_.size();) {
+    if (kept_bytes_ + bytes <= max_bytes_) break;
+    if (buffers_[i].sole_owner() && buffers_[i].size() < bytes) {
+      kept_bytes_ -= buffers_[i].size();
+      buffers_.erase(buffers_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  if (kept_bytes_ + bytes <= max_bytes_) {
+    buffers_.push_back(fresh);
+    kept_bytes_ += bytes;
+  }
+  return fresh;
 }
 
 }  // namespace tk

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tk {
 
@@ -49,6 +50,24 @@ class Buffer {
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
   bool writable_ = false;
+};
+
+// Buffers to fill again and again without fresh memory: a stream decoded a batch at a
+// time into new allocations spends much of its time in the kernel zeroing the pages it
+// touches first (on a VM, a host fault as well). take() hands out a buffer that nobody
+// holds any longer (its last copy elsewhere was dropped) instead of a new one. It keeps
+// buffers of at most `max_bytes` in all; past them take() allocates as Buffer::allocate
+// does. Not thread-safe: one pool per producer; its buffers may be released on any thread.
+class BufferPool {
+ public:
+  explicit BufferPool(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // `bytes` of uninitialised memory, 64-byte aligned.
+  Buffer take(size_t bytes);
+
+ private:
+  size_t max_bytes_, kept_bytes_ = 0;
+  std::vector<Buffer> buffers_;
 };
 
 }  // namespace tk

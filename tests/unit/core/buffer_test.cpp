@@ -5,11 +5,16 @@
 #include "test_util.h"
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "tk/core/background.h"
 #include "tk/core/error.h"
 
 namespace tk {
@@ -90,6 +95,66 @@ TEST(Buffer, MapEmptyFile) {
   Buffer m = Buffer::map_file(path);
   EXPECT_TRUE(m.empty());
   std::remove(path);
+}
+
+TEST(BufferPool, ReusesOnlyWhatNobodyHolds) {
+  BufferPool pool(5000);  // bytes
+  Buffer a = pool.take(1000);
+  const uint8_t* first = a.data();
+  Buffer held = pool.take(1000);
+  EXPECT_NE(held.data(), first);  // a is still held
+  a = Buffer();
+  Buffer again = pool.take(800);
+  EXPECT_EQ(again.data(), first);  // a's memory, now free
+  EXPECT_EQ(again.size(), 800u);
+  EXPECT_TRUE(again.writable());
+  Buffer bigger = pool.take(4000);  // no free buffer that large: a fresh one, not kept
+  again = Buffer();
+  bigger = Buffer();
+  held = Buffer();
+  Buffer next = pool.take(4000);  // kept in place of a free one that is too small
+  Buffer small = pool.take(10);
+  EXPECT_NE(next.data(), small.data());
+}
+
+TEST(BackgroundQueue, RunsInOrderAndRethrowsTheFirstFailure) {
+  std::vector<uint8_t> seen;
+  {
+    BackgroundQueue q([&](const Buffer& b) { seen.push_back(b.data()[0]); }, 2);
+    for (uint8_t i = 0; i < 100; ++i) {
+      Buffer b = Buffer::allocate(1);
+      b.mutable_data()[0] = i;
+      q.push(b);
+    }
+    q.finish();
+  }
+  ASSERT_EQ(seen.size(), 100u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i);
+
+  BackgroundQueue failing([](const Buffer& b) {
+    if (b.data()[0] == 3) throw io_error("disk full");
+  }, 1);
+  ErrorKind kind = kind_of([&] {
+    for (uint8_t i = 0; i < 100; ++i) {
+      Buffer piece = Buffer::allocate(1);
+      piece.mutable_data()[0] = i;
+      failing.push(piece);
+    }
+    failing.finish();
+  });
+  EXPECT_EQ(kind, ErrorKind::kIo);
+}
+
+TEST(BackgroundQueue, DestroyedUnfinishedDropsWhatWaits) {
+  std::atomic<int> done{0};
+  {
+    BackgroundQueue q([&](const Buffer&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ++done;
+    }, 1 << 20);
+    for (int i = 0; i < 50; ++i) q.push(Buffer::allocate(1));
+  }
+  EXPECT_LT(done.load(), 50);
 }
 
 }  // namespace

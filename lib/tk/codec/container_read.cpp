@@ -58,33 +58,27 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
   TkzDecompressResult result;
   BackgroundSha256 sha(kMaxPendingHash);
   const uint64_t out_begin = out.position();
-  // Hand a piece to the hash thread. A piece of one large chunk is copied to it in
-  // slices, so that the piece is freed (and the next one decoded) while the hash thread
-  // holds at most kMaxPendingHash, not the piece.
-  auto hash = [&](const Buffer& bytes) {
-    if (bytes.size() <= kHashSlice) return sha.update(bytes);
+  // Decoded pieces are written and hashed on threads of their own, so that the decode
+  // of the next batch overlaps the copy into the page cache and the hash.
+  BackgroundQueue writer(
+      [&](const Buffer& bytes) {
+        out.write(bytes.data(), bytes.size());
+        sha.update(bytes);
+      },
+      kMaxPendingWrite);
+  auto emit = [&](Buffer bytes) {
+    if (bytes.size() <= kMaxPendingWrite) return writer.push(std::move(bytes));
+    // A piece of one large chunk is written here once the writer is idle, and copied to
+    // the hash thread in slices, so that it is freed (and the next one decoded) while
+    // the hash thread holds at most kMaxPendingHash: memory stays bounded by one piece.
+    writer.wait();
+    out.write(bytes.data(), bytes.size());
     for (size_t at = 0; at < bytes.size(); at += kHashSlice) {
       const size_t n = std::min(kHashSlice, bytes.size() - at);
       Buffer slice = Buffer::allocate(n);
       std::memcpy(slice.mutable_data(), bytes.data() + at, n);
       sha.update(std::move(slice));
     }
-  };
-  // Decoded pieces are written and hashed on threads of their own, so that the decode
-  // of the next batch overlaps the copy into the page cache and the hash. A piece larger
-  // than the writer may hold is written here once the writer is idle, so that memory
-  // stays bounded by one such piece.
-  BackgroundQueue writer(
-      [&](const Buffer& bytes) {
-        out.write(bytes.data(), bytes.size());
-        hash(bytes);
-      },
-      kMaxPendingWrite);
-  auto emit = [&](Buffer bytes) {
-    if (bytes.size() <= kMaxPendingWrite) return writer.push(std::move(bytes));
-    writer.wait();
-    out.write(bytes.data(), bytes.size());
-    hash(bytes);
   };
   // Buffers in flight: one waiting for the writer and one being written, two waiting
   // for the hash and one being hashed, one being decoded and its coded bytes.

@@ -111,21 +111,16 @@ Buffer BufferPool::take(size_t bytes) {
     return b.slice(0, bytes);
   }
   Buffer fresh = Buffer::allocate(bytes);
-  // Keep it in place of free buffers too small to serve it (the pool follows the sizes
-  // asked for), and while the pool stays within its bytes.
-  for (size_t i = 0; i < buffers_.size();) {
-    if (kept_bytes_ + bytes <= max_bytes_) break;
-    if (buffers_[i].sole_owner() && buffers_[i].size() < bytes) {
-      kept_bytes_ -= buffers_[i].size();
-      buffers_.erase(buffers_.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
-  if (kept_bytes_ + bytes <= max_bytes_) {
-    buffers_.push_back(fresh);
-    kept_bytes_ += bytes;
-  }
+  auto kept = [&] {
+    size_t n = 0;
+    for (const Buffer& b : buffers_) n += b.size();
+    return n;
+  };
+  // Keep it, in place of free buffers too small to serve it (the pool follows the sizes
+  // asked for), while the pool stays within its bytes.
+  if (kept() + bytes > max_bytes_)
+    std::erase_if(buffers_, [&](const Buffer& b) { return b.sole_owner() && b.size() < bytes; });
+  if (kept() + bytes <= max_bytes_) buffers_.push_back(fresh);
   return fresh;
 }
 

@@ -66,7 +66,7 @@ class BufferPool {
   Buffer take(size_t bytes);
 
  private:
-  size_t max_bytes_, kept_bytes_ = 0;
+  size_t max_bytes_;
   std::vector<Buffer> buffers_;
 };
 

@@ -14,6 +14,7 @@
 #include "cli/std_streams.h"
 #include "tconvert.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_transfer.h"
 #include "tk/io/sharded.h"
 #include "tk/io/transfer.h"
 
@@ -155,6 +156,16 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
 
   Plan plan = make_plan(tool, o, cast);
   std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
+  io::GgufWriter* gguf = nullptr;
+  if (!writer && format == io::FileFormat::kGguf) {
+    auto w = io::gguf_writer(io::OutputStream::open(o.output, {write_options.durable}));
+    gguf = w.get();
+    writer = std::move(w);
+    if (!io::gguf_transfer_has_model_metadata(plan.sources))
+      tool.summary("the GGUF output holds the tensors alone, with no model metadata (general.architecture, the "
+                "tokenizer): llama.cpp cannot run it as a model; convert the model with llama.cpp's "
+                "convert_hf_to_gguf.py, then quantize that with tquant");
+  }
   if (!writer) writer = io::open_writer(o.output, write_options);
   cli::Progress progress(common.show_progress, tool.name());
   io::TransferOptions transfer_options;
@@ -162,7 +173,9 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   transfer_options.progress = [&progress](const io::TransferProgress& p) {
     progress.update(p.tensors_done, p.tensors_total, p.bytes_done, p.bytes_total);
   };
-  io::TransferResult result = io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
+  io::TransferResult result =
+      gguf ? io::gguf_transfer(plan.sources, plan.items, *gguf, plan.metadata, transfer_options)
+           : io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
   progress.clear();
   warn_losses(tool, plan, out_infos, result, cast, o.saturate);
 

@@ -1,14 +1,15 @@
-// tconvert: safetensors <-> HDF5 <-> .npy/.npz (and PyTorch checkpoints in), dtype casts, select/rename/merge tensors.
+// tconvert: safetensors <-> HDF5 <-> GGUF <-> .npy/.npz (PyTorch checkpoints in); casts, select, rename, merge.
 #include "tconvert.h"
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tconvert",
-                     "Convert tensor files between safetensors, HDF5, .npy and .npz (PyTorch checkpoints too, as "
-                     "input); cast, select, rename and merge tensors");
+                     "Convert tensor files between safetensors, HDF5, GGUF, .npy and .npz (PyTorch checkpoints too, "
+                     "as input); cast, select, rename and merge tensors");
   tool.set_examples({
       {"tconvert model.safetensors -o model.h5", "safetensors to HDF5"},
       {"tconvert model.safetensors --dtype bf16 -o m-bf16.safetensors", "Cast float tensors, round to nearest even"},
       {"tconvert shards/ -o merged.safetensors", "Merge a sharded model"},
+      {"tconvert model-f16.gguf -t 'blk.0.*' -o blk0.gguf", "A GGUF subset, keeping the model's key-value pairs"},
       {"tconvert pytorch_model.bin -o model.safetensors", "A torch.save checkpoint, read without running its pickle"},
       {"tconvert model.safetensors --max-shard-size 2GB -o out/model.safetensors",
        "Shards and an index, as transformers writes them"},
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
       ->type_name("IN...");
   tool.add_output(app, o.output);
   tool.add_metadata_options(app);
-  app.add_option("--format", o.format, "Output format: safetensors, hdf5, npy or npz (default: from OUT's extension)")
+  app.add_option("--format", o.format,
+                 "Output format: safetensors, hdf5, gguf, npy or npz (default: from OUT's extension)")
       ->type_name("FMT");
   app.add_option("--dtype", o.dtype, "Cast float tensors to DT (f32, f16, bf16, f8_e4m3, ...); others are kept")
       ->type_name("DT");

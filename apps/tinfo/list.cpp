@@ -14,6 +14,7 @@
 #include "stats_pass.h"
 #include "tinfo.h"
 #include "tk/codec/tkz_reader.h"
+#include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/dequant_reader.h"
 
@@ -62,7 +63,11 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
   const auto* tkz = dynamic_cast<const codec::TkzReader*>(reader.get());
   // A quantized file shows each tensor's scheme and the bytes its parts take.
   const auto* quantized = dynamic_cast<const quant::DequantReader*>(reader.get());
+  // A GGUF file shows each tensor's ggml type (block types are read decoded to F32).
+  const auto* gguf = dynamic_cast<const io::GgufReader*>(reader.get());
   std::vector<std::string> header = {"name", "dtype", "shape", "bytes"};
+  if (gguf)
+    for (const char* c : {"type", "stored", "bits/value"}) header.push_back(c);
   if (tkz)
     for (const char* c : {"codec", "stored", "ratio"}) header.push_back(c);
   if (quantized)
@@ -90,6 +95,14 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
       row.insert(row.end(), {r ? r->scheme : "-", std::to_string(stored),
                              n == 0 ? "-" : fmt::format("{:.3f}", 8.0 * static_cast<double>(stored) / n)});
     }
+    if (gguf) {
+      const io::GgufTensor& e = gguf->entry(selected[k]);
+      const uint64_t n = shape_numel(info.shape);
+      stored_total += e.nbytes;
+      values += n;
+      row.insert(row.end(), {io::ggml_traits(e.type).name, std::to_string(e.nbytes),
+                             n == 0 ? "-" : fmt::format("{:.3f}", 8.0 * static_cast<double>(e.nbytes) / n)});
+    }
     if (options.stats) {
       auto cells = stats_cells(stats[k]);
       row.insert(row.end(), cells.begin(), cells.end());
@@ -105,6 +118,10 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
       const quant::LayoutRecord* r = quantized->record(selected[k]);
       t.update({{"scheme", r ? json(r->scheme) : json(nullptr)}, {"stored", quantized->stored_bytes(selected[k])}});
       if (r && !r->params.empty()) t["params"] = r->params;
+    }
+    if (gguf) {
+      const io::GgufTensor& e = gguf->entry(selected[k]);
+      t.update({{"ggml_type", io::ggml_traits(e.type).name}, {"stored", e.nbytes}});
     }
     if (options.stats) t["stats"] = stats_json(stats[k]);
     tensors.push_back(std::move(t));
@@ -130,6 +147,11 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
                                 "tensors\n",
                                 quantized->quantized_count(), cli::count_noun(infos.size(), "tensor", "tensors"),
                                 cli::format_bytes(stored_total), cli::format_bytes(bytes),
+                                values == 0 ? 0.0 : 8.0 * static_cast<double>(stored_total) / static_cast<double>(values));
+  }
+  if (gguf) {
+    listing.text += fmt::format("gguf: version {}, alignment {}, {} key-value pairs, {} stored ({:.3f} bits/value)\n",
+                                gguf->version(), gguf->alignment(), gguf->kvs().size(), cli::format_bytes(stored_total),
                                 values == 0 ? 0.0 : 8.0 * static_cast<double>(stored_total) / static_cast<double>(values));
   }
   if (options.metadata) {

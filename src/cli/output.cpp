@@ -69,7 +69,7 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
   if (!format_flag.empty()) {
     io::FileFormat f = io::format_parse(format_flag);
     if (f == io::FileFormat::kUnknown || f == io::FileFormat::kTkz || f == io::FileFormat::kShardIndex)
-      throw usage_error("unknown output format '" + format_flag + "' (expected safetensors, hdf5, npy or npz)");
+      throw usage_error("unknown output format '" + format_flag + "' (expected safetensors, hdf5, gguf, npy or npz)");
     return f;
   }
   io::FileFormat f = io::format_from_extension(output);
@@ -77,10 +77,10 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
     struct stat st;
     const bool stream = output == "-" || (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
     if (stream) return io::FileFormat::kSafetensors;
-    throw usage_error("unknown output extension; use .safetensors, .h5, .npy or .npz, or give --format", output);
+    throw usage_error("unknown output extension; use .safetensors, .h5, .gguf, .npy or .npz, or give --format", output);
   }
   if (f == io::FileFormat::kShardIndex || f == io::FileFormat::kTkz || f == io::FileFormat::kTorch)
-    throw usage_error("cannot write this format; use .safetensors, .h5, .npy or .npz (or --format)", output);
+    throw usage_error("cannot write this format; use .safetensors, .h5, .gguf, .npy or .npz (or --format)", output);
   return f;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tk/core/error.h"
+#include "tk/io/gguf.h"
 #include "tk/io/hdf5.h"
 #include "tk/io/npy.h"
 #include "tk/io/npz.h"
@@ -62,6 +63,7 @@ const char* format_name(FileFormat format) {
     case FileFormat::kNpz: return "npz";
     case FileFormat::kTorch: return "pytorch";
     case FileFormat::kCheckpoint: return "checkpoint";
+    case FileFormat::kGguf: return "gguf";
     case FileFormat::kUnknown: break;
   }
   return "unknown";
@@ -74,6 +76,7 @@ FileFormat format_parse(std::string_view text) {
   if (t == "npy") return FileFormat::kNpy;
   if (t == "npz") return FileFormat::kNpz;
   if (t == "tkz") return FileFormat::kTkz;
+  if (t == "gguf") return FileFormat::kGguf;
   return FileFormat::kUnknown;
 }
 
@@ -86,6 +89,7 @@ FileFormat format_from_extension(const std::string& path) {
   if (ends_with(p, ".npz")) return FileFormat::kNpz;
   if (ends_with(p, ".pt") || ends_with(p, ".pth")) return FileFormat::kTorch;
   if (ends_with(p, ".tkz")) return FileFormat::kTkz;
+  if (ends_with(p, ".gguf")) return FileFormat::kGguf;
   if (ends_with(p, ".index.json")) return FileFormat::kShardIndex;
   return FileFormat::kUnknown;
 }
@@ -96,6 +100,7 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 8 && std::memcmp(head.data(), kHdf5Magic, 8) == 0) return FileFormat::kHdf5;
   if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
+  if (head.size() >= 4 && std::memcmp(head.data(), "GGUF", 4) == 0) return FileFormat::kGguf;
   // A zip archive: .npz or torch.save, told apart by their entries.
   if (head.size() >= 4 && (std::memcmp(head.data(), kZipLocalMagic, 4) == 0 ||
                            std::memcmp(head.data(), kZipEmptyMagic, 4) == 0))
@@ -178,6 +183,7 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
     switch (detect_format(*in)) {
       case FileFormat::kSafetensors: return safetensors_open(std::move(in), options);
       case FileFormat::kHdf5: return hdf5_open(std::move(in), options);
+      case FileFormat::kGguf: return gguf_open(std::move(in), options);
       case FileFormat::kNpy:
         return npy_open(std::move(in), path == "-" ? std::string("tensor") : path_stem(path), options);
       case FileFormat::kShardIndex:
@@ -203,7 +209,7 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
   }
   auto size = in->size();
   if (size && *size == 0) throw invalid_input("empty file, not a tensor file", name);
-  throw invalid_input("unrecognised format (not safetensors, HDF5, .npy, .npz or a PyTorch checkpoint)", name);
+  throw invalid_input("unrecognised format (not safetensors, HDF5, GGUF, .npy, .npz or a PyTorch checkpoint)", name);
 }
 
 std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options) {
@@ -219,6 +225,8 @@ std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOp
       return npy_writer(OutputStream::open(path, {options.durable}));
     case FileFormat::kNpz:
       return npz_writer(OutputStream::open(path, {options.durable}));
+    case FileFormat::kGguf:
+      return gguf_writer(OutputStream::open(path, {options.durable}));
     case FileFormat::kTorch:
       throw usage_error("PyTorch checkpoints are read, not written; write .safetensors (torch loads it with "
                         "safetensors.torch.load_file)",

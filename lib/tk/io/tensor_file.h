@@ -1,7 +1,7 @@
 // Format-independent access to files of named tensors: a TensorReader lists tensors and
 // reads them (zero-copy where possible, sequentially on pipes); a TensorWriter takes
-// the list first, then the data. safetensors, HDF5, .npy, .npz, PyTorch checkpoints (read
-// only) and sharded indexes implement these; tools see only this interface.
+// the list first, then the data. safetensors, HDF5, GGUF, .npy, .npz, PyTorch checkpoints
+// (read only) and sharded indexes implement these; tools see only this interface.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +37,10 @@ struct SkippedObject {
   std::string reason;  // a phrase for a message
 };
 
-enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, kNpz, kTorch, kCheckpoint };
+enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, kNpz, kTorch, kCheckpoint, kGguf };
 
 const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", "npz", "pytorch", "checkpoint", ...
-// Parse a --format value ("safetensors", "st", "hdf5", "h5", "npy", "npz"); kUnknown if none.
+// Parse a --format value ("safetensors", "st", "hdf5", "h5", "npy", "npz", "gguf"); kUnknown if none.
 FileFormat format_parse(std::string_view text);
 // Format implied by an output path's extension; "-" and unknown extensions give kUnknown.
 FileFormat format_from_extension(const std::string& path);

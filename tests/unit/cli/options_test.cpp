@@ -184,7 +184,7 @@ TEST(Output, FormatFromFlagThenExtensionThenSafetensors) {
   EXPECT_EQ(output_format("-", ""), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("/dev/null", ""), io::FileFormat::kSafetensors);  // a device: written, no extension
   EXPECT_EQ(message_of([] { output_format("x.bin", ""); }),
-            "unknown output extension; use .safetensors, .h5, .npy or .npz, or give --format (x.bin)");
+            "unknown output extension; use .safetensors, .h5, .gguf, .npy or .npz, or give --format (x.bin)");
   EXPECT_EQ(kind_of([] { output_format("model", ""); }), ErrorKind::kUsage);
   EXPECT_EQ(output_format("x.bin", "safetensors"), io::FileFormat::kSafetensors);
   EXPECT_EQ(output_format("x.h5", "safetensors"), io::FileFormat::kSafetensors);

@@ -1,0 +1,28 @@
+// Transfers into GGUF (tconvert to .gguf): the io::transfer of transfer.h for a GGUF
+// writer, keeping what a GGUF input stores as it is.
+#pragma once
+
+#include "tk/io/gguf.h"
+#include "tk/io/transfer.h"
+
+namespace tk::io {
+
+// Copy `items` into `writer` in item order (each source's items must be in its storage
+// order when it is read sequentially) and finish it. A tensor of a GGUF source that is
+// not cast keeps its ggml type and stored bytes, blocks included; every other tensor is
+// read (block types decoded to F32), cast when its item says so, and written plain.
+// The output's pairs are gguf_output_kvs of the first GGUF source. Throws kUsage for a
+// dtype that GGUF cannot hold, and what the readers and the writer throw.
+TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const std::vector<TransferItem>& items,
+                             GgufWriter& writer, const Metadata& metadata, const TransferOptions& options = {});
+
+// The pairs of an output made from `source` (a GGUF input, or null) whose metadata is now
+// `metadata`: the source's pairs, as stored, where `metadata` still has them with the
+// same text (a changed text is written as a string, a missing key is left out), then the
+// other keys of `metadata` as strings, but `general.*` (typed by GGUF) and "format".
+std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& metadata);
+
+// Whether any source is a GGUF file (whose pairs would reach the output).
+bool gguf_transfer_has_model_metadata(const std::vector<TransferSource>& sources);
+
+}  // namespace tk::io

@@ -162,9 +162,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
     gguf = w.get();
     writer = std::move(w);
     if (!io::gguf_transfer_has_model_metadata(plan.sources))
-      tool.summary("the GGUF output holds the tensors alone, with no model metadata (general.architecture, the "
-                "tokenizer): llama.cpp cannot run it as a model; convert the model with llama.cpp's "
-                "convert_hf_to_gguf.py, then quantize that with tquant");
+      tool.summary(cli::kGgufTensorsAlone);
   }
   if (!writer) writer = io::open_writer(o.output, write_options);
   cli::Progress progress(common.show_progress, tool.name());

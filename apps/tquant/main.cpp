@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tool.set_examples({
       {"tquant model.safetensors --scheme q4k -o q.safetensors", "One scheme for every float tensor"},
       {"tquant model.safetensors --budget 4.5 -o q.safetensors", "A scheme per tensor for the least error at 4.5 bits"},
+      {"tquant model-f16.gguf --budget 4.5 -o model.gguf", "A GGUF for llama.cpp, keeping its key-value pairs"},
       {"tquant dequant q.safetensors -o dense.safetensors", "Dense again, from the metadata alone"},
   });
   tk::tquant::QuantArgs q;
@@ -19,7 +20,9 @@ int main(int argc, char** argv) {
   app.add_option("input", q.input, "Model file, sharded index or directory ('-': stdin, the default)")->type_name("IN");
   tool.add_output(app, q.output);
   tool.add_metadata_options(app);
-  app.add_option("--format", q.format, "Output format: safetensors or hdf5 (default: from OUT's extension)")
+  app.add_option("--format", q.format,
+                 "Output format: safetensors, hdf5 or gguf (ggml block types: the schemes with a ggml twin; "
+                 "default: from OUT's extension)")
       ->type_name("FMT");
   app.add_option("--scheme", q.scheme, "Quantize every selected float tensor with this scheme")->type_name("NAME");
   app.add_option("--group-size", q.group_size, "Values per group along a row (default: the scheme's)")
@@ -70,7 +73,7 @@ int main(int argc, char** argv) {
   tool.add_metadata_options(*dequant);
   dequant->add_option("--dtype", d.dtype, "dtype of restored tensors (default: each tensor's original)")
       ->type_name("f32|bf16|f16");
-  dequant->add_option("--format", d.format, "Output format: safetensors or hdf5")->type_name("FMT");
+  dequant->add_option("--format", d.format, "Output format: safetensors, hdf5 or gguf")->type_name("FMT");
 
   std::string svg;
   CLI::App* curve = tool.add_subcommand(

@@ -20,7 +20,9 @@ const std::vector<std::string>& default_keep_globs() {
 }
 
 const std::vector<std::string>& embedding_globs() {
-  static const std::vector<std::string> globs = {"*embed*", "*Embed*", "*wte*", "*wpe*", "*tok_embeddings*"};
+  // GGUF (llama.cpp's names): token_embd, position_embd, token_types.
+  static const std::vector<std::string> globs = {"*embed*", "*Embed*", "*wte*",    "*wpe*",
+                                                 "*tok_embeddings*", "*_embd.*", "token_types.*"};
   return globs;
 }
 

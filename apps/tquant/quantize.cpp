@@ -35,9 +35,7 @@ void explain(Session& s, const std::vector<PlanEntry>& plan) {
       fmt::join(embedding_globs(), " "), args.quantize_embeddings ? " (quantized)" : "");
   if (args.keep_lm_head) text += fmt::format("kept output heads: {}\n", fmt::join(lm_head_globs(), " "));
   if (args.budget || !args.size.empty()) {
-    text += fmt::format("budget candidates: {}\n",
-                        args.candidates.empty() ? fmt::format("{}", fmt::join(default_candidates(), ","))
-                                                : args.candidates);
+    text += fmt::format("budget candidates: {}\n", fmt::join(candidate_list(args, s.gguf), ","));
   }
   for (const PlanEntry& e : plan) {
     std::string name = cli::escape_text(e.info.name);
@@ -102,6 +100,39 @@ std::string padding_notice(const PlanEntry& e, const quant::Quantized& q) {
                      cli::escape_text(e.info.name), cols, padded->second);
 }
 
+// GGUF output: ggml fixes each block type's layout, so the flags that change it are
+// refused rather than ignored; the schemes named must have a ggml type.
+void check_gguf_output(Session& s) {
+  const QuantArgs& a = s.args;
+  const char* flag = a.group_size ? "--group-size"
+                     : !a.granularity.empty() && a.granularity != "group" ? "--granularity"
+                     : !a.scale_dtype.empty() && a.scale_dtype != "f16"   ? "--scale-dtype"
+                     : a.double_quant                                     ? "--double-quant"
+                     : !a.outliers.empty()                                ? "--outliers"
+                                                                          : nullptr;
+  if (flag) {
+    throw usage_error("GGUF's block types fix their groups and scales (groups of 32 or 256 with f16 scales); "
+                      "leave this out for a .gguf output",
+                      flag);
+  }
+  if (!a.scheme.empty()) s.gguf_type(a.scheme);
+  for (const std::string& r : a.rules) s.gguf_type(parse_rule(r).second);
+}
+
+// A GGUF input's tensors that are already ggml blocks are kept as they are stored (their
+// values read as f32 would be quantized twice).
+void keep_gguf_blocks(const Source& src, std::vector<PlanEntry>& plan) {
+  const io::GgufReader* g = src.gguf();
+  if (!g) return;
+  for (PlanEntry& e : plan) {
+    const io::GgmlTypeTraits& t = io::ggml_traits(g->entry(e.index).type);
+    if (!e.quantize || t.plain) continue;
+    e.quantize = false;
+    e.budgeted = false;
+    e.reason = fmt::format("kept: stored as {}", t.name);
+  }
+}
+
 }  // namespace
 
 int run_quantize(cli::Tool& tool, const QuantArgs& args) {
@@ -120,10 +151,11 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
       throw usage_error("--json - and -o - both want stdout; give one of them a file");
     }
   }
-  Session session{tool, args, options_from_args(args), {}, {}};
+  Session session{tool, args, options_from_args(args), {}, {}, format == io::FileFormat::kGguf};
   session.base.seed = common.seed.value_or(0);
   if (!args.scheme.empty()) session.scheme(args.scheme);
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
+  if (session.gguf) check_gguf_output(session);
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
   Source src(cli::open_seekable_reader(tool, args.input));
@@ -132,9 +164,11 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();
+  keep_gguf_blocks(src, plan);
   // Notices are said once the run has succeeded: a failing run prints its one error
   // line and nothing else (DESIGN.md, "CLI contract").
   std::vector<std::string> notices = plan_notices(plan);
+  if (session.gguf && !src.gguf()) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
   for (PlanEntry& e : plan) {
     if (!e.quantize || e.budgeted) continue;
     if (std::string n = session.fit_fixed(e); !n.empty()) notices.push_back(std::move(n));
@@ -180,7 +214,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   uint64_t out_bytes = 0;
   if (!args.dry_run) {
     InputAccess input{[&src](size_t index) { return src.read(index); },
-                      [&src](size_t index) { src.release(index); }, &spill};
+                      [&src](size_t index) { src.release(index); }, &spill, src.gguf()};
     WriteOutcome w = write_quantized(tool, args, format, src.reader().metadata(), plan, results, input);
     sha256 = w.sha256;
     out_bytes = w.bytes;

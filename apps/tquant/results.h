@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan.h"
+#include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/measure.h"
 
@@ -34,11 +35,12 @@ struct InputAccess {
   std::function<Tensor(size_t)> read;
   std::function<void(size_t)> release;
   const PartSpill* spill = nullptr;
+  io::GgufReader* gguf = nullptr;  // the input, when it is GGUF: tensors kept are copied as stored
 };
 
 // Write the output: in input order, each quantized tensor as its parts NAME.<suffix>,
 // every other tensor unchanged; the `tk` metadata gets the layout records and the
-// provenance.
+// provenance. A GGUF output stores each quantized tensor as ggml blocks instead.
 WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
                              const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
                              const std::vector<Result>& results, const InputAccess& input);

@@ -10,6 +10,7 @@
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "tk/core/error.h"
+#include "tk/quant/gguf_blocks.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/view.h"
@@ -33,28 +34,53 @@ const quant::Scheme& Session::scheme(const std::string& spec) {
   return *s;
 }
 
-quant::QuantOptions Session::options_for(const PlanEntry& e) const {
+quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& spec) {
   quant::QuantOptions o = base;
   if (e.group_size > 0) o.group_size = e.group_size;
   int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
   o.importance = quant::importance_for(importance, e.info.name, cols);
+  if (gguf && !spec.empty()) {
+    const quant::QuantOptions twin = quant::tensorkit_twin(gguf_type(spec))->options;
+    o.group_size = twin.group_size;
+    o.granularity = twin.granularity;
+    o.symmetric = twin.symmetric;
+    o.scale_dtype = twin.scale_dtype;
+  }
   return o;
 }
 
+io::GgmlType Session::gguf_type(const std::string& spec) {
+  const std::string name = scheme(spec).name();
+  if (auto type = quant::ggml_type_for_scheme(name, base.symmetric)) return *type;
+  throw usage_error(fmt::format("GGUF has no block type for {}{}; it holds {}", name, base.symmetric ? "" : " --asym",
+                                quant::ggml_schemes_text()),
+                    spec);
+}
+
 bool Session::fits(const std::string& spec, const PlanEntry& e) {
-  return quant::fills_blocks(scheme(spec), e.info.shape, options_for(e));
+  if (gguf) {
+    const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
+    if (cols % io::ggml_traits(gguf_type(spec)).block != 0) return false;
+  }
+  return quant::fills_blocks(scheme(spec), e.info.shape, options_for(e, spec));
 }
 
 std::string Session::fit_fixed(PlanEntry& e) {
   if (fits(e.scheme, e)) return {};
   const std::string original = e.scheme;
-  const int64_t block = scheme(original).row_block(e.info.shape.empty() ? 1 : e.info.shape.back(), options_for(e));
+  const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
+  const int64_t block =
+      gguf ? io::ggml_traits(gguf_type(original)).block : scheme(original).row_block(cols, options_for(e));
   const std::string why = fmt::format("{} cannot fill {}'s blocks of {}", cli::count_noun(shape_numel(e.info.shape), "value", "values"),
                                       original, block);
-  if (const int bits = quant::fallback_int_bits(original); bits > 0) {
+  if (int bits = quant::fallback_int_bits(original); bits > 0) {
+    // GGUF holds integers of 4, 5 and 8 bits in groups of 32 (Q4_0, Q5_0, Q8_0), as
+    // llama.cpp falls back from a k-quant (it takes IQ4_NL for 2 and 3 bits).
+    if (gguf) bits = bits <= 4 ? 4 : bits == 5 ? 5 : 8;
     PlanEntry trial = e;
     trial.scheme = "int" + std::to_string(bits);
-    for (int64_t group : {32, 16, 8}) {
+    const std::vector<int64_t> groups = gguf ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 16, 8};
+    for (int64_t group : groups) {
       trial.group_size = group;
       if (!fits(trial.scheme, trial)) continue;
       e.scheme = trial.scheme;
@@ -106,8 +132,21 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> candidate_list(const QuantArgs& args) {
+std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf) {
   std::vector<std::string> c = args.candidates.empty() ? default_candidates() : split_list(args.candidates);
+  if (gguf) {
+    std::vector<std::string> held;
+    for (const std::string& spec : c) {
+      const std::string name = quant::make_scheme(spec)->name();
+      if (quant::ggml_type_for_scheme(name, !args.asym)) {
+        held.push_back(spec);
+      } else if (!args.candidates.empty()) {
+        throw usage_error(fmt::format("GGUF has no block type for {}; it holds {}", name, quant::ggml_schemes_text()),
+                          "--candidates");
+      }
+    }
+    c = std::move(held);
+  }
   if (c.empty()) throw usage_error("no candidate schemes", "--candidates");
   return c;
 }
@@ -172,15 +211,16 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
       try {
         if (!s.fits(c, e)) continue;
         const quant::Scheme& scheme = s.scheme(c);
+        const quant::QuantOptions oc = s.options_for(e, c);
         const quant::RowSample* rows = nullptr;
         if (sample) {
-          const int64_t view = quant::choose_view_cols(scheme, e.info.shape, o);
+          const int64_t view = quant::choose_view_cols(scheme, e.info.shape, oc);
           const std::pair<int64_t, int64_t> key{view, quant::kSampleShare};
           auto it = samples.find(key);
-          if (it == samples.end()) it = samples.emplace(key, quant::sample_rows(x, view, cols, o.importance)).first;
+          if (it == samples.end()) it = samples.emplace(key, quant::sample_rows(x, view, cols, oc.importance)).first;
           rows = &it->second;
         }
-        const quant::Estimate est = quant::estimate_error(scheme, x, e.info.shape, o, rows);
+        const quant::Estimate est = quant::estimate_error(scheme, x, e.info.shape, oc, rows);
         item.bytes.push_back(est.bytes);
         item.error.push_back(est.error);
         estimates.push_back(est);
@@ -212,11 +252,15 @@ namespace {
 
 // What the output file holds besides tensor data, over-estimated: the header entries of
 // every stored tensor, the layout records, the input's metadata and the provenance.
-uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan, const io::Metadata& metadata) {
+uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan, const Source& src) {
   const bool hdf5 = cli::output_format(s.args.output, s.args.format) == io::FileFormat::kHdf5;
   const uint64_t per_tensor = hdf5 ? 2048 : 96;
   uint64_t bytes = 4096;
-  for (const auto& [key, value] : metadata) bytes += key.size() + value.size() + 8;
+  for (const auto& [key, value] : src.reader().metadata()) bytes += key.size() + value.size() + 8;
+  // A GGUF input's pairs are copied as stored: its tokenizer's arrays are far longer
+  // than their text in the metadata.
+  if (const io::GgufReader* g = src.gguf(); g && s.gguf)
+    for (const io::GgufKv& kv : g->kvs()) bytes += kv.key.size() + kv.value.size() + 12;
   for (const PlanEntry& e : plan) {
     const uint64_t stored = e.quantize ? 4 : 1;  // parts of a quantized tensor: at most 4
     bytes += stored * (e.info.name.size() + 16 + per_tensor) + (e.quantize ? e.info.name.size() + 320 : 0);
@@ -227,7 +271,7 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
 }  // namespace
 
 std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
-  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args), progress, !s.args.exact_budget);
+  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args, s.gguf), progress, !s.args.exact_budget);
   if (t.items.empty()) return {};
   size_t estimated = 0, refined = 0, measured = 0, dropped = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {
@@ -239,7 +283,7 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
                              : cli::bytes_parse(s.args.size, "--size");
   // --size is the output file's size: pass-through tensors and the header count too.
   uint64_t reserved =
-      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src.reader().metadata()));
+      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src));
   uint64_t min_bytes = quant::budget_min_bytes(t.items) + reserved;
   if (capacity < min_bytes) {
     if (by_bpw) {
@@ -260,11 +304,10 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
       progress.show(fmt::format("measuring again: {} ({} candidates)", e.info.name, todo.size()));
       bool finite = true;
       const std::vector<float> x = src.read_f32(e.index, &finite);
-      const quant::QuantOptions o = s.options_for(e);
       for (size_t j : todo) {
         const quant::Estimate was = t.estimates[i][j];
-        const quant::Estimate again =
-            quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape, o);
+        const quant::Estimate again = quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape,
+                                                               s.options_for(e, t.usable[i][j]));
         s.tool.verbose(1, fmt::format("{} {}: estimated error {:.6g} (standard error {:.3g}, bias allowance {:.3g}) "
                                       "on 1/{} of the rows; {} {:.6g} ({:+.2f}%)",
                                       cli::escape_text(e.info.name), t.usable[i][j], was.error, was.se, was.bias,

@@ -9,6 +9,7 @@
 
 #include "cli/progress.h"
 #include "plan.h"
+#include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/allocation.h"
 #include "tk/quant/measure.h"
@@ -28,6 +29,8 @@ class Source {
   void release(size_t index) { reader_->release(index); }
   // The tensor as f32 (then released); `finite` tells whether every value is.
   std::vector<float> read_f32(size_t index, bool* finite);
+  // The reader as a GGUF reader, or null for the other formats.
+  io::GgufReader* gguf() const { return dynamic_cast<io::GgufReader*>(reader_.get()); }
 
  private:
   std::unique_ptr<io::TensorReader> reader_;
@@ -39,12 +42,21 @@ struct Session {
   quant::QuantOptions base;
   std::map<std::string, std::vector<float>> importance;
   std::map<std::string, std::unique_ptr<quant::Scheme>> schemes;
+  // The output is GGUF: every scheme must have a ggml twin (quant/gguf_blocks.h), is
+  // quantized under the twin's layout options, and fits a tensor only when its rows
+  // are whole ggml blocks (GGUF has no padding).
+  bool gguf = false;
 
   const quant::Scheme& scheme(const std::string& spec);
-  // base + the entry's group size + the tensor's importance vector.
-  quant::QuantOptions options_for(const PlanEntry& e) const;
+  // base + the entry's group size + the tensor's importance vector, for the entry's
+  // scheme or for `spec`; for GGUF, with the layout of the scheme's ggml twin.
+  quant::QuantOptions options_for(const PlanEntry& e) { return options_for(e, e.scheme); }
+  quant::QuantOptions options_for(const PlanEntry& e, const std::string& spec);
+  // GGUF output: the ggml type that `spec` is stored as; kUsage when it has none.
+  io::GgmlType gguf_type(const std::string& spec);
   // Whether `spec` fills its blocks on this tensor under its best view (at most 1/16
-  // of the values stored are padding); kUsage errors of the scheme propagate.
+  // of the values stored are padding; for GGUF, none); kUsage errors of the scheme
+  // propagate.
   bool fits(const std::string& spec, const PlanEntry& e);
   // A fixed scheme that cannot fill its blocks here: fall back to the integer scheme
   // of as many bits with groups of 32, 16 or 8 (as llama.cpp falls back from k-quants),
@@ -85,7 +97,9 @@ class LongRunWarning {
 };
 
 std::vector<std::string> split_list(const std::string& text);
-std::vector<std::string> candidate_list(const QuantArgs& args);
+// The --budget candidates: --candidates or the defaults; for GGUF output (`gguf`) the
+// defaults with a ggml twin, and kUsage for a given one without.
+std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf = false);
 // `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
                                   const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);

@@ -8,6 +8,9 @@
 #include "results.h"
 #include "spill.h"
 #include "tk/codec/sha256.h"
+#include "tk/core/error.h"
+#include "tk/io/gguf_transfer.h"
+#include "tk/quant/gguf_blocks.h"
 #include "tk/quant/layout.h"
 
 namespace tk::tquant {
@@ -28,13 +31,105 @@ std::optional<std::string> file_sha256(const std::string& path) {
   return codec::sha256_hex(codec::sha256({bytes.data(), bytes.size()}));
 }
 
+std::map<const PlanEntry*, const Result*> results_by_entry(const std::vector<Result>& results) {
+  std::map<const PlanEntry*, const Result*> by_entry;
+  for (const Result& r : results) by_entry[r.entry] = &r;
+  return by_entry;
+}
+
+// The result's quantized tensor with its parts, read back from the spill if set aside.
+quant::Quantized with_parts(const Result& r, const InputAccess& input) {
+  quant::Quantized q = r.measured.q;
+  for (const auto& [suffix, offset] : r.spilled) {
+    const auto& [dtype, shape] = r.measured.part_infos.at(suffix);
+    q.parts[suffix] = input.spill->read(offset, dtype, shape);
+  }
+  return q;
+}
+
+// GGUF output: each quantized tensor as the blocks of its ggml twin, every other tensor
+// as the input stores it (a GGUF input's stored bytes and type; else its dtype, which
+// GGUF must hold), and the input's pairs with general.quantization_version = 2. The
+// input's general.file_type names its own type (F16), not the output's: it is left out,
+// and llama.cpp then names the file by its most common tensor type.
+WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::Metadata& input_metadata,
+                        const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
+                        const InputAccess& input) {
+  const auto by_entry = results_by_entry(results);
+  std::vector<io::GgufTensorDecl> decls;
+  std::vector<const Result*> slots;
+  for (const PlanEntry& e : plan) {
+    auto it = by_entry.find(&e);
+    const Result* r = it == by_entry.end() ? nullptr : it->second;
+    io::GgmlType type = io::GgmlType::kF32;
+    if (r) {
+      type = *quant::ggml_type_for_scheme(r->measured.q.scheme, !args.asym);
+    } else if (input.gguf) {
+      type = input.gguf->entry(e.index).type;
+    } else if (auto plain = io::ggml_type_of(e.info.dtype)) {
+      type = *plain;
+    } else {
+      throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}; leave it out with "
+                                    "--exclude, or convert it with tconvert --dtype",
+                                    dtype_name(e.info.dtype)),
+                        "tensor '" + e.info.name + "'");
+    }
+    decls.push_back({e.info.name, e.info.shape, type});
+    slots.push_back(r);
+  }
+  io::Metadata metadata = input_metadata;
+  tool.stamp(metadata);
+  std::vector<io::GgufKv> kvs = io::gguf_output_kvs(input.gguf, metadata);
+  std::erase_if(kvs, [](const io::GgufKv& kv) {
+    return kv.key == "general.file_type" || kv.key == "general.quantization_version";
+  });
+  kvs.push_back(io::gguf_kv_u32("general.quantization_version", 2));
+
+  io::WriteOptions options;
+  options.format = io::FileFormat::kGguf;
+  auto opened = io::open_writer(args.output, options);
+  auto& writer = dynamic_cast<io::GgufWriter&>(*opened);
+  writer.begin_gguf(decls, kvs);
+  WriteOutcome outcome;
+  uint64_t total = 0;
+  for (const io::GgufTensorDecl& d : decls) total += io::ggml_storage_bytes(d.type, shape_numel(d.shape));
+  cli::Progress progress(tool.options().show_progress, tool.name());
+  cli::WorkMeter meter(total);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanEntry& e = plan[k];
+    progress.show(fmt::format("writing {}/{} tensors, {}", k + 1, plan.size(), meter.text("bytes")));
+    uint64_t bytes = 0;
+    if (const Result* r = slots[k]) {
+      const std::vector<uint8_t> blocks = quant::ggml_blocks(with_parts(*r, input), decls[k].type);
+      writer.write_stored(k, blocks);
+      bytes = blocks.size();
+    } else if (input.gguf) {
+      const Buffer stored = input.gguf->read_stored(e.index);
+      writer.write_stored(k, {stored.data(), stored.size()});
+      bytes = stored.size();
+      input.release(e.index);
+    } else {
+      const Tensor t = input.read(e.index);
+      writer.write(k, t);
+      bytes = t.nbytes();
+      input.release(e.index);
+    }
+    meter.add(bytes);
+    outcome.bytes += bytes;
+  }
+  writer.finish();
+  outcome.sha256 = file_sha256(args.output);
+  if (outcome.sha256) outcome.bytes = std::filesystem::file_size(args.output);
+  return outcome;
+}
+
 }  // namespace
 
 WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
                              const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
                              const std::vector<Result>& results, const InputAccess& input) {
-  std::map<const PlanEntry*, const Result*> by_entry;
-  for (const Result& r : results) by_entry[r.entry] = &r;
+  if (format == io::FileFormat::kGguf) return write_gguf(tool, args, input_metadata, plan, results, input);
+  const auto by_entry = results_by_entry(results);
 
   std::vector<io::TensorInfo> infos;
   std::vector<OutputSlot> slots;

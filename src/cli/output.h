@@ -22,6 +22,12 @@ struct OutputOptions {
   bool edits_metadata() const { return !set_metadata.empty() || !drop_metadata.empty() || !provenance; }
 };
 
+// What a GGUF output made from a file that is not GGUF lacks, for the tools' summary.
+inline constexpr const char* kGgufTensorsAlone =
+    "the GGUF output holds the tensors alone, with no model metadata (general.architecture, the tokenizer): "
+    "llama.cpp cannot run it as a model; convert the model with llama.cpp's convert_hf_to_gguf.py, then quantize "
+    "that with tquant";
+
 // Register -f/--force on `app`.
 void add_force_flag(CLI::App& app, OutputOptions& options);
 // Register --set-metadata and --drop-metadata on `app`.

@@ -258,7 +258,9 @@ using T = GgmlType;
 // 40 bytes (its old float d, s); ggml's block_q8_1 holds two halves: 36. The IQ1, IQ2 and
 // IQ3 types (lattice codebooks), Q8_1 and Q8_K (ggml's intermediate types for dot products,
 // which gguf-py does not decode either) are listed but not decoded.
-constexpr Entry kTable[] = {
+// Not constexpr: with the sanitizers, comparing a function address with null is not a
+// constant expression.
+const Entry kTable[] = {
     plain(T::kF32, "F32", DType::kF32, 4),
     plain(T::kF16, "F16", DType::kF16, 2),
     blocks(T::kQ4_0, "Q4_0", 32, 18, decode_blocks<decode_q4_0>),

@@ -67,6 +67,10 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
     : inner_(std::move(inner)), where_(where) {
   metadata_ = inner_->metadata();
   skipped_ = inner_->skipped();
+  if (const auto* gguf = dynamic_cast<const io::GgufReader*>(inner_.get())) {
+    init_gguf(*gguf, cast);
+    return;
+  }
   auto tk_value = metadata_.find(kTkMetadataKey);
   if (tk_value == metadata_.end()) throw invalid_input("no quantization metadata (no tk metadata key)", where_);
   try {
@@ -128,11 +132,29 @@ Tensor DequantReader::fetch(size_t i) {
   return inner_->read(i);
 }
 
+void DequantReader::init_gguf(const io::GgufReader& gguf, std::optional<DType> cast) {
+  const auto& in = inner_->tensors();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const io::GgmlTypeTraits& type = io::ggml_traits(gguf.entry(i).type);
+    io::TensorInfo out = in[i];
+    if (cast && dtype_is_float(out.dtype)) {
+      out.dtype = *cast;
+      out.nbytes = dtype_storage_bytes(*cast, shape_numel(out.shape));
+    }
+    const LayoutRecord* record = nullptr;
+    if (!type.plain) record = &(records_[out.name] = LayoutRecord{type.name, DType::kF32, out.shape, {}, {}});
+    infos_.push_back(std::move(out));
+    slots_.push_back({i, record, gguf.entry(i).nbytes, {}});
+  }
+}
+
 Tensor DequantReader::read(size_t index) {
   const Slot& s = slots_.at(index);
   const io::TensorInfo& info = infos_[index];
   try {
-    if (s.record) return restore(info.name, *s.record, info.dtype, s.parts, [this](size_t i) { return fetch(i); });
+    if (s.record && !s.parts.empty()) {
+      return restore(info.name, *s.record, info.dtype, s.parts, [this](size_t i) { return fetch(i); });
+    }
     Tensor t = fetch(s.input_index);
     if (t.dtype() == info.dtype) return t;
     Tensor out = Tensor::empty(info.dtype, t.shape());
@@ -147,7 +169,7 @@ Tensor DequantReader::read(size_t index) {
 void DequantReader::release(size_t index) {
   const Slot& s = slots_.at(index);
   if (!inner_->random_access()) return;
-  if (!s.record) return inner_->release(s.input_index);
+  if (!s.record || s.parts.empty()) return inner_->release(s.input_index);
   for (size_t part : s.parts) inner_->release(part);
 }
 

@@ -3,6 +3,8 @@
 // layout.h) is one logical tensor NAME in its original dtype and shape, dequantized
 // when read; tensors stored densely pass through. `tquant dequant` writes these
 // tensors out; `tinfo` lists them with their schemes and compares them with a source.
+// A GGUF file is read the same way: its ggml block types are its quantized tensors
+// (records named by the type, "Q4_K", without parts), decoded by the GGUF reader.
 #pragma once
 
 #include <map>
@@ -10,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/layout.h"
 
@@ -50,6 +53,7 @@ class DequantReader final : public io::TensorReader {
     std::vector<size_t> parts;  // the record's parts, as indices of inner_, in its order
   };
   Tensor fetch(size_t inner_index);
+  void init_gguf(const io::GgufReader& gguf, std::optional<DType> cast);
 
   std::unique_ptr<io::TensorReader> inner_;
   std::map<size_t, Tensor> held_;  // read ahead from a sequential inner

@@ -44,6 +44,18 @@ class Error : public std::runtime_error {
   std::string where_;
 };
 
+// Run `body`; an Error it throws is rethrown with the file name `name` in front of its
+// location (unless it is already there, or `name` is empty).
+template <typename F>
+auto located(const std::string& name, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (name.empty() || e.where().rfind(name, 0) == 0) throw;
+    throw e.with_context(name);
+  }
+}
+
 // Shorthands that build an Error; use as `throw tk::invalid_input("...", where)`.
 inline Error usage_error(std::string msg, std::string where = {}) {
   return Error(ErrorKind::kUsage, std::move(msg), std::move(where));

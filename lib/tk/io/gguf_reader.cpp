@@ -19,17 +19,6 @@ namespace {
 using detail::GgufHeader;
 using detail::tensor_where;
 
-// Rethrow errors with the file name in front of their location.
-template <typename F>
-auto located(const std::string& name, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    if (name.empty() || e.where().rfind(name, 0) == 0) throw;
-    throw e.with_context(name);
-  }
-}
-
 class GgufReaderBase : public GgufReader {
  public:
   GgufReaderBase(std::string name, const GgufHeader& header) : name_(std::move(name)) {

@@ -47,17 +47,6 @@ void check_data_extent(const SafetensorsHeader& h, uint64_t available) {
                           tensor_where(h.tensors[i].name));
 }
 
-// Rethrow errors raised while reading with the file name in front of their location.
-template <typename F>
-auto located(const std::string& name, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    if (name.empty() || e.where().rfind(name, 0) == 0) throw;
-    throw e.with_context(name);
-  }
-}
-
 class MappedReader final : public TensorReader {
  public:
   MappedReader(std::string name, Buffer file, SafetensorsHeader header, uint64_t data_start)

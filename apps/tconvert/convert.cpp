@@ -15,6 +15,7 @@
 #include "tconvert.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_transfer.h"
+#include "tk/quant/dequant_reader.h"
 #include "tk/io/sharded.h"
 #include "tk/io/transfer.h"
 
@@ -158,11 +159,18 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
   io::GgufWriter* gguf = nullptr;
   if (!writer && format == io::FileFormat::kGguf) {
+    // tquant's parts (NAME.codes, NAME.scales) are not ggml blocks; repacking them is
+    // tquant's GGUF output, from the original tensors.
+    for (const io::TransferSource& s : plan.sources) {
+      if (quant::has_layout(s.reader->metadata())) {
+        throw usage_error("a tquant output's parts do not convert to GGUF; quantize the original with "
+                          "'tquant ... -o OUT.gguf'",
+                          s.name);
+      }
+    }
     auto w = io::gguf_writer(io::OutputStream::open(o.output, {write_options.durable}));
     gguf = w.get();
     writer = std::move(w);
-    if (!io::gguf_transfer_has_model_metadata(plan.sources))
-      tool.summary(cli::kGgufTensorsAlone);
   }
   if (!writer) writer = io::open_writer(o.output, write_options);
   cli::Progress progress(common.show_progress, tool.name());
@@ -176,6 +184,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
            : io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
   progress.clear();
   warn_losses(tool, plan, out_infos, result, cast, o.saturate);
+  if (gguf && !io::gguf_transfer_has_model_metadata(plan.sources)) tool.summary(cli::kGgufTensorsAlone);
 
   tool.summary(fmt::format("{}, {} -> {} ({} -> {})", cli::count_noun(result.tensors, "tensor", "tensors"),
                            cli::format_bytes(result.bytes_in), cli::format_bytes(result.bytes_out),

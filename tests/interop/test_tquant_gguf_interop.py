@@ -170,3 +170,15 @@ def test_gguf_output_refuses_what_it_cannot_hold(tmp):
         assert needle in r.stderr, (flags, r.stderr)
         assert r.stderr.count(b"\n") == 1
         assert not os.path.exists(out)
+
+
+def test_tconvert_refuses_tquant_parts(tmp):
+    src = os.path.join(tmp, "m.safetensors")
+    save_file(model(), src)
+    native, out = os.path.join(tmp, "q.safetensors"), os.path.join(tmp, "q.gguf")
+    ok(TQUANT, src, "--scheme", "q4k", "-o", native)
+    r = run(os.path.join(BIN, "tconvert"), native, "-o", out)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == b"tconvert: error: a tquant output's parts do not convert to GGUF; quantize the original " \
+                       b"with 'tquant ... -o OUT.gguf' (" + native.encode() + b")\n"
+    assert not os.path.exists(out)

@@ -15,6 +15,7 @@
 #include "tconvert.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_transfer.h"
+#include "tk/quant/ct_model.h"
 #include "tk/quant/dequant_reader.h"
 #include "tk/io/sharded.h"
 #include "tk/io/transfer.h"
@@ -130,9 +131,14 @@ void warn_losses(const cli::Tool& tool, const Plan& plan, const std::vector<io::
 int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   const cli::CommonOptions& common = tool.options();
   // Everything that can be checked without reading comes first.
-  io::FileFormat format = cli::output_format(o.output, o.format);
+  const bool ct = o.format == kCompressedTensors;
+  io::FileFormat format = ct ? io::FileFormat::kSafetensors : cli::output_format(o.output, o.format);
   cli::check_binary_input(o.inputs, cli::stdin_is_terminal());
-  tool.check_output(o.output, o.inputs);
+  if (ct) {
+    quant::ct_check_output_directory(o.output);
+  } else {
+    tool.check_output(o.output, o.inputs);
+  }
   if (common.json && *common.json == "-" && o.output == "-")
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   std::optional<DType> cast;
@@ -146,6 +152,18 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   if (!o.compress.empty()) {
     if (format != io::FileFormat::kHdf5) throw usage_error("--compress applies only to HDF5 output");
     write_options.hdf5_zstd_level = cli::zstd_level_parse(o.compress);
+  }
+
+  // A quantized model bound for GGUF or compressed-tensors is repacked, not transferred.
+  if ((ct || format == io::FileFormat::kGguf) && o.inputs.size() == 1 && o.inputs[0] != "-") {
+    std::unique_ptr<io::TensorReader> reader = cli::open_reader(tool, o.inputs[0]);
+    if (auto quantized = quant::open_dequant_reader(reader, o.inputs[0], std::nullopt, false)) {
+      return run_repack(tool, o, *quantized, ct);
+    }
+  }
+  if (ct) {
+    throw usage_error("tconvert writes compressed-tensors from one quantized model (tquant's or compressed-tensors'); "
+                      "quantize others with 'tquant ... --format compressed-tensors'");
   }
 
   std::unique_ptr<io::TensorWriter> writer;  // a sharded one is checked before any reading
@@ -163,8 +181,8 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
     // tquant's GGUF output, from the original tensors.
     for (const io::TransferSource& s : plan.sources) {
       if (quant::has_layout(s.reader->metadata())) {
-        throw usage_error("a tquant output's parts do not convert to GGUF; quantize the original with "
-                          "'tquant ... -o OUT.gguf'",
+        throw usage_error("a tquant output converts to GGUF by its path alone, not merged or from a pipe; or "
+                          "quantize the original with 'tquant ... -o OUT.gguf'",
                           s.name);
       }
     }

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
       {"tconvert shards/ -o merged.safetensors", "Merge a sharded model"},
       {"tconvert model-f16.gguf -t 'blk.0.*' -o blk0.gguf", "A GGUF subset, keeping the model's key-value pairs"},
       {"tconvert pytorch_model.bin -o model.safetensors", "A torch.save checkpoint, read without running its pickle"},
+      {"tconvert q4.safetensors -o q4.gguf", "A tquant output as ggml blocks, bit for bit, not quantized again"},
       {"tconvert model.safetensors --max-shard-size 2GB -o out/model.safetensors",
        "Shards and an index, as transformers writes them"},
   });
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   tool.add_output(app, o.output);
   tool.add_metadata_options(app);
   app.add_option("--format", o.format,
-                 "Output format: safetensors, hdf5, gguf, npy or npz (default: from OUT's extension)")
+                 "Output format: safetensors, hdf5, gguf, npy, npz, or compressed-tensors (-o DIR, from a "
+                 "quantized model); default: from OUT's extension. A quantized model (tquant's, or "
+                 "compressed-tensors) to gguf or compressed-tensors is repacked without quantizing again")
       ->type_name("FMT");
   app.add_option("--dtype", o.dtype, "Cast float tensors to DT (f32, f16, bf16, f8_e4m3, ...); others are kept")
       ->type_name("DT");

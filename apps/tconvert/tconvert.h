@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/tool.h"
+#include "tk/quant/dequant_reader.h"
 
 namespace tk::tconvert {
 
@@ -20,7 +21,16 @@ struct ConvertOptions {
   std::string max_shard_size;        // --max-shard-size SIZE: sharded safetensors output
 };
 
+// --format's value for a compressed-tensors model directory (vLLM, transformers).
+inline constexpr const char* kCompressedTensors = "compressed-tensors";
+
 // Convert; returns the exit code.
 int run_convert(cli::Tool& tool, const ConvertOptions& options);
+
+// Write the quantized model `reader` reads (a tquant file, a compressed-tensors model)
+// as GGUF, or as a compressed-tensors directory when `ct`, repacking its quantized
+// tensors without quantizing again (repack.cpp). Throws kUsage for a tensor whose scheme
+// the target cannot hold.
+int run_repack(cli::Tool& tool, const ConvertOptions& options, quant::DequantReader& reader, bool ct);
 
 }  // namespace tk::tconvert

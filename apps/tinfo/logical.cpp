@@ -7,8 +7,9 @@ namespace tk::tinfo {
 
 std::unique_ptr<io::TensorReader> open_shown(const cli::Tool& tool, const std::string& path, bool parts) {
   auto reader = cli::open_reader(tool, path);
-  if (parts || !quant::has_layout(reader->metadata())) return reader;
-  return std::make_unique<quant::DequantReader>(std::move(reader), io::input_display_name(path));
+  if (parts) return reader;
+  if (auto logical = quant::open_dequant_reader(reader, path, std::nullopt, false)) return logical;
+  return reader;
 }
 
 }  // namespace tk::tinfo

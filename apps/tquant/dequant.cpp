@@ -34,8 +34,11 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
     throw usage_error("--json - and -o - both want stdout; give one of them a file");
   }
 
-  const std::string where = io::input_display_name(args.input);
-  quant::DequantReader reader(cli::open_seekable_reader(tool, args.input), where, cast);
+  std::unique_ptr<io::TensorReader> inner = cli::open_seekable_reader(tool, args.input);
+  std::unique_ptr<quant::DequantReader> opened = quant::open_dequant_reader(inner, args.input, cast, true);
+  // Neither tquant's nor GGUF nor compressed-tensors: the reader says what is missing.
+  if (!opened) opened = std::make_unique<quant::DequantReader>(std::move(inner), io::input_display_name(args.input), cast);
+  quant::DequantReader& reader = *opened;
   io::Metadata metadata = reader.metadata();
   tool.stamp(metadata);
   const auto& infos = reader.tensors();

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
       {"tquant model.safetensors --scheme q4k -o q.safetensors", "One scheme for every float tensor"},
       {"tquant model.safetensors --budget 4.5 -o q.safetensors", "A scheme per tensor for the least error at 4.5 bits"},
       {"tquant model-f16.gguf --budget 4.5 -o model.gguf", "A GGUF for llama.cpp, keeping its key-value pairs"},
+      {"tquant model/ --scheme int4 --group-size 128 --format compressed-tensors -o model-w4/",
+       "A model directory that vLLM and transformers load (compressed-tensors)"},
       {"tquant dequant q.safetensors -o dense.safetensors", "Dense again, from the metadata alone"},
   });
   tk::tquant::QuantArgs q;
@@ -21,8 +23,9 @@ int main(int argc, char** argv) {
   tool.add_output(app, q.output);
   tool.add_metadata_options(app);
   app.add_option("--format", q.format,
-                 "Output format: safetensors, hdf5 or gguf (ggml block types: the schemes with a ggml twin; "
-                 "default: from OUT's extension)")
+                 "Output format: safetensors, hdf5, gguf (ggml block types: the schemes with a ggml twin) or "
+                 "compressed-tensors (-o DIR: a model directory for vLLM and transformers; int2..int8, "
+                 "fp8_e4m3, nvfp4); default: from OUT's extension")
       ->type_name("FMT");
   app.add_option("--scheme", q.scheme, "Quantize every selected float tensor with this scheme")->type_name("NAME");
   app.add_option("--group-size", q.group_size, "Values per group along a row (default: the scheme's)")

@@ -18,6 +18,8 @@
 #include "session.h"
 #include "spill.h"
 #include "tk/core/error.h"
+#include "tk/quant/compressed_tensors.h"
+#include "tk/quant/ct_model.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/view.h"
@@ -35,7 +37,7 @@ void explain(Session& s, const std::vector<PlanEntry>& plan) {
       fmt::join(embedding_globs(), " "), args.quantize_embeddings ? " (quantized)" : "");
   if (args.keep_lm_head) text += fmt::format("kept output heads: {}\n", fmt::join(lm_head_globs(), " "));
   if (args.budget || !args.size.empty()) {
-    text += fmt::format("budget candidates: {}\n", fmt::join(candidate_list(args, s.gguf), ","));
+    text += fmt::format("budget candidates: {}\n", fmt::join(candidate_list(args, s.gguf, s.ct), ","));
   }
   for (const PlanEntry& e : plan) {
     std::string name = cli::escape_text(e.info.name);
@@ -119,6 +121,30 @@ void check_gguf_output(Session& s) {
   for (const std::string& r : a.rules) s.gguf_type(parse_rule(r).second);
 }
 
+// compressed-tensors output: the flags and schemes it cannot hold are refused rather
+// than ignored.
+void check_ct_output(Session& s) {
+  const QuantArgs& a = s.args;
+  std::vector<std::string> specs = a.rules;
+  for (std::string& r : specs) r = parse_rule(r).second;
+  if (!a.scheme.empty()) specs.push_back(a.scheme);
+  for (const std::string& spec : specs) {
+    std::string why;
+    if (!quant::ct_scheme_supported(s.scheme(spec).name(), s.base, &why)) throw usage_error(why, spec);
+  }
+}
+
+// compressed-tensors quantizes the weights of modules (MODULE.weight, 2-D); the other
+// tensors are kept.
+void keep_ct_unquantizable(std::vector<PlanEntry>& plan) {
+  for (PlanEntry& e : plan) {
+    if (!e.quantize || (e.info.shape.size() == 2 && !quant::ct_module_of(e.info.name).empty())) continue;
+    e.quantize = false;
+    e.budgeted = false;
+    e.reason = "kept: compressed-tensors quantizes 2-D MODULE.weight tensors";
+  }
+}
+
 // A GGUF input's tensors that are already ggml blocks are kept as they are stored (their
 // values read as f32 would be quantized twice).
 void keep_gguf_blocks(const Source& src, std::vector<PlanEntry>& plan) {
@@ -143,10 +169,15 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   if (!budget && args.scheme.empty()) throw usage_error("give --scheme NAME, or --budget BPW / --size BYTES");
   if (args.budget && !(*args.budget > 0)) throw usage_error("budget must be positive", "--budget");
   if (!args.candidates.empty() && !budget) throw usage_error("--candidates applies only with --budget/--size");
-  io::FileFormat format = cli::output_format(args.output, args.format);
+  const bool ct = args.format == kCompressedTensors;
+  io::FileFormat format = ct ? io::FileFormat::kSafetensors : cli::output_format(args.output, args.format);
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   if (!args.dry_run) {
-    tool.check_output(args.output, {args.input});
+    if (ct) {
+      quant::ct_check_output_directory(args.output);
+    } else {
+      tool.check_output(args.output, {args.input});
+    }
     if (common.json && *common.json == "-" && args.output == "-") {
       throw usage_error("--json - and -o - both want stdout; give one of them a file");
     }
@@ -155,7 +186,10 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   session.base.seed = common.seed.value_or(0);
   if (!args.scheme.empty()) session.scheme(args.scheme);
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
+  session.ct = ct;
+  session.base.integer_zero_point = ct;  // --asym: compressed-tensors stores integer zero points
   if (session.gguf) check_gguf_output(session);
+  if (session.ct) check_ct_output(session);
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
   Source src(cli::open_seekable_reader(tool, args.input));
@@ -165,6 +199,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();
   keep_gguf_blocks(src, plan);
+  if (session.ct) keep_ct_unquantizable(plan);
   // Notices are said once the run has succeeded: a failing run prints its one error
   // line and nothing else (DESIGN.md, "CLI contract").
   std::vector<std::string> notices = plan_notices(plan);

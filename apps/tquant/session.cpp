@@ -10,6 +10,7 @@
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "tk/core/error.h"
+#include "tk/quant/compressed_tensors.h"
 #include "tk/quant/gguf_blocks.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
@@ -46,6 +47,11 @@ quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& 
     o.symmetric = twin.symmetric;
     o.scale_dtype = twin.scale_dtype;
   }
+  if (ct) {
+    const DType d = e.info.dtype;
+    if (args.scale_dtype.empty() && (d == DType::kF16 || d == DType::kBF16 || d == DType::kF32)) o.scale_dtype = d;
+    o.power_of_two_tensor_scale = true;
+  }
   return o;
 }
 
@@ -61,6 +67,17 @@ bool Session::fits(const std::string& spec, const PlanEntry& e) {
   if (gguf) {
     const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
     if (cols % io::ggml_traits(gguf_type(spec)).block != 0) return false;
+  }
+  if (ct) {
+    const quant::Scheme& sc = scheme(spec);
+    const quant::QuantOptions o = options_for(e, spec);
+    // Only integer rows with one scale per row or tensor may be padded (they are repacked).
+    const bool padded_ok = sc.name().rfind("int", 0) == 0 && (o.granularity == quant::Granularity::kChannel ||
+                                                              o.granularity == quant::Granularity::kTensor);
+    const int64_t cols = e.info.shape.size() == 2 ? e.info.shape[1] : 0;
+    if (cols == 0 || !quant::ct_scheme_supported(sc.name(), o)) return false;
+    if (!padded_ok && cols % sc.row_block(cols, o) != 0) return false;
+    return quant::choose_view_cols(sc, e.info.shape, o) == cols;
   }
   return quant::fills_blocks(scheme(spec), e.info.shape, options_for(e, spec));
 }
@@ -132,8 +149,25 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf) {
+std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool ct) {
   std::vector<std::string> c = args.candidates.empty() ? default_candidates() : split_list(args.candidates);
+  if (ct) {
+    std::vector<std::string> held;
+    for (const std::string& spec : c) {
+      const std::string name = quant::make_scheme(spec)->name();
+      std::string why;
+      // The compressed-tensors package decompresses nvfp4 to bf16 whatever the model's
+      // dtype, which the layers of an f32 or f16 model refuse: nvfp4 only when asked for.
+      quant::QuantOptions options = options_from_args(args);
+      options.integer_zero_point = true;
+      if (quant::ct_scheme_supported(name, options, &why)) {
+        if (!args.candidates.empty() || name != "nvfp4") held.push_back(spec);
+      } else if (!args.candidates.empty()) {
+        throw usage_error(why, "--candidates");
+      }
+    }
+    c = std::move(held);
+  }
   if (gguf) {
     std::vector<std::string> held;
     for (const std::string& spec : c) {
@@ -253,7 +287,7 @@ namespace {
 // What the output file holds besides tensor data, over-estimated: the header entries of
 // every stored tensor, the layout records, the input's metadata and the provenance.
 uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan, const Source& src) {
-  const bool hdf5 = cli::output_format(s.args.output, s.args.format) == io::FileFormat::kHdf5;
+  const bool hdf5 = !s.ct && cli::output_format(s.args.output, s.args.format) == io::FileFormat::kHdf5;
   const uint64_t per_tensor = hdf5 ? 2048 : 96;
   uint64_t bytes = 4096;
   for (const auto& [key, value] : src.reader().metadata()) bytes += key.size() + value.size() + 8;
@@ -271,7 +305,7 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
 }  // namespace
 
 std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
-  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args, s.gguf), progress, !s.args.exact_budget);
+  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args, s.gguf, s.ct), progress, !s.args.exact_budget);
   if (t.items.empty()) return {};
   size_t estimated = 0, refined = 0, measured = 0, dropped = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {

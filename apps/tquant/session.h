@@ -46,6 +46,11 @@ struct Session {
   // quantized under the twin's layout options, and fits a tensor only when its rows
   // are whole ggml blocks (GGUF has no padding).
   bool gguf = false;
+  // The output is a compressed-tensors directory (--format compressed-tensors): every
+  // scheme must have a twin there (quant/compressed_tensors.h), only 2-D MODULE.weight
+  // tensors are quantized, integer scales default to each tensor's own float dtype, and
+  // a scheme fits a tensor only under its own layout (no other view, no padded groups).
+  bool ct = false;
 
   const quant::Scheme& scheme(const std::string& spec);
   // base + the entry's group size + the tensor's importance vector, for the entry's
@@ -55,8 +60,8 @@ struct Session {
   // GGUF output: the ggml type that `spec` is stored as; kUsage when it has none.
   io::GgmlType gguf_type(const std::string& spec);
   // Whether `spec` fills its blocks on this tensor under its best view (at most 1/16
-  // of the values stored are padding; for GGUF, none); kUsage errors of the scheme
-  // propagate.
+  // of the values stored are padding; for GGUF and compressed-tensors, none); kUsage
+  // errors of the scheme propagate.
   bool fits(const std::string& spec, const PlanEntry& e);
   // A fixed scheme that cannot fill its blocks here: fall back to the integer scheme
   // of as many bits with groups of 32, 16 or 8 (as llama.cpp falls back from k-quants),
@@ -98,8 +103,9 @@ class LongRunWarning {
 
 std::vector<std::string> split_list(const std::string& text);
 // The --budget candidates: --candidates or the defaults; for GGUF output (`gguf`) the
-// defaults with a ggml twin, and kUsage for a given one without.
-std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf = false);
+// defaults with a ggml twin, and kUsage for a given one without; likewise for
+// compressed-tensors output (`ct`).
+std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf = false, bool ct = false);
 // `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
                                   const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);

@@ -14,6 +14,9 @@
 
 namespace tk::tquant {
 
+// --format's value for a compressed-tensors model directory (vLLM, transformers).
+inline constexpr const char* kCompressedTensors = "compressed-tensors";
+
 struct QuantArgs {
   std::string input = "-";
   std::string output = "-";

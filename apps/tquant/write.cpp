@@ -10,6 +10,7 @@
 #include "tk/codec/sha256.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_transfer.h"
+#include "tk/quant/ct_model.h"
 #include "tk/quant/gguf_blocks.h"
 #include "tk/quant/layout.h"
 
@@ -123,12 +124,54 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
   return outcome;
 }
 
+// compressed-tensors output: a model directory whose quantized weights are their
+// compressed-tensors parameters (quant/ct_model.h).
+WriteOutcome write_compressed_tensors(const cli::Tool& tool, const QuantArgs& args, const io::Metadata& input_metadata,
+                                      const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
+                                      const InputAccess& input) {
+  const auto by_entry = results_by_entry(results);
+  std::vector<quant::CtOutput> outputs;
+  std::vector<const Result*> slots;
+  for (const PlanEntry& e : plan) {
+    quant::CtOutput o{e.info, std::nullopt, e.info.shape, DType::kF32};
+    auto it = by_entry.find(&e);
+    const Result* r = it == by_entry.end() ? nullptr : it->second;
+    if (r) {
+      std::string why;
+      o.scheme = quant::ct_scheme_for(with_parts(*r, input), &why);
+      if (!o.scheme) throw internal_error("no compressed-tensors twin for '" + e.info.name + "': " + why);
+      if (auto scales = r->measured.part_infos.find("scales"); scales != r->measured.part_infos.end()) {
+        o.scale_dtype = scales->second.first;
+      }
+    }
+    outputs.push_back(std::move(o));
+    slots.push_back(r);
+  }
+  io::Metadata metadata = input_metadata;
+  tool.stamp(metadata);
+  quant::CtModelSources sources;
+  sources.dense = [&](size_t k) { return input.read(plan[k].index); };
+  sources.quantized = [&](size_t k) { return with_parts(*slots[k], input); };
+  sources.release = [&](size_t k) {
+    if (!slots[k]) input.release(plan[k].index);
+  };
+  const std::string weights =
+      quant::ct_write_model(args.output, quant::ct_source_directory(args.input), outputs, metadata, sources);
+  WriteOutcome outcome;
+  outcome.sha256 = file_sha256(weights);
+  outcome.bytes = std::filesystem::file_size(weights);
+  return outcome;
+}
+
 }  // namespace
 
 WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::FileFormat format,
                              const io::Metadata& input_metadata, const std::vector<PlanEntry>& plan,
                              const std::vector<Result>& results, const InputAccess& input) {
   if (format == io::FileFormat::kGguf) return write_gguf(tool, args, input_metadata, plan, results, input);
+  if (args.format == kCompressedTensors) {
+    return write_compressed_tensors(tool, args, input_metadata, plan, results, input);
+  }
   const auto by_entry = results_by_entry(results);
 
   std::vector<io::TensorInfo> infos;

@@ -9,7 +9,8 @@ import importlib.metadata
 
 import pytest
 
-REFERENCES = ("numpy", "safetensors", "h5py", "hdf5plugin", "ml_dtypes", "tensorly", "torch")
+REFERENCES = ("numpy", "safetensors", "h5py", "hdf5plugin", "ml_dtypes", "tensorly", "torch", "gguf",
+              "compressed-tensors", "transformers")
 
 
 def reference_versions():

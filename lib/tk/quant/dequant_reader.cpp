@@ -8,6 +8,7 @@
 
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
+#include "tk/quant/ct_model.h"
 #include "tk/quant/scheme.h"
 #include "tk/quant/view.h"
 
@@ -101,13 +102,7 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
   for (size_t i = 0; i < in.size(); ++i) {
     auto it = owner.find(in[i].name);
     if (it == owner.end()) {
-      io::TensorInfo out = in[i];
-      if (cast && dtype_is_float(out.dtype)) {
-        out.dtype = *cast;
-        out.nbytes = dtype_storage_bytes(*cast, shape_numel(out.shape));
-      }
-      infos_.push_back(std::move(out));
-      slots_.push_back({i, nullptr, in[i].nbytes, {}});
+      add_dense(i, cast);
     } else if (placed.insert(it->second).second) {
       const LayoutRecord& r = records_.at(*it->second);
       const DType dtype = cast.value_or(r.dtype);
@@ -117,6 +112,47 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
       slots_.push_back({i, &r, stored, std::move(parts_at[it->second])});
     }
   }
+}
+
+Quantized DequantReader::quantized(size_t index) {
+  const Slot& s = slots_.at(index);
+  const std::string& name = infos_.at(index).name;
+  if (!s.record) throw usage_error("stored densely, not quantized", "tensor '" + name + "'");
+  if (s.parts.empty()) throw usage_error("a GGUF block type, not a tensorkit scheme", "tensor '" + name + "'");
+  std::map<std::string, Tensor> parts;
+  for (size_t k = 0; k < s.parts.size(); ++k) parts[s.record->parts[k]] = fetch(s.parts[k]);
+  try {
+    if (s.ct) return ct_quantized(s.ct->scheme, parts);
+    return layout_collect(name, *s.record, [&](const std::string& part) -> const Tensor* {
+      return &parts.at(part.substr(name.size() + 1));
+    });
+  } catch (const Error& e) {
+    throw e.with_context(where_ + ": tensor '" + name + "'");
+  }
+}
+
+std::unique_ptr<DequantReader> open_dequant_reader(std::unique_ptr<io::TensorReader>& inner, const std::string& path,
+                                                   std::optional<DType> cast, bool gguf) {
+  const std::string where = io::input_display_name(path);
+  const bool is_gguf = dynamic_cast<const io::GgufReader*>(inner.get()) != nullptr;
+  if (has_layout(inner->metadata()) || (gguf && is_gguf)) {
+    return std::make_unique<DequantReader>(std::move(inner), where, cast);
+  }
+  if (is_gguf || !inner->random_access()) return nullptr;
+  std::optional<CtConfig> ct = ct_config_at(path);
+  if (!ct) return nullptr;
+  const DType dtype = ct->dtype.value_or(DType::kF32);
+  return std::make_unique<DequantReader>(std::move(inner), where, std::move(*ct), dtype, cast);
+}
+
+void DequantReader::add_dense(size_t i, std::optional<DType> cast) {
+  io::TensorInfo out = inner_->tensors()[i];
+  slots_.push_back({i, nullptr, out.nbytes, {}});
+  if (cast && dtype_is_float(out.dtype)) {
+    out.dtype = *cast;
+    out.nbytes = dtype_storage_bytes(*cast, shape_numel(out.shape));
+  }
+  infos_.push_back(std::move(out));
 }
 
 Tensor DequantReader::fetch(size_t i) {
@@ -152,6 +188,7 @@ Tensor DequantReader::read(size_t index) {
   const Slot& s = slots_.at(index);
   const io::TensorInfo& info = infos_[index];
   try {
+    if (s.ct) return restore_ct(s, info.dtype);
     if (s.record && !s.parts.empty()) {
       return restore(info.name, *s.record, info.dtype, s.parts, [this](size_t i) { return fetch(i); });
     }

@@ -4,7 +4,9 @@
 // when read; tensors stored densely pass through. `tquant dequant` writes these
 // tensors out; `tinfo` lists them with their schemes and compares them with a source.
 // A GGUF file is read the same way: its ggml block types are its quantized tensors
-// (records named by the type, "Q4_K", without parts), decoded by the GGUF reader.
+// (records named by the type, "Q4_K", without parts), decoded by the GGUF reader. So is
+// a compressed-tensors model (compressed_tensors.h): each quantized module's parameters
+// MODULE.weight_packed, MODULE.weight_scale, ... are the tensor MODULE.weight.
 #pragma once
 
 #include <map>
@@ -14,6 +16,7 @@
 
 #include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
+#include "tk/quant/compressed_tensors.h"
 #include "tk/quant/layout.h"
 
 namespace tk::quant {
@@ -31,6 +34,11 @@ class DequantReader final : public io::TensorReader {
   // tensor that is both quantized and stored densely.
   DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where,
                 std::optional<DType> cast = std::nullopt);
+  // A compressed-tensors model whose config is `config` (ct_config_at). Its quantized
+  // weights take the dtype `dtype` (config.json's torch_dtype, say) unless `cast`.
+  // Throws kInvalidInput for a module whose parameters are missing or malformed.
+  DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where, CtConfig config, DType dtype,
+                std::optional<DType> cast = std::nullopt);
 
   // On a sequential `inner` (a pipe), the tensors passed over on the way to a part are
   // held until asked for, so that any order works, at the cost of memory.
@@ -44,6 +52,10 @@ class DequantReader final : public io::TensorReader {
   // Bytes the tensor takes in the file (the sum of its parts for a quantized one).
   uint64_t stored_bytes(size_t index) const { return slots_.at(index).stored; }
   size_t quantized_count() const { return records_.size(); }
+  // The quantized tensor `index` as tensorkit's Quantized, parts included, to repack it
+  // (tconvert to GGUF or compressed-tensors). Throws kUsage for a tensor stored densely
+  // or as GGUF blocks, kInvalidInput for malformed parts.
+  Quantized quantized(size_t index);
 
  private:
   struct Slot {
@@ -51,9 +63,13 @@ class DequantReader final : public io::TensorReader {
     const LayoutRecord* record = nullptr;
     uint64_t stored = 0;
     std::vector<size_t> parts;  // the record's parts, as indices of inner_, in its order
+    const CtGroup* ct = nullptr;  // a compressed-tensors module: its group
   };
   Tensor fetch(size_t inner_index);
   void init_gguf(const io::GgufReader& gguf, std::optional<DType> cast);
+  Tensor restore_ct(const Slot& s, DType dtype);
+  // Tensor `inner_index` of the file, passed through (cast to `cast` when a float).
+  void add_dense(size_t inner_index, std::optional<DType> cast);
 
   std::unique_ptr<io::TensorReader> inner_;
   std::map<size_t, Tensor> held_;  // read ahead from a sequential inner
@@ -61,6 +77,14 @@ class DequantReader final : public io::TensorReader {
   std::string where_;
   std::map<std::string, LayoutRecord> records_;
   std::vector<Slot> slots_;
+  CtConfig ct_;
 };
+
+// The DequantReader of a quantized model whose tensors `inner` reads from `path`: a
+// tquant file (tk metadata), a compressed-tensors model (its config.json beside the
+// tensors, ct_model.h), or, when `gguf`, a GGUF file. Null when it is none of these;
+// `inner` is then left as it was.
+std::unique_ptr<DequantReader> open_dequant_reader(std::unique_ptr<io::TensorReader>& inner, const std::string& path,
+                                                   std::optional<DType> cast, bool gguf);
 
 }  // namespace tk::quant

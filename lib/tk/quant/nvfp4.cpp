@@ -64,7 +64,11 @@ class Nvfp4Scheme final : public Scheme {
     const PaddedInput in = pad_input(x, l, o.importance);
     float amax = 0;
     for (int64_t i = 0; i < l.rows * l.padded_cols; ++i) amax = max_magnitude(amax, in.data[i]);
-    const float t = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
+    float t = amax > 0 ? amax / (448.0f * 6.0f) : 1.0f;
+    if (o.power_of_two_tensor_scale) {
+      int e = 0;
+      if (std::frexp(t, &e) != 0.5f) t = std::ldexp(1.0f, e);  // the next power of two up
+    }
     tensor_scale.mutable_data_as<float>()[0] = t;
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));

@@ -44,6 +44,13 @@ struct QuantOptions {
   const float* importance = nullptr; // cols weights, or null
   uint64_t seed = 0;
   bool reference = false;            // run the scalar reference path (tests compare it)
+  // nvfp4: round the tensor scale up to a power of two, so that its reciprocal (what
+  // compressed-tensors stores and divides by) is exact. Costs at most a factor 2 of the
+  // E4M3 block scales' range, none of their precision.
+  bool power_of_two_tensor_scale = false;
+  // Asymmetric integer schemes: the offset as an integer zero point z per group, y =
+  // (code - z) d, as compressed-tensors stores it, instead of a float min.
+  bool integer_zero_point = false;
 };
 
 // One quantized tensor. `parts` are plain tensors stored as NAME.<suffix> in the output

@@ -1,11 +1,12 @@
 // Uniform integer schemes int2..int8: per-tensor, per-channel (row) or per-group scales,
 // symmetric (codes -2^(b-1) .. 2^(b-1)-1 stored with offset 2^(b-1), y = (code - off) d)
-// or asymmetric (codes 0 .. 2^b-1, y = code d + m, the offset m stored like the scale).
+// or asymmetric (codes 0 .. 2^b-1, y = code d + m, the offset m stored like the scale;
+// with QuantOptions::integer_zero_point, y = (code - z) d with an integer z instead).
 //
 // Parts: "codes" U8 [rows, padded_cols * b / 8] (LSB-first bit stream per row),
 // "scales" [rows, groups] (per-channel: [rows, 1], per-tensor: [1]) in the scale dtype,
-// and "mins" of the same shape when asymmetric. Params: bits, granularity, group_size,
-// padded_cols, symmetric. Rows are padded with zeros to a multiple of the group (of 8
+// and when asymmetric "mins" of the same shape, or "zeros" (U8, param zero_point=int).
+// Params: bits, granularity, group_size, padded_cols, symmetric (and zero_point). Rows are padded with zeros to a multiple of the group (of 8
 // for per-channel and per-tensor scales).
 #include <algorithm>
 #include <cmath>
@@ -64,17 +65,27 @@ class IntScheme final : public Scheme {
     q.params["bits"] = std::to_string(bits_);
     q.params["granularity"] = granularity_name(g);
     q.params["symmetric"] = o.symmetric ? "1" : "0";
+    const bool zero_points = !o.symmetric && o.integer_zero_point;
+    if (zero_points) q.params["zero_point"] = "int";
     const Shape scale_shape = g == Granularity::kTensor ? Shape{1} : Shape{l.rows, l.groups_per_row};
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols * bits_ / 8});
     Tensor scales = new_part(o.scale_dtype, scale_shape);
-    Tensor mins = o.symmetric ? Tensor() : new_part(o.scale_dtype, scale_shape);
+    Tensor mins = o.symmetric ? Tensor() : new_part(zero_points ? DType::kU8 : o.scale_dtype, scale_shape);
+    // The offset of a group: its float min, or its zero point z (m = -z d, exact).
+    auto store_offset = [&](uint64_t i, const AffineScale& s) {
+      if (zero_points) {
+        mins.mutable_data()[i] = static_cast<uint8_t>(zero_point_of(s));
+      } else {
+        store_scale(mins, i, s.m);
+      }
+    };
     const PaddedInput in = pad_input(x, l, o.importance);
 
     AffineScale tensor_scale;
     if (g == Granularity::kTensor) {
       tensor_scale = fit_tensor_scale(in, l, o);
       store_scale(scales, 0, tensor_scale.d);
-      if (!o.symmetric) store_scale(mins, 0, tensor_scale.m);
+      if (!o.symmetric) store_offset(0, tensor_scale);
     }
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
@@ -85,7 +96,7 @@ class IntScheme final : public Scheme {
         if (g != Granularity::kTensor) {
           s = fit_scale(xr + c0, in.weights.data() + c0, l.group, o);
           store_scale(scales, r * l.groups_per_row + gi, s.d);
-          if (!o.symmetric) store_scale(mins, r * l.groups_per_row + gi, s.m);
+          if (!o.symmetric) store_offset(r * l.groups_per_row + gi, s);
         }
         encode(xr + c0, l.group, s, o, row_codes.data() + c0);
       }
@@ -94,7 +105,7 @@ class IntScheme final : public Scheme {
     });
     q.parts["codes"] = codes;
     q.parts["scales"] = scales;
-    if (!o.symmetric) q.parts["mins"] = mins;
+    if (!o.symmetric) q.parts[zero_points ? "zeros" : "mins"] = mins;
     return q;
   }
 
@@ -126,7 +137,8 @@ class IntScheme final : public Scheme {
     const uint64_t scale_count =
         granularity(o) == Granularity::kTensor ? 1 : static_cast<uint64_t>(l.rows * l.groups_per_row);
     const uint64_t scale_bytes = scale_count * static_cast<uint64_t>(dtype_bits(o.scale_dtype) / 8);
-    return static_cast<uint64_t>(l.rows * l.padded_cols * bits_ / 8) + scale_bytes * (o.symmetric ? 1 : 2);
+    const uint64_t offset_bytes = o.symmetric ? 0 : o.integer_zero_point ? scale_count : scale_bytes;
+    return static_cast<uint64_t>(l.rows * l.padded_cols * bits_ / 8) + scale_bytes + offset_bytes;
   }
 
   // The stored (rounded) scale of one group of n values.
@@ -138,8 +150,28 @@ class IntScheme final : public Scheme {
       s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference);
     }
     s.d = round_to_scale_dtype(s.d, o.scale_dtype);
+    if (!o.symmetric && o.integer_zero_point) return with_zero_point(s, o.scale_dtype);
     s.m = round_to_scale_dtype(s.m, o.scale_dtype);
     return s;
+  }
+
+  // The affine scale (d, m) as d and an integer zero point z in [0, 2^b - 1] with
+  // m = -z d: z is -m / d rounded, so that the group's range keeps its place on the
+  // codes. A constant group (d = 0) takes its value at the top or bottom code.
+  AffineScale with_zero_point(AffineScale s, DType scale_dtype) const {
+    if (s.d == 0 && s.m != 0) {
+      s.d = round_to_scale_dtype(std::fabs(s.m) / static_cast<float>(top()), scale_dtype);
+      const float z = s.m > 0 ? 0.0f : static_cast<float>(top());
+      s.m = -z * s.d;
+      return s;
+    }
+    const float z = s.d == 0 ? 0.0f : std::clamp(std::nearbyint(-s.m / s.d), 0.0f, static_cast<float>(top()));
+    s.m = -z * s.d;
+    return s;
+  }
+  // The zero point of a scale made by with_zero_point.
+  int zero_point_of(const AffineScale& s) const {
+    return s.d == 0 ? 0 : static_cast<int>(std::clamp(std::nearbyint(-s.m / s.d), 0.0f, static_cast<float>(top())));
   }
 
   // One scale for the whole tensor: the padded tensor is one long group whose weights
@@ -180,6 +212,11 @@ class IntScheme final : public Scheme {
     const uint64_t scale_count = g == Granularity::kTensor ? 1 : static_cast<uint64_t>(l.rows * l.groups_per_row);
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols * bits_ / 8));
     const Tensor& scales = part(q, "scales", sd, scale_count);
+    if (!symmetric && q.params.count("zero_point")) {
+      if (param(q, "zero_point") != "int") throw invalid_input("bad zero_point '" + param(q, "zero_point") + "'", q.scheme);
+      decode_zero_points(q, l, g, scales, part(q, "zeros", DType::kU8, scale_count), out);
+      return;
+    }
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
@@ -205,6 +242,26 @@ class IntScheme final : public Scheme {
         decode_packed_affine(codes.data() + r * l.padded_cols * bits_ / 8, l.padded_cols, bits_, offset, l.group,
                              d.data(), mins ? m.data() : nullptr, y, stream && in_place, reference);
         if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+      }
+    });
+  }
+
+  // y = (code - z) d, as compressed-tensors decodes: the difference of integers times the
+  // scale, rounded once. Not a hot path (one layout's twin), so one loop serves the
+  // reference and the optimised decoder alike.
+  void decode_zero_points(const Quantized& q, const Layout& l, Granularity g, const Tensor& scales,
+                          const Tensor& zeros, float* out) const {
+    const Tensor& codes = q.parts.at("codes");
+    const int64_t row_bytes = l.padded_cols * bits_ / 8;
+    for (uint64_t i = 0; i < zeros.nbytes(); ++i)
+      if (zeros.data()[i] > top()) throw invalid_input("zero point out of range", q.scheme);
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> c(static_cast<size_t>(l.padded_cols));
+      unpack_bits(codes.data() + r * row_bytes, l.padded_cols, bits_, c.data(), true);
+      for (int64_t col = 0; col < l.cols; ++col) {
+        const uint64_t gi = g == Granularity::kTensor ? 0 : static_cast<uint64_t>(r * l.groups_per_row + col / l.group);
+        const int z = zeros.data()[gi];
+        out[r * l.cols + col] = static_cast<float>(c[col] - z) * load_scale(scales, gi);
       }
     });
   }

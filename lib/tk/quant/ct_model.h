@@ -1,0 +1,62 @@
+// A compressed-tensors model directory (compressed_tensors.h), written whole: the
+// tensors in DIR/model.safetensors (quantized weights as their compressed-tensors
+// parameters, every other tensor as given), DIR/config.json (the source directory's,
+// with the quantization_config set) and the source directory's other files (tokenizer,
+// generation config, ...). What vLLM and transformers load.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tk/io/tensor_file.h"
+#include "tk/quant/compressed_tensors.h"
+
+namespace tk::quant {
+
+// One tensor of the model: passed through (`dense`), or the quantized weight `name`
+// (MODULE.weight) of `shape` whose twin is `scheme`, its scales stored as `scale_dtype`
+// (integer schemes; the others fix theirs).
+struct CtOutput {
+  io::TensorInfo dense;
+  std::optional<CtScheme> scheme;
+  Shape shape;
+  DType scale_dtype = DType::kF32;
+};
+
+struct CtModelSources {
+  std::function<Tensor(size_t output)> dense;      // output k's tensor, for a dense one
+  std::function<Quantized(size_t output)> quantized;  // output k's quantized tensor, parts included
+  std::function<void(size_t output)> release;      // done with output k (may be empty)
+};
+
+// The module of a weight name ("a.b.weight" -> "a.b"); empty when the name does not end
+// in ".weight".
+std::string ct_module_of(const std::string& weight_name);
+
+// Whether `dir` holds a model in the compressed-tensors format (a config.json whose
+// quantization_config has quant_method "compressed-tensors"), and then that config.
+// A file path is looked up in its directory. nullopt for "-" and for other paths.
+// Throws like ct_config_parse.
+std::optional<CtConfig> ct_config_at(const std::string& path);
+
+// The directory whose config.json and other files a model at `input` comes with: the
+// input itself when a directory, the file's directory otherwise, empty for "-".
+std::string ct_source_directory(const std::string& input);
+
+// Check that `dir` can be written: not "-", and either absent or an empty directory.
+// Throws kUsage otherwise.
+void ct_check_output_directory(const std::string& dir);
+
+// Write the model into `dir` through a temporary directory beside it, renamed into
+// place when complete (a failure leaves nothing under `dir`). `source_dir` (may be
+// empty) gives config.json and the files copied: its regular files other than weights
+// (.safetensors, .bin, .pt, .pth, .gguf, .h5, .npz and shard indexes). Tensors are
+// fed in the writer's storage order, so memory stays near one tensor's parameters.
+// Returns the path of the model's model.safetensors.
+std::string ct_write_model(const std::string& dir, const std::string& source_dir, const std::vector<CtOutput>& outputs,
+                           const io::Metadata& metadata, const CtModelSources& sources);
+
+}  // namespace tk::quant

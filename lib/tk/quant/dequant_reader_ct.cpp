@@ -1,0 +1,123 @@
+// DequantReader over a compressed-tensors model: each quantized module's parameters
+// (MODULE.weight_packed, MODULE.weight_scale, ...) read as the one tensor MODULE.weight.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "tk/core/dtype.h"
+#include "tk/core/error.h"
+#include "tk/quant/dequant_reader.h"
+#include "tk/quant/scheme.h"
+#include "tk/quant/view.h"
+
+namespace tk::quant {
+
+namespace {
+
+// A quantized module: its group and its parameters' indices in the file, root first.
+struct CtModule {
+  const CtGroup* group = nullptr;
+  std::vector<size_t> params;
+};
+
+// The quantized modules of the file, by the index of their root parameter: a module is
+// quantized when its group's root parameter and every other one are there. A missing
+// one is an error, except for float-quantized, whose root is the plain "weight" that
+// every module of the model has.
+std::map<size_t, CtModule> find_modules(const CtConfig& config, const std::vector<io::TensorInfo>& in,
+                                        const std::string& where) {
+  std::unordered_map<std::string_view, size_t> index;
+  for (size_t i = 0; i < in.size(); ++i) index.emplace(in[i].name, i);
+  std::map<size_t, CtModule> modules;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string& name = in[i].name;
+    const size_t dot = name.rfind('.');
+    if (dot == std::string::npos) continue;
+    const std::string module = name.substr(0, dot);
+    const CtGroup* group = ct_group_for(config, module);
+    if (!group) continue;
+    const std::vector<std::string> names = ct_param_names(group->scheme);
+    if (name.substr(dot + 1) != names[0]) continue;
+    CtModule m{group, {}};
+    for (const std::string& p : names) {
+      auto at = index.find(module + "." + p);
+      if (at == index.end()) break;
+      m.params.push_back(at->second);
+    }
+    if (m.params.size() != names.size()) {
+      if (names[0] == "weight") continue;  // a dense weight of a module the config does not quantize
+      throw invalid_input(fmt::format("missing parameter '{}'", names[m.params.size()]),
+                          where + ": module '" + module + "'");
+    }
+    modules[i] = std::move(m);
+  }
+  return modules;
+}
+
+}  // namespace
+
+DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where, CtConfig config,
+                             DType dtype, std::optional<DType> cast)
+    : inner_(std::move(inner)), where_(where), ct_(std::move(config)) {
+  metadata_ = inner_->metadata();
+  skipped_ = inner_->skipped();
+  if (!inner_->random_access()) throw usage_error("a compressed-tensors model is read from its files", where_);
+  const auto& in = inner_->tensors();
+  const std::map<size_t, CtModule> modules = find_modules(ct_, in, where_);
+  std::set<size_t> owned;
+  for (const auto& [root, m] : modules) owned.insert(m.params.begin(), m.params.end());
+  for (size_t i = 0; i < in.size(); ++i) {
+    auto found = modules.find(i);
+    if (found == modules.end()) {
+      if (!owned.count(i)) add_dense(i, cast);
+      continue;
+    }
+    const CtModule& m = found->second;
+    const std::string module = in[i].name.substr(0, in[i].name.rfind('.'));
+    const std::vector<std::string> names = ct_param_names(m.group->scheme);
+    Shape shape;
+    try {
+      Tensor shape_param;
+      for (size_t k = 0; k < names.size(); ++k)
+        if (names[k] == "weight_shape") shape_param = inner_->read(m.params[k]);
+      const bool has_shape = std::find(names.begin(), names.end(), "weight_shape") != names.end();
+      shape = ct_weight_shape(m.group->scheme, in[i].shape, has_shape ? &shape_param : nullptr);
+    } catch (const Error& e) {
+      throw invalid_input(e.message(), where_ + ": module '" + module + "'");
+    }
+    const std::string name = module + ".weight";
+    const LayoutRecord* record =
+        &(records_[name] = LayoutRecord{ct_tensorkit_scheme(m.group->scheme), dtype, shape, {}, names});
+    uint64_t stored = 0;
+    for (size_t p : m.params) stored += in[p].nbytes;
+    const DType out = cast.value_or(dtype);
+    infos_.push_back({name, out, shape, dtype_storage_bytes(out, shape_numel(shape))});
+    slots_.push_back({i, record, stored, m.params, m.group});
+  }
+}
+
+Tensor DequantReader::restore_ct(const Slot& s, DType dtype) {
+  const std::string where = "tensor '" + infos_[&s - slots_.data()].name + "'";
+  std::map<std::string, Tensor> params;
+  for (size_t k = 0; k < s.parts.size(); ++k) params[s.record->parts[k]] = fetch(s.parts[k]);
+  const uint64_t n = shape_numel(s.record->shape);
+  std::vector<float> values;
+  try {
+    const Quantized q = ct_quantized(s.ct->scheme, params);
+    if (q.shape != s.record->shape) throw invalid_input("parameters do not match weight_shape");
+    values.resize(n);
+    dequantize_view(*make_scheme(q.scheme), q, values.data());
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(e.message(), where);
+  }
+  Tensor out = Tensor::empty(dtype, s.record->shape);
+  cast_array(DType::kF32, values.data(), dtype, out.mutable_data(), n);
+  return out;
+}
+
+}  // namespace tk::quant

@@ -185,9 +185,9 @@ def test_transformers_runs_the_directory(tmp_path, flags):
     tokenizer = Tokenizer.from_file(os.path.join(MINILM, "tokenizer.json"))
     sentences = ["A man is playing a guitar.", "The new movie is awesome.", "Quantized weights, same answers?"]
     encoded = tokenizer.encode_batch(sentences)
-    length = max(len(e.ids) for e in encoded)
-    ids = torch.tensor([e.ids + [0] * (length - len(e.ids)) for e in encoded])
-    mask = torch.tensor([[1] * len(e.ids) + [0] * (length - len(e.ids)) for e in encoded])
+    # tokenizer.json pads every sentence to 128 tokens: the mask says which are real.
+    ids = torch.tensor([e.ids for e in encoded])
+    mask = torch.tensor([e.attention_mask for e in encoded])
 
     def embed(path):
         model = AutoModel.from_pretrained(str(path), torch_dtype=torch.float32).eval()
@@ -199,9 +199,9 @@ def test_transformers_runs_the_directory(tmp_path, flags):
     quantized, reference, original = embed(out), embed(dense), embed(MINILM)
     # The directory runs as its dequantized weights do, up to summation order.
     assert torch.allclose(quantized, reference, atol=1e-5), (quantized - reference).abs().max()
-    # A sanity bound on the quantization itself (MiniLM's 384-wide rows take int4 hard).
+    # A bound on the quantization itself (docs/BENCHMARKS.md: 0.9994 and 0.961 measured).
     cosine = (quantized * original).sum(1)
-    assert cosine.min() > (0.995 if "int8" in flags else 0.85), cosine
+    assert cosine.min() > (0.999 if "int8" in flags else 0.95), cosine
 
 
 def test_malformed_directories_exit_3(model_dir, tmp_path):

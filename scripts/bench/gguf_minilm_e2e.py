@@ -3,7 +3,7 @@
 
 all-MiniLM-L6-v2 (a 6-layer BERT, .venv/models/all-minilm-l6-v2 from `make deps`) is
 converted to an f16 GGUF by llama.cpp's own converter, quantized by llama-quantize
-(Q4_K_M) and by tquant (`--budget 4.5`, the issue's command; `--budget` at Q4_K_M's bits
+(Q4_K_M, and IQ4_NL against tquant's iq4nl twin) and by tquant (`--budget 4.5`, the issue's command; `--budget` at Q4_K_M's bits
 per weight on the block matrices; then with --quantize-embeddings, as llama-quantize
 quantizes token_embd: `--budget` at Q4_K_M's bits per weight on the blocks and
 token_embd, `--size` at Q4_K_M's file size and at 90% of it), and every file is run by
@@ -273,6 +273,12 @@ def main():
                     [os.path.join(bin_dir, "llama-quantize"), f16, os.path.join(work, "q4km.gguf"), "Q4_K_M",
                      str(args.threads)], "llama", "quantize-q4km.log")
 
+    # One type throughout, side by side: llama.cpp's IQ4_NL against tquant's iq4nl twin
+    # (embeddings quantized too, as llama-quantize does).
+    quantize("llama-quantize IQ4_NL", "iq4nl.gguf",
+             [os.path.join(bin_dir, "llama-quantize"), f16, os.path.join(work, "iq4nl.gguf"), "IQ4_NL",
+              str(args.threads)], "llama", "quantize-iq4nl.log")
+
     def tq(name, file, flags):
         out = os.path.join(work, file)
         return quantize(name, file, [tquant, f16, *flags, "-j", str(args.threads), "-f", "-o", out,
@@ -284,6 +290,9 @@ def main():
        ["--budget", f"{q4km['bpw_matrices']:.6f}", "--quantize-embeddings"])
     tq(f"tquant --size {q4km['bytes']} --quantize-embeddings", "tq-sq4km-e.gguf",
        ["--size", str(q4km["bytes"]), "--quantize-embeddings"])
+    # As llama-quantize IQ4_NL stores the rest: token_embd Q8_0, position_embd as it was.
+    tq("tquant --scheme iq4nl, token_embd int8", "tq-iq4nl.gguf",
+       ["--scheme", "iq4nl", "--quantize-embeddings", "--rule", "token_embd.weight=int8", "--keep", "position_embd.*"])
     smaller = int(q4km["bytes"] * args.smaller)
     tq(f"tquant --size {smaller} --quantize-embeddings", "tq-small-e.gguf", ["--size", str(smaller), "--quantize-embeddings"])
 

@@ -37,6 +37,7 @@ TWINS = [
     (["--scheme", "q5k"], Q.Q5_K),
     (["--scheme", "q6k"], Q.Q6_K),
     (["--scheme", "mxfp4"], Q.MXFP4),
+    (["--scheme", "iq4nl"], Q.IQ4_NL),
 ]
 QUANTIZED = ["blk.0.attn_q.weight", "blk.0.ffn_down.weight"]
 

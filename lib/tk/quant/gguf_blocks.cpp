@@ -13,7 +13,7 @@
 //   counted, so it is left to a caller that wants it;
 // - int2 other than symmetric group 256: TQ2_0 holds one f16 scale per 256 values, no min;
 // - q8k: ggml's Q8_K has one f32 scale per 256 values and no sub-block scales;
-// - nf4: the nearest ggml type, IQ4_NL, decodes through other levels (kvalues_iq4nl);
+// - nf4: IQ4_NL decodes through other levels (kvalues_iq4nl): that is iq4nl's twin;
 // - nvfp4: ggml's NVFP4 has no per-tensor scale, and gguf_types.h has no such type;
 // - fp8, the other MX formats, k-means and vq codebooks, trellis: no ggml type.
 #include "tk/quant/gguf_blocks.h"
@@ -155,7 +155,7 @@ void write_mxfp4(const Row& r, int64_t b, uint8_t* out) {
   put_nibbles32(r.codes + b * 32, out + 1);
 }
 
-enum class Family { kInt, kKQuant, kMx };
+enum class Family { kInt, kKQuant, kMx, kTable };
 
 // One tensorkit scheme with the options that fix its layout, and its ggml block type.
 struct Twin {
@@ -183,6 +183,7 @@ constexpr Twin kTwins[] = {
     {GgmlType::kQ5_K, "q5k", Family::kKQuant, 256, 5, false, 32, 6, write_q5_k},
     {GgmlType::kQ6_K, "q6k", Family::kKQuant, 256, 6, true, 16, 8, write_q6_k},
     {GgmlType::kMXFP4, "mxfp4", Family::kMx, 32, 4, true, 0, 0, write_mxfp4},
+    {GgmlType::kIQ4_NL, "iq4nl", Family::kTable, 32, 4, true, 0, 0, write_q4_0},  // Q4_0's bytes, other levels
 };
 
 bool param_is(const Quantized& q, const char* key, const std::string& value) {
@@ -231,6 +232,7 @@ bool options_match(const Quantized& q, const Twin& t) {
              param_is(q, "group_size", std::to_string(t.block)) && param_is(q, "symmetric", t.symmetric ? "1" : "0") &&
              part_is(q, "scales", DType::kF16) && (t.symmetric || part_is(q, "mins", DType::kF16));
     case Family::kKQuant: return part_is(q, "d", DType::kF16) && (t.symmetric || part_is(q, "dmin", DType::kF16));
+    case Family::kTable: return part_is(q, "scales", DType::kF16);
     case Family::kMx: {
       // ggml decodes E8M0 0xff as 2^127, tensorkit as NaN (a block that held NaN or Inf).
       auto it = q.parts.find("scales");
@@ -276,7 +278,7 @@ struct Source {
       return;
     }
     codes = part(q, "codes", DType::kU8, code_count * static_cast<uint64_t>(t.bits) / 8).data();
-    const char* d_name = t.family == Family::kInt ? "scales" : "d";
+    const char* d_name = t.family == Family::kKQuant ? "d" : "scales";
     const char* m_name = t.family == Family::kInt ? "mins" : "dmin";
     d = part(q, d_name, DType::kF16, scale_count).data();
     if (!t.symmetric) m = part(q, m_name, DType::kF16, scale_count).data();

@@ -13,6 +13,7 @@
 //   int2  group 256, symmetric, f16 scales    TQ2_0   -d * (2 - q): the same products, negated twice
 //   q2k, q3k, q4k, q5k, q6k                   Q2_K .. Q6_K  (d * sc) * q [- dmin * m]
 //   mxfp4                                     MXFP4   e2m1 * 2^(e - 127)
+//   iq4nl                                     IQ4_NL  d * kvalues_iq4nl[q]
 //
 // The values agree bit for bit except for the sign of some zeros: tensorkit's symmetric
 // decoders add +0 (a zero code gives +0, where ggml's d * 0 is -0 for a negative d), and

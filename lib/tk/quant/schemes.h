@@ -15,6 +15,7 @@ std::unique_ptr<Scheme> make_fp8_scheme(const std::string& name);     // fp8_e4m
 std::unique_ptr<Scheme> make_mx_scheme(const std::string& name);      // mxfp8_*, mxfp6_*, mxfp4, mxint8
 std::unique_ptr<Scheme> make_nvfp4_scheme();
 std::unique_ptr<Scheme> make_nf4_scheme();
+std::unique_ptr<Scheme> make_iq4nl_scheme();  // llama.cpp's IQ4_NL levels
 // trellis:BITS[:STATE_BITS]; null when the spec is not of the trellis family.
 std::unique_ptr<Scheme> make_trellis_scheme(std::string_view spec);
 

@@ -5,6 +5,7 @@
 // unpack_from_int32 and _dequantize (x_q.to(scale.dtype) - zp) * scale, and nvfp4's
 // e2m1 * (scale / global_scale). The package itself is checked in
 // tests/interop/test_compressed_tensors_interop.py.
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -91,6 +92,19 @@ struct Case {
   Shape shape;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.scheme << " " << shape_to_string(c.shape); }
+
+// The test's name: the scheme and the options that matter here.
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  const Case& c = info.param;
+  const char* g[] = {"default", "tensor", "channel", "group"};
+  std::string name = c.scheme + "_" + g[static_cast<int>(c.options.granularity)] + std::to_string(c.options.group_size) +
+                     "_" + dtype_name(c.options.scale_dtype) + (c.options.symmetric ? "" : "_asym");
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name + "_" + std::to_string(info.index);
+}
+
 class CtTwin : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CtTwin, DecodesAsTensorkitAndReadsBack) {
@@ -163,7 +177,8 @@ INSTANTIATE_TEST_SUITE_P(
                              o.power_of_two_tensor_scale = true;
                              return o;
                            }(),
-                           {4, 64}}));
+                           {4, 64}}),
+    case_name);
 
 TEST(CtScheme, NoTwinSaysWhy) {
   const std::vector<float> x = test::normal_floats(4 * 48, 3);

@@ -56,6 +56,7 @@ std::vector<Case> all_cases() {
   QuantOptions dq = opts();
   dq.double_quant = true;
   c.push_back({"nf4", dq, 19, "nf4 double quant"});
+  c.push_back({"iq4nl", opts(), 19, "iq4nl"});
   c.push_back({"fp8_e4m3", opts(), 30, "fp8_e4m3"});
   c.push_back({"fp8_e5m2", opts(Granularity::kChannel), 24, "fp8_e5m2 channel"});
   const std::pair<const char*, double> mx[] = {{"mxfp8_e4m3", 30}, {"mxfp8_e5m2", 24}, {"mxfp6_e2m3", 23},

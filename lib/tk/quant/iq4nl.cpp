@@ -1,0 +1,141 @@
+// iq4nl: llama.cpp's IQ4_NL, a non-uniform 4-bit scheme: 16 fixed integer levels
+// (ggml's kvalues_iq4nl, denser near zero as trained weights are) in blocks of 32 along a
+// row, each block with an f16 scale d: y = d * level[code]. tensorkit's nf4-like scheme
+// with a ggml block type (gguf_blocks.h), where nf4's normal-quantile levels have none.
+//
+// The scale: for each of 15 trial scales around -max / 127 (max: the block's value of
+// largest magnitude, which the level -127 then meets), every value takes its nearest
+// level and the scale is refitted by least squares on those codes; the trial of least
+// (weighted) squared error wins, is rounded to f16, and the codes are chosen again
+// against the rounded scale. --fast takes the first trial alone.
+//
+// Parts: "codes" U8 [rows, padded_cols / 2] (two codes per byte, low nibble first) and
+// "scales" F16 [rows, groups]. Params: group_size (32), padded_cols.
+#include <cmath>
+
+#include "tk/core/error.h"
+#include "tk/quant/decode_tables.h"
+#include "tk/quant/quant_internal.h"
+#include "tk/quant/schemes.h"
+
+namespace tk::quant {
+namespace {
+
+using namespace detail;
+
+constexpr int64_t kBlock = 32;
+constexpr int kTrials = 7;  // on each side of -max / 127
+constexpr float kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+class Iq4nlScheme final : public Scheme {
+ public:
+  Iq4nlScheme() : table_(4, kLevels) {
+    for (int k = 0; k < 15; ++k) mid_[k] = (kLevels[k] + kLevels[k + 1]) * 0.5f;
+  }
+
+  std::string name() const override { return "iq4nl"; }
+  std::string description() const override {
+    return "iq4nl: llama.cpp's IQ4_NL, 16 non-uniform levels in blocks of 32 with an f16 scale";
+  }
+  bool takes_group_size() const override { return false; }
+  int64_t row_block(int64_t, const QuantOptions&) const override { return kBlock; }
+  double bits_per_weight(int64_t rows, int64_t cols, const QuantOptions&) const override {
+    const Layout l = make_layout(Shape{rows, cols}, kBlock);
+    const double bytes = static_cast<double>(l.rows * l.padded_cols / 2 + l.rows * l.groups_per_row * 2);
+    return bytes * 8.0 / static_cast<double>(rows * cols);
+  }
+
+  Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
+    if (o.group_size != 0 && o.group_size != kBlock) throw usage_error("iq4nl uses blocks of 32");
+    const Layout l = make_layout(shape, kBlock);
+    Quantized q = new_quantized(name(), shape, l);
+    const PaddedInput in = pad_input(x, l, o.importance);
+    Tensor scales = new_part(DType::kF16, {l.rows, l.groups_per_row});
+    Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      for (int64_t b = 0; b < l.groups_per_row; ++b) {
+        const int64_t c0 = r * l.padded_cols + b * kBlock;
+        store_scale(scales, r * l.groups_per_row + b, fit_scale(in.data + c0, in.weights.data() + b * kBlock, o.fast));
+        const float d = load_scale(scales, r * l.groups_per_row + b);
+        encode(in.data + c0, d, row.data() + b * kBlock);
+      }
+      pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
+    });
+    q.parts["codes"] = codes;
+    q.parts["scales"] = scales;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+
+ private:
+  // The nearest level of each value x / d (ties to the lower level).
+  void encode(const float* x, float d, uint8_t* codes) const {
+    const float inv = d == 0 ? 0.0f : 1.0f / d;
+    for (int64_t i = 0; i < kBlock; ++i) {
+      const float v = x[i] * inv;
+      int c = 0;
+      for (int k = 0; k < 15; ++k) c += v > mid_[k] ? 1 : 0;
+      codes[i] = static_cast<uint8_t>(c);
+    }
+  }
+
+  float fit_scale(const float* x, const float* w, bool fast) const {
+    float max = 0;
+    for (int64_t i = 0; i < kBlock; ++i)
+      if (std::fabs(x[i]) > std::fabs(max)) max = x[i];
+    if (max == 0) return 0;
+    double best_score = -1;
+    float best = 0;
+    uint8_t codes[kBlock];
+    for (int t = 0; t <= (fast ? 0 : 2 * kTrials); ++t) {
+      const int step = t == 0 ? 0 : (t % 2 ? (t + 1) / 2 : -t / 2);  // 0, 1, -1, 2, -2, ...
+      const float d = -max / (127.0f - 0.1f * static_cast<float>(step));
+      encode(x, d, codes);
+      // Least squares on these codes: d = sum w x l / sum w l^2 leaves the error
+      // sum w x^2 - (sum w x l)^2 / sum w l^2; the largest score is the least error.
+      double sxl = 0, sll = 0;
+      for (int64_t i = 0; i < kBlock; ++i) {
+        const double level = kLevels[codes[i]];
+        sxl += static_cast<double>(w[i]) * x[i] * level;
+        sll += static_cast<double>(w[i]) * level * level;
+      }
+      const double score = sll > 0 ? sxl * sxl / sll : 0;
+      if (score > best_score) {
+        best_score = score;
+        best = sll > 0 ? static_cast<float>(sxl / sll) : d;
+      }
+    }
+    return best;
+  }
+
+  void decode(const Quantized& q, float* out, bool reference) const {
+    if (param_int(q, "group_size", kBlock, kBlock) != kBlock) throw invalid_input("group size is not 32", q.scheme);
+    const Layout l = make_layout(q.shape, kBlock);
+    check_shape_param(q, l);
+    const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
+    const Tensor& scales = part(q, "scales", DType::kF16, static_cast<uint64_t>(l.rows * l.groups_per_row));
+    parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
+      std::vector<float> d(static_cast<size_t>(l.groups_per_row)), row(static_cast<size_t>(l.padded_cols));
+      for (int64_t r = begin; r < end; ++r) {
+        load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
+                    d.data());
+        // y = level * d, one product as ggml's d * kvalues_iq4nl[q].
+        table_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, kBlock, d.data(), row.data(),
+                             reference);
+        std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+      }
+    });
+  }
+
+  CodeTable table_;
+  float mid_[15];
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_iq4nl_scheme() { return std::make_unique<Iq4nlScheme>(); }
+
+}  // namespace tk::quant

@@ -11,10 +11,10 @@ struct Device {
   int index = 0;  // CUDA device ordinal
 };
 
-// Parse "cpu", "cuda", "cuda:N" or "auto". Throws kUsage for anything else and
-// kUnavailable ("CUDA support not compiled in") for cuda in a build without CUDA.
-// "auto" stays kAuto: the compute backend picks a GPU when CUDA is compiled in and
-// one is present, else the CPU.
+// Parse "cpu", "cuda", "cuda:N" or "auto". Throws kUsage for anything else, and
+// kUnavailable for cuda[:N]: "CUDA support not compiled in", "no CUDA device (REASON)",
+// "device N not present (M CUDA devices)", or, with the device present, because no tool
+// has a GPU code path yet. "auto" stays kAuto and runs on the CPU.
 Device device_parse(const std::string& text);
 
 // "cpu", "cuda:0", "auto".

@@ -15,6 +15,7 @@
 #include "cli/output.h"
 #include "cli/selection.h"
 #include "cli/version.h"
+#include "tk/device/device.h"
 #include "tk/core/error.h"
 
 namespace tk::cli {
@@ -85,14 +86,28 @@ TEST(Device, ParsesCpuCudaAuto) {
   EXPECT_EQ(kind_of([] { device_parse("cuda:"); }), ErrorKind::kUsage);
   EXPECT_EQ(kind_of([] { device_parse("cuda:x"); }), ErrorKind::kUsage);
   EXPECT_EQ(kind_of([] { device_parse("cudax"); }), ErrorKind::kUsage);
-#ifdef TK_HAVE_CUDA
-  EXPECT_EQ(device_parse("cuda").kind, Device::Kind::kCuda);
-  EXPECT_EQ(device_parse("cuda:1").index, 1);
-  EXPECT_EQ(device_name(device_parse("cuda:1")), "cuda:1");
-#else
+  // No tool has a GPU code path: cuda[:N] is refused (exit 5) with the reason, the
+  // missing backend, device or code path, whichever comes first.
   EXPECT_EQ(kind_of([] { device_parse("cuda:1"); }), ErrorKind::kUnavailable);
-  EXPECT_EQ(message_of([] { device_parse("cuda"); }), "CUDA support not compiled in (--device cuda)");
+  const std::string refused = message_of([] { device_parse("cuda"); });
+  std::string why;
+  const int count = device::cuda_device_count(&why);
+  if (!device::cuda_compiled()) {
+    EXPECT_EQ(refused, "CUDA support not compiled in (--device cuda)");
+  } else if (count == 0) {
+    EXPECT_EQ(refused, "no CUDA device (" + why + ") (--device cuda)");
+  } else {
+    EXPECT_EQ(refused, "no GPU code path in this version; --device cpu or auto runs on the CPU (--device cuda)");
+    EXPECT_EQ(message_of([count] { device_parse("cuda:" + std::to_string(count)); }),
+              "device " + std::to_string(count) + " not present (" + std::to_string(count) + " CUDA device" +
+                  (count == 1 ? "" : "s") + ") (--device cuda:" + std::to_string(count) + ")");
+  }
+#ifdef TK_HAVE_CUDA
+  EXPECT_TRUE(device::cuda_compiled());
+#else
+  EXPECT_FALSE(device::cuda_compiled());
 #endif
+  EXPECT_EQ(device_name(Device{Device::Kind::kCuda, 1}), "cuda:1");
 }
 
 TEST(Version, NamesToolVersionAndFeatures) {

@@ -22,7 +22,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<std::string>("--device", [&o](const std::string& d) { o.device_text = d; },
-                                       "Compute device: cpu, cuda[:N] or auto (default)")
+                                       "Compute device: auto (the default) or cpu, both the CPU; cuda[:N] exits 5 "
+                                       "(no tool has a GPU path yet)")
       ->type_name("DEV");
   app.add_option_function<uint64_t>("--seed", [&o](uint64_t s) { o.seed = s; }, "Seed for randomised algorithms")
       ->type_name("N");

@@ -190,7 +190,12 @@ def embed(llama_embedding, path, threads, log):
     if r.returncode != 0:
         lines = [l for l in r.stderr.splitlines() if any(k in l.lower() for k in ("error", "failed", "invalid", "wrong"))]
         return None, seconds, (lines or r.stderr.splitlines()[-5:] or [f"exit {r.returncode}"])
-    doc, _ = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])
+    try:
+        doc, _ = json.JSONDecoder().raw_decode(r.stdout[r.stdout.index("{"):])
+    except ValueError as e:  # seen once, not reproduced: say so in the table rather than stop
+        with open(log + ".stdout", "w") as f:
+            f.write(r.stdout)
+        return None, seconds, [f"output is not JSON ({e}); kept in {os.path.basename(log)}.stdout"]
     e = np.array([d["embedding"] for d in sorted(doc["data"], key=lambda d: d["index"])], dtype=np.float64)
     if e.shape[0] != len(SENTENCES):
         return None, seconds, [f"{e.shape[0]} embeddings for {len(SENTENCES)} sentences"]

@@ -242,3 +242,22 @@ def test_malformed_directories_exit_3(model_dir, tmp_path):
                 else run(*tool, str(directory))
             assert r.returncode == 3, (directory, tool, r.stderr)
             assert says in r.stderr and r.stderr.count(b"\n") == 1, r.stderr
+
+
+def test_lone_file_brings_no_neighbours(model_dir, tmp_path):
+    """A weights file outside a model directory (no config.json beside it) is quantized
+    alone: its folder's other files are not copied, and config.json holds the config."""
+    loose = tmp_path / "downloads"
+    loose.mkdir()
+    (loose / "model.safetensors").write_bytes((model_dir / "model.safetensors").read_bytes())
+    (loose / "holiday.txt").write_text("not a model file")
+    out = tmp_path / "ct"
+    ok(TQUANT, str(loose / "model.safetensors"), "--scheme", "int8", "--granularity", "channel",
+       "--format", "compressed-tensors", "-o", str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
+    assert list(json.loads((out / "config.json").read_text())) == ["quantization_config"]
+    # Beside its config.json, a file brings its directory's files, as a directory does.
+    out2 = tmp_path / "ct2"
+    ok(TQUANT, str(model_dir / "model.safetensors"), "--scheme", "int8", "--granularity", "channel",
+       "--format", "compressed-tensors", "-o", str(out2))
+    assert (out2 / "tokenizer.json").exists()

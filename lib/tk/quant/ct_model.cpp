@@ -121,8 +121,10 @@ std::string ct_source_directory(const std::string& input) {
   if (input.empty() || input == "-") return {};
   std::error_code ec;
   if (fs::is_directory(input, ec)) return input;
-  const fs::path parent = fs::path(input).parent_path();
-  return parent.empty() ? "." : parent.string();
+  // A file's directory is the model's only when it holds the model's config.json: a
+  // weights file in a downloads folder does not bring the folder along.
+  const fs::path parent = fs::path(input).parent_path().empty() ? fs::path(".") : fs::path(input).parent_path();
+  return fs::is_regular_file(parent / "config.json", ec) ? parent.string() : std::string();
 }
 
 std::optional<CtConfig> ct_config_at(const std::string& path) {

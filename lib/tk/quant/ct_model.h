@@ -43,7 +43,8 @@ std::string ct_module_of(const std::string& weight_name);
 std::optional<CtConfig> ct_config_at(const std::string& path);
 
 // The directory whose config.json and other files a model at `input` comes with: the
-// input itself when a directory, the file's directory otherwise, empty for "-".
+// input itself when a directory; a file's directory when it holds a config.json; else
+// (and for "-") empty.
 std::string ct_source_directory(const std::string& input);
 
 // Check that `dir` can be written: not "-", and either absent or an empty directory.

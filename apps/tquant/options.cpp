@@ -59,6 +59,12 @@ quant::QuantOptions options_from_args(const QuantArgs& a) {
   o.fast = a.fast;
   o.double_quant = a.double_quant;
   if (!a.outliers.empty()) o.outlier_fraction = parse_percent(a.outliers);
+  // compressed-tensors stores what its decoders read: integer zero points (--asym), and
+  // the reciprocal of nvfp4's tensor scale, exact for a power of two.
+  if (a.format == kCompressedTensors) {
+    o.integer_zero_point = true;
+    o.power_of_two_tensor_scale = true;
+  }
   return o;
 }
 

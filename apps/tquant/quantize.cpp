@@ -187,7 +187,6 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   if (!args.scheme.empty()) session.scheme(args.scheme);
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   session.ct = ct;
-  session.base.integer_zero_point = ct;  // --asym: compressed-tensors stores integer zero points
   if (session.gguf) check_gguf_output(session);
   if (session.ct) check_ct_output(session);
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);

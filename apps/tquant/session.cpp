@@ -47,10 +47,9 @@ quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& 
     o.symmetric = twin.symmetric;
     o.scale_dtype = twin.scale_dtype;
   }
-  if (ct) {
+  if (ct) {  // the scales in the tensor's dtype, which compressed-tensors decodes to
     const DType d = e.info.dtype;
     if (args.scale_dtype.empty() && (d == DType::kF16 || d == DType::kBF16 || d == DType::kF32)) o.scale_dtype = d;
-    o.power_of_two_tensor_scale = true;
   }
   return o;
 }
@@ -151,33 +150,26 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool ct) {
   std::vector<std::string> c = args.candidates.empty() ? default_candidates() : split_list(args.candidates);
-  if (ct) {
+  if (gguf || ct) {
+    // The output holds only some schemes: given ones it cannot hold are refused, defaults
+    // it cannot hold are left out.
+    const quant::QuantOptions options = options_from_args(args);
     std::vector<std::string> held;
     for (const std::string& spec : c) {
       const std::string name = quant::make_scheme(spec)->name();
       std::string why;
-      // The compressed-tensors package decompresses nvfp4 to bf16 whatever the model's
-      // dtype, which the layers of an f32 or f16 model refuse: nvfp4 only when asked for.
-      quant::QuantOptions options = options_from_args(args);
-      options.integer_zero_point = true;
-      if (quant::ct_scheme_supported(name, options, &why)) {
-        if (!args.candidates.empty() || name != "nvfp4") held.push_back(spec);
-      } else if (!args.candidates.empty()) {
-        throw usage_error(why, "--candidates");
-      }
-    }
-    c = std::move(held);
-  }
-  if (gguf) {
-    std::vector<std::string> held;
-    for (const std::string& spec : c) {
-      const std::string name = quant::make_scheme(spec)->name();
-      if (quant::ggml_type_for_scheme(name, !args.asym)) {
-        held.push_back(spec);
-      } else if (!args.candidates.empty()) {
-        throw usage_error(fmt::format("GGUF has no block type for {}; it holds {}", name, quant::ggml_schemes_text()),
+      const bool holds = ct ? quant::ct_scheme_supported(name, options, &why)
+                            : quant::ggml_type_for_scheme(name, !args.asym).has_value();
+      if (!holds && !args.candidates.empty()) {
+        throw usage_error(ct ? why
+                             : fmt::format("GGUF has no block type for {}; it holds {}", name,
+                                           quant::ggml_schemes_text()),
                           "--candidates");
       }
+      // The compressed-tensors package decompresses nvfp4 to bf16 whatever the model's
+      // dtype, which the layers of an f32 or f16 model refuse: nvfp4 only when asked for.
+      const bool asked_for = !args.candidates.empty();
+      if (holds && (asked_for || !(ct && name == "nvfp4"))) held.push_back(spec);
     }
     c = std::move(held);
   }

@@ -32,10 +32,16 @@ std::optional<std::string> file_sha256(const std::string& path) {
   return codec::sha256_hex(codec::sha256({bytes.data(), bytes.size()}));
 }
 
-std::map<const PlanEntry*, const Result*> results_by_entry(const std::vector<Result>& results) {
+// The result of each plan entry, in plan order; null for an entry passed through.
+std::vector<const Result*> result_per_entry(const std::vector<PlanEntry>& plan, const std::vector<Result>& results) {
   std::map<const PlanEntry*, const Result*> by_entry;
   for (const Result& r : results) by_entry[r.entry] = &r;
-  return by_entry;
+  std::vector<const Result*> out;
+  for (const PlanEntry& e : plan) {
+    auto it = by_entry.find(&e);
+    out.push_back(it == by_entry.end() ? nullptr : it->second);
+  }
+  return out;
 }
 
 // The result's quantized tensor with its parts, read back from the spill if set aside.
@@ -56,12 +62,11 @@ quant::Quantized with_parts(const Result& r, const InputAccess& input) {
 WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::Metadata& input_metadata,
                         const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
                         const InputAccess& input) {
-  const auto by_entry = results_by_entry(results);
+  const std::vector<const Result*> slots = result_per_entry(plan, results);
   std::vector<io::GgufTensorDecl> decls;
-  std::vector<const Result*> slots;
-  for (const PlanEntry& e : plan) {
-    auto it = by_entry.find(&e);
-    const Result* r = it == by_entry.end() ? nullptr : it->second;
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanEntry& e = plan[k];
+    const Result* r = slots[k];
     io::GgmlType type = io::GgmlType::kF32;
     if (r) {
       type = *quant::ggml_type_for_scheme(r->measured.q.scheme, !args.asym);
@@ -76,7 +81,6 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
                         "tensor '" + e.info.name + "'");
     }
     decls.push_back({e.info.name, e.info.shape, type});
-    slots.push_back(r);
   }
   io::Metadata metadata = input_metadata;
   tool.stamp(metadata);
@@ -129,14 +133,12 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
 WriteOutcome write_compressed_tensors(const cli::Tool& tool, const QuantArgs& args, const io::Metadata& input_metadata,
                                       const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
                                       const InputAccess& input) {
-  const auto by_entry = results_by_entry(results);
+  const std::vector<const Result*> slots = result_per_entry(plan, results);
   std::vector<quant::CtOutput> outputs;
-  std::vector<const Result*> slots;
-  for (const PlanEntry& e : plan) {
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanEntry& e = plan[k];
     quant::CtOutput o{e.info, std::nullopt, e.info.shape, DType::kF32};
-    auto it = by_entry.find(&e);
-    const Result* r = it == by_entry.end() ? nullptr : it->second;
-    if (r) {
+    if (const Result* r = slots[k]) {
       std::string why;
       o.scheme = quant::ct_scheme_for(with_parts(*r, input), &why);
       if (!o.scheme) throw internal_error("no compressed-tensors twin for '" + e.info.name + "': " + why);
@@ -145,7 +147,6 @@ WriteOutcome write_compressed_tensors(const cli::Tool& tool, const QuantArgs& ar
       }
     }
     outputs.push_back(std::move(o));
-    slots.push_back(r);
   }
   io::Metadata metadata = input_metadata;
   tool.stamp(metadata);
@@ -172,26 +173,27 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
   if (args.format == kCompressedTensors) {
     return write_compressed_tensors(tool, args, input_metadata, plan, results, input);
   }
-  const auto by_entry = results_by_entry(results);
+  const std::vector<const Result*> per_entry = result_per_entry(plan, results);
 
   std::vector<io::TensorInfo> infos;
   std::vector<OutputSlot> slots;
   std::map<std::string, quant::LayoutRecord> records;
-  for (const PlanEntry& e : plan) {
-    auto it = by_entry.find(&e);
-    if (it == by_entry.end()) {
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanEntry& e = plan[k];
+    const Result* r = per_entry[k];
+    if (!r) {
       infos.push_back(e.info);
       slots.push_back({e.index, nullptr, {}});
       continue;
     }
-    const quant::Measured& m = it->second->measured;
+    const quant::Measured& m = r->measured;
     quant::LayoutRecord record = quant::layout_record(m.q, e.info.dtype);
     record.parts.clear();
     for (const auto& [suffix, part] : m.part_infos) {
       const auto& [dtype, shape] = part;
       infos.push_back({quant::layout_part_name(e.info.name, suffix), dtype, shape,
                        dtype_storage_bytes(dtype, shape_numel(shape))});
-      slots.push_back({e.index, it->second, suffix});
+      slots.push_back({e.index, r, suffix});
       record.parts.push_back(suffix);
     }
     records[e.info.name] = std::move(record);

@@ -344,22 +344,47 @@ std::vector<std::string> ct_param_names(const CtScheme& s) {
   return {"weight_packed", "weight_scale", "weight_shape"};
 }
 
-std::vector<std::pair<std::string, Tensor>> ct_params(const Quantized& q, const CtScheme& s) {
+std::vector<std::pair<DType, Shape>> ct_param_layouts(const CtScheme& s, int64_t rows, int64_t cols,
+                                                      DType scale_dtype) {
+  if (s.format == kFloat) {
+    return {{DType::kF8E4M3, {rows, cols}}, {DType::kF32, s.strategy == "channel" ? Shape{rows, 1} : Shape{1}}};
+  }
+  if (s.format == kNvfp4) {
+    return {{DType::kU8, {rows, cols / 2}}, {DType::kF8E4M3, {rows, cols / kNvfp4Block}}, {DType::kF32, {1}}};
+  }
+  const Shape scales = s.strategy == "group"     ? Shape{rows, cols / s.group_size}
+                       : s.strategy == "channel" ? Shape{rows, 1}
+                                                 : Shape{1};
+  std::vector<std::pair<DType, Shape>> layouts = {
+      {DType::kI32, {rows, packed_words(cols, s.num_bits)}}, {scale_dtype, scales}, {DType::kI64, {2}}};
+  if (!s.symmetric) layouts.push_back({DType::kI32, {packed_words(rows, s.num_bits), scales.back()}});
+  return layouts;
+}
+
+Tensor ct_param(const Quantized& q, const CtScheme& s, std::string_view name) {
   const int64_t rows = q.shape[0], cols = q.shape[1];
-  auto part_of = [&](const char* name) -> const Tensor& {
-    auto it = q.parts.find(name);
-    if (it == q.parts.end()) throw invalid_input(std::string("missing part '") + name + "'", q.scheme);
+  auto part_of = [&](const char* part) -> const Tensor& {
+    auto it = q.parts.find(part);
+    if (it == q.parts.end()) throw invalid_input(std::string("missing part '") + part + "'", q.scheme);
     return it->second;
   };
-  if (s.format == kFloat) return {{"weight", part_of("codes")}, {"weight_scale", part_of("scales")}};
+  if (s.format == kFloat) return part_of(name == "weight" ? "codes" : "scales");
   if (s.format == kNvfp4) {
+    if (name == "weight_packed") return Tensor(DType::kU8, Shape{rows, cols / 2}, part_of("codes").buffer());
+    if (name == "weight_scale") return part_of("scales");
     Tensor global = Tensor::empty(DType::kF32, {1});
     global.mutable_data_as<float>()[0] = 1.0f / part_of("tensor_scale").data_as<float>()[0];
-    return {{"weight_packed", Tensor(DType::kU8, Shape{rows, cols / 2}, part_of("codes").buffer())},
-            {"weight_scale", part_of("scales")},
-            {"weight_global_scale", std::move(global)}};
+    return global;
   }
   const int bits = s.num_bits;
+  if (name == "weight_scale") return s.strategy == "tensor" ? part_of("scales").reshaped(Shape{1}) : part_of("scales");
+  if (name == "weight_zero_point") return pack_columns(part_of("zeros"), bits);
+  if (name == "weight_shape") {
+    Tensor shape = Tensor::empty(DType::kI64, {2});
+    shape.mutable_data_as<int64_t>()[0] = rows;
+    shape.mutable_data_as<int64_t>()[1] = cols;
+    return shape;
+  }
   const Tensor& codes = part_of("codes");
   const int64_t words = packed_words(cols, bits);
   const int64_t row_bytes = param_int(q, "padded_cols", 0, INT64_MAX / 64) * bits / 8;
@@ -368,15 +393,12 @@ std::vector<std::pair<std::string, Tensor>> ct_params(const Quantized& q, const 
   for (int64_t r = 0; r < rows; ++r) {
     copy_bits(codes.data() + r * row_bytes, static_cast<uint64_t>(cols * bits), packed.mutable_data() + r * words * 4);
   }
-  Tensor shape = Tensor::empty(DType::kI64, {2});
-  shape.mutable_data_as<int64_t>()[0] = rows;
-  shape.mutable_data_as<int64_t>()[1] = cols;
-  const Tensor& scales = part_of("scales");
-  std::vector<std::pair<std::string, Tensor>> params = {
-      {"weight_packed", std::move(packed)},
-      {"weight_scale", s.strategy == "tensor" ? scales.reshaped(Shape{1}) : scales},
-      {"weight_shape", std::move(shape)}};
-  if (!s.symmetric) params.emplace_back("weight_zero_point", pack_columns(part_of("zeros"), bits));
+  return packed;
+}
+
+std::vector<std::pair<std::string, Tensor>> ct_params(const Quantized& q, const CtScheme& s) {
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (const std::string& name : ct_param_names(s)) params.emplace_back(name, ct_param(q, s, name));
   return params;
 }
 

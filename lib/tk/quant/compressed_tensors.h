@@ -68,6 +68,13 @@ std::string ct_schemes_text();
 std::vector<std::pair<std::string, Tensor>> ct_params(const Quantized& q, const CtScheme& s);
 // The parameter names a module quantized under `s` stores, root first.
 std::vector<std::string> ct_param_names(const CtScheme& s);
+// One parameter of q under `s`, by name (ct_params makes them all): a writer that stores
+// a module's parameters apart asks for each when its turn comes.
+Tensor ct_param(const Quantized& q, const CtScheme& s, std::string_view name);
+// The dtype and shape of each parameter (ct_param_names' order) of a rows x cols weight
+// under `s`, its integer scales in `scale_dtype`: what a writer declares before the data.
+std::vector<std::pair<DType, Shape>> ct_param_layouts(const CtScheme& s, int64_t rows, int64_t cols,
+                                                      DType scale_dtype);
 
 // The Quantized that the parameters stand for, to dequantize with make_scheme(q.scheme).
 // `params` are keyed by local name ("weight_packed", ...). Throws kInvalidInput naming

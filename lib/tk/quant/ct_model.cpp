@@ -3,10 +3,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <sys/stat.h>
 
@@ -24,16 +22,15 @@ using nlohmann::ordered_json;
 
 constexpr uint64_t kMaxConfigBytes = 16 << 20;
 
+// config.json's text, read as the shard index is (io/sharded.cpp): bounded before and
+// after reading, in case the file grows.
 std::string read_small_file(const fs::path& path) {
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) throw io_error("cannot read: " + ec.message(), path.string());
-  if (size > kMaxConfigBytes) throw invalid_input("larger than 16 MiB; not a model config", path.string());
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw io_error("cannot read", path.string());
-  return text.str();
+  const auto too_large = [&] { return invalid_input("larger than 16 MiB; not a model config", path.string()); };
+  auto in = io::InputStream::open(path.string());
+  if (in->size() && *in->size() > kMaxConfigBytes) throw too_large();
+  const Buffer bytes = in->read_all();
+  if (bytes.size() > kMaxConfigBytes) throw too_large();
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 bool weight_file(const std::string& name) {
@@ -42,35 +39,6 @@ bool weight_file(const std::string& name) {
     if (name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) return true;
   }
   return false;
-}
-
-// The parameter tensors' infos of a quantized output.
-std::vector<io::TensorInfo> param_infos(const std::string& module, const CtOutput& o) {
-  const CtScheme& s = *o.scheme;
-  const int64_t rows = o.shape[0], cols = o.shape[1];
-  auto info = [&](const char* param, DType dtype, Shape shape) {
-    const uint64_t bytes = dtype_storage_bytes(dtype, shape_numel(shape));
-    return io::TensorInfo{module + "." + param, dtype, std::move(shape), bytes};
-  };
-  if (s.format == "float-quantized") {
-    return {info("weight", DType::kF8E4M3, {rows, cols}),
-            info("weight_scale", DType::kF32, s.strategy == "channel" ? Shape{rows, 1} : Shape{1})};
-  }
-  if (s.format == "nvfp4-pack-quantized") {
-    return {info("weight_packed", DType::kU8, {rows, cols / 2}),
-            info("weight_scale", DType::kF8E4M3, {rows, cols / 16}),
-            info("weight_global_scale", DType::kF32, {1})};
-  }
-  const Shape scale_shape = s.strategy == "group"     ? Shape{rows, cols / s.group_size}
-                            : s.strategy == "channel" ? Shape{rows, 1}
-                                                      : Shape{1};
-  std::vector<io::TensorInfo> infos = {info("weight_packed", DType::kI32, {rows, (cols * s.num_bits + 31) / 32}),
-                                       info("weight_scale", o.scale_dtype, scale_shape),
-                                       info("weight_shape", DType::kI64, {2})};
-  if (!s.symmetric) {  // packed down each column of groups
-    infos.push_back(info("weight_zero_point", DType::kI32, {(rows * s.num_bits + 31) / 32, scale_shape.back()}));
-  }
-  return infos;
 }
 
 // A temporary directory beside the target, removed unless committed.
@@ -183,9 +151,11 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
       throw internal_error("compressed-tensors output '" + o.dense.name + "' is not a 2-D MODULE.weight");
     }
     targets[*o.scheme].push_back(module);
-    std::vector<io::TensorInfo> params = param_infos(module, o);
-    for (size_t p = 0; p < params.size(); ++p) {
-      infos.push_back(std::move(params[p]));
+    const std::vector<std::string> names = ct_param_names(*o.scheme);
+    const auto layouts = ct_param_layouts(*o.scheme, o.shape[0], o.shape[1], o.scale_dtype);
+    for (size_t p = 0; p < names.size(); ++p) {
+      const auto& [dtype, shape] = layouts[p];
+      infos.push_back({module + "." + names[p], dtype, shape, dtype_storage_bytes(dtype, shape_numel(shape))});
       slot.emplace_back(k, p);
     }
   }
@@ -200,10 +170,8 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
   options.format = io::FileFormat::kSafetensors;
   const std::string weights = (staging.path() / "model.safetensors").string();
   auto writer = io::open_writer(weights, options);
-  // The writer's order groups tensors by dtype: a module's parameters are made again for
-  // each one asked for, unless they are the last module's.
-  size_t cached = SIZE_MAX;
-  std::vector<std::pair<std::string, Tensor>> params;
+  // The writer's order groups tensors by dtype, so a module's parameters are apart: each
+  // is made when its turn comes, and memory stays at one parameter.
   std::vector<int> pending(outputs.size(), 0);
   for (const auto& [k, p] : slot) ++pending[k];
   for (size_t i : writer->begin(infos, meta)) {
@@ -211,16 +179,12 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
     if (!outputs[k].scheme) {
       writer->write(i, sources.dense(k));
     } else {
-      if (cached != k) {
-        params = ct_params(sources.quantized(k), *outputs[k].scheme);
-        cached = k;
-      }
-      writer->write(i, params[p].second);
+      const CtScheme& s = *outputs[k].scheme;
+      writer->write(i, ct_param(sources.quantized(k), s, ct_param_names(s)[p]));
     }
     if (--pending[k] == 0 && sources.release) sources.release(k);
   }
   writer->finish();
-  params.clear();
 
   {
     auto out = io::OutputStream::open((staging.path() / "config.json").string());

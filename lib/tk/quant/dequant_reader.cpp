@@ -16,32 +16,20 @@ namespace tk::quant {
 
 namespace {
 
-// Restore one record as a tensor of `dtype` from its parts, tensors `parts` of the file
-// (in the record's order), which `read` fetches by index.
-template <typename Read>
-Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype, const std::vector<size_t>& parts_at,
-               Read&& read) {
-  const std::string where = "tensor '" + name + "'";
+// The values of q as a tensor of `dtype`; errors of the data located at `where`.
+Tensor dequantize_as(const Quantized& q, DType dtype, const std::string& where) {
   std::unique_ptr<Scheme> scheme;
   try {
-    scheme = make_scheme(record.scheme);
+    scheme = make_scheme(q.scheme);
   } catch (const Error&) {
-    throw invalid_input("unknown scheme '" + record.scheme + "' in the metadata", where);
+    throw invalid_input("unknown scheme '" + q.scheme + "' in the metadata", where);
   }
-  std::map<std::string, Tensor> parts;
   uint64_t part_bits = 0;
-  for (size_t k = 0; k < record.parts.size(); ++k) {
-    Tensor t = read(parts_at[k]);
-    part_bits += t.nbytes() * 8;
-    parts[record.parts[k]] = std::move(t);
-  }
-  const uint64_t n = shape_numel(record.shape);
+  for (const auto& [name, t] : q.parts) part_bits += t.nbytes() * 8;
+  const uint64_t n = shape_numel(q.shape);
   // No scheme stores less than 1/64 bit per value: a larger shape is a corrupt record,
   // not a reason to allocate.
   if (n > part_bits * 64 + 64) throw invalid_input("shape too large for its parts", where);
-  Quantized q = layout_collect(name, record, [&](const std::string& part) -> const Tensor* {
-    return &parts.at(part.substr(name.size() + 1));
-  });
   std::vector<float> values(n);
   try {
     dequantize_view(*scheme, q, values.data());
@@ -49,7 +37,7 @@ Tensor restore(const std::string& name, const LayoutRecord& record, DType dtype,
     if (e.kind() != ErrorKind::kInvalidInput) throw;
     throw invalid_input(e.message(), where);
   }
-  Tensor out = Tensor::empty(dtype, record.shape);
+  Tensor out = Tensor::empty(dtype, q.shape);
   cast_array(DType::kF32, values.data(), dtype, out.mutable_data(), n);
   return out;
 }
@@ -114,20 +102,34 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
   }
 }
 
-Quantized DequantReader::quantized(size_t index) {
+Quantized DequantReader::collect(size_t index) {
   const Slot& s = slots_.at(index);
-  const std::string& name = infos_.at(index).name;
-  if (!s.record) throw usage_error("stored densely, not quantized", "tensor '" + name + "'");
-  if (s.parts.empty()) throw usage_error("a GGUF block type, not a tensorkit scheme", "tensor '" + name + "'");
+  const std::string where = "tensor '" + infos_.at(index).name + "'";
+  if (!s.record) throw usage_error("stored densely, not quantized", where);
+  if (s.parts.empty()) throw usage_error("a GGUF block type, not a tensorkit scheme", where);
   std::map<std::string, Tensor> parts;
   for (size_t k = 0; k < s.parts.size(); ++k) parts[s.record->parts[k]] = fetch(s.parts[k]);
-  try {
-    if (s.ct) return ct_quantized(s.ct->scheme, parts);
-    return layout_collect(name, *s.record, [&](const std::string& part) -> const Tensor* {
-      return &parts.at(part.substr(name.size() + 1));
+  if (!s.ct) {
+    return layout_collect(infos_[index].name, *s.record, [&](const std::string& part) -> const Tensor* {
+      return &parts.at(part.substr(infos_[index].name.size() + 1));
     });
+  }
+  try {
+    Quantized q = ct_quantized(s.ct->scheme, parts);
+    if (q.shape != s.record->shape) throw invalid_input("parameters do not match weight_shape");
+    return q;
   } catch (const Error& e) {
-    throw e.with_context(where_ + ": tensor '" + name + "'");
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+    throw invalid_input(e.message(), where);
+  }
+}
+
+Quantized DequantReader::quantized(size_t index) {
+  try {
+    return collect(index);
+  } catch (const Error& e) {
+    if (e.where().rfind(where_, 0) == 0) throw;
+    throw e.with_context(where_);
   }
 }
 
@@ -188,10 +190,7 @@ Tensor DequantReader::read(size_t index) {
   const Slot& s = slots_.at(index);
   const io::TensorInfo& info = infos_[index];
   try {
-    if (s.ct) return restore_ct(s, info.dtype);
-    if (s.record && !s.parts.empty()) {
-      return restore(info.name, *s.record, info.dtype, s.parts, [this](size_t i) { return fetch(i); });
-    }
+    if (s.record && !s.parts.empty()) return dequantize_as(collect(index), info.dtype, "tensor '" + info.name + "'");
     Tensor t = fetch(s.input_index);
     if (t.dtype() == info.dtype) return t;
     Tensor out = Tensor::empty(info.dtype, t.shape());

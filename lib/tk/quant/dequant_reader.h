@@ -67,7 +67,8 @@ class DequantReader final : public io::TensorReader {
   };
   Tensor fetch(size_t inner_index);
   void init_gguf(const io::GgufReader& gguf, std::optional<DType> cast);
-  Tensor restore_ct(const Slot& s, DType dtype);
+  // The quantized tensor `index` with its parts fetched; errors located at the tensor.
+  Quantized collect(size_t index);
   // Tensor `inner_index` of the file, passed through (cast to `cast` when a float).
   void add_dense(size_t inner_index, std::optional<DType> cast);
 

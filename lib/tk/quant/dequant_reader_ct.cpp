@@ -12,7 +12,6 @@
 #include "tk/core/error.h"
 #include "tk/quant/dequant_reader.h"
 #include "tk/quant/scheme.h"
-#include "tk/quant/view.h"
 
 namespace tk::quant {
 
@@ -98,26 +97,6 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
     infos_.push_back({name, out, shape, dtype_storage_bytes(out, shape_numel(shape))});
     slots_.push_back({i, record, stored, m.params, m.group});
   }
-}
-
-Tensor DequantReader::restore_ct(const Slot& s, DType dtype) {
-  const std::string where = "tensor '" + infos_[&s - slots_.data()].name + "'";
-  std::map<std::string, Tensor> params;
-  for (size_t k = 0; k < s.parts.size(); ++k) params[s.record->parts[k]] = fetch(s.parts[k]);
-  const uint64_t n = shape_numel(s.record->shape);
-  std::vector<float> values;
-  try {
-    const Quantized q = ct_quantized(s.ct->scheme, params);
-    if (q.shape != s.record->shape) throw invalid_input("parameters do not match weight_shape");
-    values.resize(n);
-    dequantize_view(*make_scheme(q.scheme), q, values.data());
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kInvalidInput) throw;
-    throw invalid_input(e.message(), where);
-  }
-  Tensor out = Tensor::empty(dtype, s.record->shape);
-  cast_array(DType::kF32, values.data(), dtype, out.mutable_data(), n);
-  return out;
 }
 
 }  // namespace tk::quant

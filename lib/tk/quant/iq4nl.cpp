@@ -117,15 +117,17 @@ class Iq4nlScheme final : public Scheme {
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
     const Tensor& scales = part(q, "scales", DType::kF16, static_cast<uint64_t>(l.rows * l.groups_per_row));
+    const bool padded = l.cols != l.padded_cols;
     parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
-      std::vector<float> d(static_cast<size_t>(l.groups_per_row)), row(static_cast<size_t>(l.padded_cols));
+      std::vector<float> d(static_cast<size_t>(l.groups_per_row)), row(padded ? static_cast<size_t>(l.padded_cols) : 0);
       for (int64_t r = begin; r < end; ++r) {
         load_scales(scales, static_cast<uint64_t>(r * l.groups_per_row), static_cast<uint64_t>(l.groups_per_row),
                     d.data());
-        // y = level * d, one product as ggml's d * kvalues_iq4nl[q].
-        table_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, kBlock, d.data(), row.data(),
-                             reference);
-        std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
+        // y = level * d, one product as ggml's d * kvalues_iq4nl[q]; a padded row goes
+        // through the scratch row.
+        float* y = padded ? row.data() : out + r * l.cols;
+        table_.decode_scaled(codes.data() + r * l.padded_cols / 2, l.padded_cols, kBlock, d.data(), y, reference);
+        if (padded) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
     });
   }

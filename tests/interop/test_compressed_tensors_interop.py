@@ -81,7 +81,9 @@ def same_bits(a, b):
 @pytest.mark.parametrize("flags,fmt,params", CASES, ids=[" ".join(c[0][1:]) for c in CASES])
 def test_package_dequantizes_to_tquant_values(model_dir, tmp_path, flags, fmt, params):
     out = tmp_path / "ct"
-    ok(TQUANT, str(model_dir), *flags, "--format", "compressed-tensors", "-o", str(out))
+    # -o DIR/, as the README writes it: the directory DIR.
+    ok(TQUANT, str(model_dir), *flags, "--format", "compressed-tensors", "-o", str(out) + "/")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ct", "model"]
     config = json.loads((out / "config.json").read_text())
     qc = config["quantization_config"]
     assert qc["quant_method"] == "compressed-tensors" and config["architectures"] == ["Toy"]
@@ -117,7 +119,7 @@ def test_package_dequantizes_to_tquant_values(model_dir, tmp_path, flags, fmt, p
         # compressed-tensors cannot hold: left out.)
         repacked = tmp_path / "repacked"
         r = ok(TCONVERT, str(native), "--exclude", "layers.0.odd.weight", "--format", "compressed-tensors",
-               "-o", str(repacked))
+               "-o", str(repacked) + "/")
         assert b"repacked without quantizing again" in r.stderr
         again = load_torch(str(repacked / "model.safetensors"))
         assert set(again) == {n for n in stored if not n.startswith("layers.0.odd.")}

@@ -44,9 +44,11 @@ bool weight_file(const std::string& name) {
 // A temporary directory beside the target, removed unless committed.
 class StagingDirectory {
  public:
-  explicit StagingDirectory(const fs::path& target) : target_(target) {
-    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::string pattern = (parent / ("." + target.filename().string() + ".tk-tmp-XXXXXX")).string();
+  // "DIR/" names DIR too: the staging directory goes beside it, not inside.
+  explicit StagingDirectory(const fs::path& target) : target_(target.lexically_normal()) {
+    if (!target_.has_filename() && target_.has_relative_path()) target_ = target_.parent_path();
+    const fs::path parent = target_.has_parent_path() ? target_.parent_path() : fs::path(".");
+    std::string pattern = (parent / ("." + target_.filename().string() + ".tk-tmp-XXXXXX")).string();
     if (!::mkdtemp(pattern.data())) throw errno_error("cannot create a temporary directory", parent.string(), errno);
     path_ = pattern;
     // mkdtemp makes it private (0700); the model directory gets what mkdir would give it.

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
       ->type_name("BASE");
   app.add_option("--format", o.format, "Format of a tensor extracted with -d -t: safetensors, hdf5 or npy")
       ->type_name("FMT");
+  app.add_flag("--sha256", o.sha256,
+               "Record the original's SHA-256 (what sha256sum prints) instead of its XXH3-128 (what xxh128sum "
+               "prints): a serial pass at about 1.7 GB/s, in a version-1 container that earlier builds read too");
   app.add_flag("--strict", o.strict,
                "Refuse (exit 3) input that looks like a damaged HDF5 or safetensors file instead of keeping it "
                "as opaque bytes");

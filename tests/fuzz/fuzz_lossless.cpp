@@ -64,10 +64,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> out;
     size_t at = 0;
     tk::codec::lossless_decompress_stream(
-        [&](uint8_t* dst, size_t n) {
+        [&](size_t n) {
           if (n > frame.size() - at) throw tk::invalid_input("read past the frame");
-          std::memcpy(dst, frame.data() + at, n);
+          tk::Buffer bytes = tk::Buffer::allocate(n);
+          std::memcpy(bytes.mutable_data(), frame.data() + at, n);
           at += n;
+          return bytes;
         },
         frame.size(), decoded, [&](tk::Buffer piece) { out.insert(out.end(), piece.data(), piece.data() + piece.size()); },
         1);

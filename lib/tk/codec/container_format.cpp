@@ -33,7 +33,7 @@ uint64_t hash(std::span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(),
 std::vector<uint8_t> encode_file_header(const FileHeader& header) {
   std::vector<uint8_t> out(kFileHeaderBytes, 0);
   std::memcpy(out.data(), "TKZ", 3);
-  out[3] = kVersion;
+  out[3] = header.digest == DigestKind::kSha256 ? kVersionSha256 : kVersionXxh3;
   out[4] = static_cast<uint8_t>(header.source);
   out[5] = header.flags;
   store_le<uint64_t>(out.data() + 8, header.original_header.size());
@@ -49,14 +49,16 @@ FileHeader read_file_header(io::InputStream& in) {
   auto head = in.peek(4);
   if (head.size() < 4 || std::memcmp(head.data(), "TKZ", 3) != 0 || head[3] >= 16)
     throw invalid_input("not a .tkz container", in.name());
-  if (head[3] != kVersion)
-    throw invalid_input(fmt::format("unsupported .tkz version {} (this build reads version {})", head[3], kVersion),
+  if (head[3] != kVersionSha256 && head[3] != kVersionXxh3)
+    throw invalid_input(fmt::format("unsupported .tkz version {} (this build reads versions {} and {})", head[3],
+                                    kVersionSha256, kVersionXxh3),
                         in.name());
   std::vector<uint8_t> bytes(kFileHeaderBytes);
   in.read_exact(bytes.data(), kFileHeaderBytes, "container header");
   FileHeader header;
   header.source = static_cast<Source>(bytes[4]);
   header.flags = bytes[5];
+  header.digest = bytes[3] == kVersionSha256 ? DigestKind::kSha256 : DigestKind::kXxh3_128;
   const uint64_t original_len = load_le<uint64_t>(bytes.data() + 8);
   // Bounded before anything is allocated: a safetensors header is at most 8 bytes of
   // length plus kSafetensorsMaxHeader of JSON, other sources keep none.
@@ -119,7 +121,7 @@ std::vector<uint8_t> encode_index_and_footer(const std::vector<IndexEntry>& inde
   append_le<uint64_t>(out, index_bytes);
   append_le<uint64_t>(out, index.size());
   append_le<uint64_t>(out, footer.original_bytes);
-  out.insert(out.end(), footer.sha256.begin(), footer.sha256.end());
+  out.insert(out.end(), footer.digest.begin(), footer.digest.end());
   append_le<uint64_t>(out, hash(out));
   out.insert(out.end(), kFooterMagic, kFooterMagic + 8);
   return out;
@@ -133,7 +135,7 @@ Footer parse_footer(std::span<const uint8_t> b) {
   f.index_bytes = load_le<uint64_t>(b.data() + 8);
   f.index_entries = load_le<uint64_t>(b.data() + 16);
   f.original_bytes = load_le<uint64_t>(b.data() + 24);
-  std::memcpy(f.sha256.data(), b.data() + 32, 32);
+  std::memcpy(f.digest.data(), b.data() + 32, 32);
   return f;
 }
 

@@ -3,7 +3,7 @@
 //
 // File header (56 bytes, then the original header, then its checksum):
 //   0   3  magic "TKZ"
-//   3   1  version (1)
+//   3   1  version: 1 when the footer records SHA-256, 2 when XXH3-128
 //   4   1  source: 0 opaque bytes, 1 safetensors, 2 HDF5 (opaque), 3 .npy (opaque)
 //   5   1  flags: bit 0 = made against a BitX base
 //   6   2  reserved (0)
@@ -27,22 +27,27 @@
 //   offset, u64 decoded bytes, u64 payload bytes.
 // Footer (80 bytes, the last of the file):
 //   0   8  index offset      8  8  index bytes      16  8  index entries
-//   24  8  original file bytes                      32  32 SHA-256 of the original file
+//   24  8  original file bytes                      32  32 digest of the original file:
+//          SHA-256 (version 1), or XXH3-128 canonical then 16 zero bytes (version 2)
 //   64  8  XXH3-64 of the index followed by footer bytes [0, 64)
 //   72  8  magic "TKZINDEX"
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "tk/codec/container.h"
+#include "tk/codec/file_digest.h"
 #include "tk/core/endian.h"
 
 namespace tk::codec::tkz {
 
-inline constexpr uint8_t kVersion = 1;
+// The version says which digest the footer records; both are read.
+inline constexpr uint8_t kVersionSha256 = 1;
+inline constexpr uint8_t kVersionXxh3 = 2;
 inline constexpr size_t kFileHeaderBytes = 56;
 inline constexpr size_t kRecordHeaderBytes = 48;
 inline constexpr size_t kFooterBytes = 80;
@@ -60,6 +65,7 @@ uint64_t hash(std::span<const uint8_t> bytes);
 struct FileHeader {
   Source source = Source::kOpaque;
   uint8_t flags = 0;
+  DigestKind digest = DigestKind::kXxh3_128;  // of the original file, in the footer
   Sha256Digest base_sha256{};
   std::vector<uint8_t> original_header;  // verbatim
 };
@@ -95,7 +101,7 @@ struct IndexEntry {
 
 struct Footer {
   uint64_t index_offset = 0, index_bytes = 0, index_entries = 0, original_bytes = 0;
-  Sha256Digest sha256{};
+  std::array<uint8_t, 32> digest{};  // its kind is the file header's
 };
 
 // The index followed by the footer.

@@ -18,7 +18,7 @@ using namespace tkz;
 
 // Opaque records hold at most this many bytes (the writer makes 16 MiB ones).
 constexpr uint64_t kMaxOpaqueRecord = uint64_t{1} << 30;
-// Restored bytes that may wait for the SHA-256 thread: with a batch being decoded and
+// Restored bytes that may wait for the digest's thread: with a batch being decoded and
 // one being written, the restore stays within a few batches.
 constexpr size_t kMaxPendingHash = size_t{32} << 20;
 constexpr size_t kHashSlice = size_t{16} << 20;
@@ -52,18 +52,20 @@ void finish_sequential(io::InputStream& in, const Container& c, uint64_t in_begi
 }  // namespace
 
 TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, const TkzDecodeOptions& options) {
+  // Records are decoded from a mapping of a container file, not copied out of it.
+  in.map();
   const uint64_t in_begin = in.position();
   Container c;
   c.open(in, options.base, true);
   TkzDecompressResult result;
-  BackgroundSha256 sha(kMaxPendingHash);
+  BackgroundDigest digest(c.header.digest, kMaxPendingHash);
   const uint64_t out_begin = out.position();
   // Decoded pieces are written and hashed on threads of their own, so that the decode
   // of the next batch overlaps the copy into the page cache and the hash.
   BackgroundQueue writer(
       [&](const Buffer& bytes) {
         out.write(bytes.data(), bytes.size());
-        sha.update(bytes);
+        digest.update(bytes);
       },
       kMaxPendingWrite);
   auto emit = [&](Buffer bytes) {
@@ -77,7 +79,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
       const size_t n = std::min(kHashSlice, bytes.size() - at);
       Buffer slice = Buffer::allocate(n);
       std::memcpy(slice.mutable_data(), bytes.data() + at, n);
-      sha.update(std::move(slice));
+      digest.update(std::move(slice));
     }
   };
   // Buffers in flight: one waiting for the writer and one being written, two waiting
@@ -132,9 +134,10 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
     if (!same_entry(index[i], seen[i])) throw invalid_input("container index does not match its records", in.name());
   check_index(c, index, footer, in.name());
   writer.finish();
-  result.sha256 = sha.finish();
-  if (result.exact && result.sha256 != footer.sha256)
-    throw invalid_input("SHA-256 of the restored file differs from the original's", in.name());
+  result.digest = digest.finish();
+  if (result.exact && result.digest.bytes != footer.digest)
+    throw invalid_input(fmt::format("{} of the restored file differs from the original's", result.digest.label()),
+                        in.name());
   result.bytes_in = in.position() - in_begin;
   result.bytes_out = out.position() - out_begin;
   return result;
@@ -291,7 +294,8 @@ TkzListing tkz_list(io::InputStream& in) {
     listing.container_bytes = in.position() - in_begin;
   }
   check_end_record(end, index, footer, in.name());
-  listing.sha256 = footer.sha256;
+  listing.digest.kind = c.header.digest;
+  listing.digest.bytes = footer.digest;
   listing.original_bytes = footer.original_bytes;
   for (const IndexEntry& e : index) {
     TkzEntry t;

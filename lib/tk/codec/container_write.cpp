@@ -34,11 +34,14 @@ namespace {
 
 using namespace tkz;
 
-// The input's bytes in order, hashed (SHA-256) as they are taken: a view of a memory
-// map for regular files (no copy), a fresh buffer per piece for pipes.
+// Input bytes that may wait for the digest's thread.
+constexpr size_t kMaxPendingDigest = size_t{256} << 20;
+
+// The input's bytes in order, digested as they are taken: a view of a memory map for
+// regular files (no copy), a fresh buffer per piece for pipes.
 class ByteSource {
  public:
-  explicit ByteSource(io::InputStream& in) : in_(in) {
+  ByteSource(io::InputStream& in, DigestKind digest) : in_(in), digest_(digest, kMaxPendingDigest) {
     mapped_ = in.is_regular_file() && in.position() == 0 && in.size().has_value();
     if (mapped_ && *in.size() > 0) map_ = Buffer::map_file(in.path());
   }
@@ -63,11 +66,11 @@ class ByteSource {
       piece = read_growing(n);
     }
     position_ += piece.size();
-    sha_.update(piece);
+    digest_.update(piece);
     return piece;
   }
 
-  Sha256Digest finish() { return sha_.finish(); }
+  FileDigest finish() { return digest_.finish(); }
 
  private:
   // Read up to `n` bytes from a pipe into a buffer that grows with what arrives, so a
@@ -91,7 +94,7 @@ class ByteSource {
   bool mapped_ = false;
   Buffer map_;
   uint64_t position_ = 0;
-  BackgroundSha256 sha_;
+  BackgroundDigest digest_;
 };
 
 // A record's codec and payload; a raw record's payload is the data itself.
@@ -151,23 +154,29 @@ Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOp
 
 class ContainerWriter {
  public:
-  ContainerWriter(io::OutputStream& out, const TkzCompressOptions& options) : out_(out), options_(options) {}
+  // The container's bytes go out on a thread of their own, so that the copy into the
+  // page cache overlaps the coding of the next tensors.
+  ContainerWriter(io::OutputStream& out, const TkzCompressOptions& options)
+      : out_(out),
+        options_(options),
+        position_(out.position()),
+        queue_([this](const Buffer& bytes) { out_.write(bytes.data(), bytes.size()); }, kMaxPendingWrite) {}
 
-  void write_header(const FileHeader& header) { write(encode_file_header(header)); }
+  void write_header(const FileHeader& header) { write(Buffer::adopt(encode_file_header(header))); }
 
-  void write_opaque(std::span<const uint8_t> bytes) {
+  void write_opaque(const Buffer& bytes) {
     RecordHeader r;
     r.kind = Kind::kOpaque;
     r.codec = TkzCodec::kZstd;
     r.id = opaque_count_++;
     r.decoded = bytes.size();
-    r.hash = hash(bytes);
-    std::vector<uint8_t> frame = lossless_compress(DType::kU8, bytes, options_.lossless);
+    r.hash = hash({bytes.data(), bytes.size()});
+    std::vector<uint8_t> frame = lossless_compress(DType::kU8, {bytes.data(), bytes.size()}, options_.lossless);
     if (frame.size() >= bytes.size()) {
       r.codec = TkzCodec::kRaw;
       write_record(r, bytes, {});
     } else {
-      write_record(r, frame, {});
+      write_record(r, Buffer::adopt(std::move(frame)), {});
     }
   }
 
@@ -215,41 +224,50 @@ class ContainerWriter {
     return c;
   }
 
-  void write_tensor(const CodedTensor& c, const io::TensorInfo& info, const Buffer& bytes) {
-    std::span<const uint8_t> data(bytes.data(), bytes.size());
-    write_record(c.r, c.coding.codec == TkzCodec::kRaw ? data : std::span<const uint8_t>(c.coding.payload), info.name);
+  void write_tensor(CodedTensor&& c, const io::TensorInfo& info, const Buffer& bytes) {
+    write_record(c.r, c.coding.codec == TkzCodec::kRaw ? bytes : Buffer::adopt(std::move(c.coding.payload)), info.name);
     result_.entries.back().dtype = info.dtype;
     result_.entries.back().shape = info.shape;
   }
 
   // The end record, the index and the footer.
-  void finish(uint64_t original_bytes, const Sha256Digest& sha) {
+  void finish(uint64_t original_bytes, const FileDigest& digest) {
     RecordHeader end;
     end.id = static_cast<uint32_t>(index_.size());
     end.decoded = original_bytes;
-    uint8_t head[kRecordHeaderBytes];
-    encode_record_header(end, head);
-    write({head, kRecordHeaderBytes});
+    write(record_header(end));
     Footer footer;
-    footer.index_offset = out_.position();
+    footer.index_offset = position_;
     footer.original_bytes = original_bytes;
-    footer.sha256 = sha;
-    write(encode_index_and_footer(index_, footer));
+    footer.digest = digest.bytes;
+    write(Buffer::adopt(encode_index_and_footer(index_, footer)));
+    queue_.finish();
   }
 
   TkzCompressResult& result() { return result_; }
 
  private:
-  void write(std::span<const uint8_t> bytes) { out_.write(bytes); }
+  // Up to this many bytes wait for the writing thread (a raw record's payload is a view
+  // of the input and costs no memory).
+  static constexpr size_t kMaxPendingWrite = size_t{64} << 20;
 
-  void write_record(const RecordHeader& r, std::span<const uint8_t> payload, const std::string& name) {
+  void write(Buffer bytes) {
+    position_ += bytes.size();
+    if (!bytes.empty()) queue_.push(std::move(bytes));
+  }
+
+  static Buffer record_header(const RecordHeader& r) {
+    std::vector<uint8_t> head(kRecordHeaderBytes);
+    encode_record_header(r, head.data());
+    return Buffer::adopt(std::move(head));
+  }
+
+  void write_record(const RecordHeader& r, Buffer payload, const std::string& name) {
     RecordHeader h = r;
     h.stored = payload.size();
-    uint8_t head[kRecordHeaderBytes];
-    encode_record_header(h, head);
-    const uint64_t offset = out_.position();
-    write({head, kRecordHeaderBytes});
-    write(payload);
+    const uint64_t offset = position_;
+    write(record_header(h));
+    write(std::move(payload));
     index_.push_back({name, h.kind, h.codec, h.id, offset, h.decoded, h.stored});
     TkzEntry e;
     e.name = name;
@@ -263,6 +281,8 @@ class ContainerWriter {
 
   io::OutputStream& out_;
   const TkzCompressOptions& options_;
+  uint64_t position_;  // of the next byte queued, in the output
+  BackgroundQueue queue_;
   std::vector<IndexEntry> index_;
   uint32_t opaque_count_ = 0;
   TkzCompressResult result_;
@@ -291,7 +311,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     }
   };
   if (in.size()) check_damage(*in.size() - in.position());
-  ByteSource src(in);
+  ByteSource src(in, options.digest);
   ContainerWriter writer(out, options);
   const uint64_t out_begin = out.position();
   auto progress = [&] {
@@ -300,6 +320,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
 
   FileHeader header;
   header.source = source_of(format);
+  header.digest = options.digest;
   if (options.base != nullptr) {
     header.flags |= kFlagBase;
     header.base_sha256 = options.base->sha256();
@@ -365,7 +386,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
       } catch (const Error& e) {
         throw located(e, batch[k].index);
       }
-      writer.write_tensor(coded[k], st.tensors[batch[k].index], batch[k].bytes);
+      writer.write_tensor(std::move(coded[k]), st.tensors[batch[k].index], batch[k].bytes);
       progress();
     }
     batch.clear();
@@ -379,7 +400,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     if (src.position() < at) flush();
     while (src.position() < at) {
       Buffer gap = src.take(std::min(at - src.position(), options.opaque_record_bytes), "safetensors data");
-      writer.write_opaque({gap.data(), gap.size()});
+      writer.write_opaque(gap);
     }
     // Alone: a large tensor, and every tensor of a lossy run (its hook is not shared).
     const bool alone = info.nbytes >= kAloneBytes || options.lossy || threads == 1;
@@ -392,15 +413,15 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   for (;;) {
     Buffer rest = src.take_up_to(options.opaque_record_bytes);
     if (rest.empty()) break;
-    writer.write_opaque({rest.data(), rest.size()});
+    writer.write_opaque(rest);
     progress();
   }
 
   if (!in.size()) check_damage(src.position());
   TkzCompressResult result = std::move(writer.result());
   result.damage = damage;
-  result.sha256 = src.finish();
-  writer.finish(src.position(), result.sha256);
+  result.digest = src.finish();
+  writer.finish(src.position(), result.digest);
   result.source = format;
   result.bytes_in = src.position();
   result.bytes_out = out.position() - out_begin;

@@ -616,9 +616,9 @@ void lossless_decompress(std::span<const uint8_t> frame, std::span<uint8_t> out,
 void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_bytes, uint64_t expected_bytes,
                                 const LosslessSink& sink, int threads, BufferPool* pool) {
   if (threads < 0) throw usage_error("threads must be >= 0");
-  uint8_t header[kHeaderBytes];
   if (frame_bytes < kHeaderBytes) corrupt("truncated header");
-  source(header, kHeaderBytes);
+  const Buffer head = source(kHeaderBytes);
+  const uint8_t* header = head.data();
   Frame f = parse_header(header, frame_bytes);
   if (f.bytes != expected_bytes)
     throw invalid_input("frame decodes to " + std::to_string(f.bytes) + " bytes, expected " +
@@ -631,7 +631,8 @@ void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_byt
   for (uint64_t at = 0; at < table_bytes;) {
     const uint64_t n = std::min(kTablePiece, table_bytes - at);
     table.resize(at + n);
-    source(table.data() + at, n);
+    const Buffer piece = source(n);
+    std::memcpy(table.data() + at, piece.data(), n);
     at += n;
   }
   parse_table(f, header, table.data(), frame_bytes - kHeaderBytes - table_bytes);
@@ -643,8 +644,7 @@ void lossless_decompress_stream(const LosslessSource& source, uint64_t frame_byt
   for (uint64_t first = 0; first < f.chunks; first += batch) {
     const uint64_t count = std::min(batch, f.chunks - first);
     const uint64_t coded_bytes = f.offsets[first + count] - f.offsets[first];
-    Buffer coded = take(coded_bytes);
-    if (coded_bytes > 0) source(coded.mutable_data(), coded_bytes);
+    Buffer coded = coded_bytes > 0 ? source(coded_bytes) : Buffer();
     const uint64_t begin = first * f.chunk_bytes;
     const uint64_t end = std::min(f.bytes, (first + count) * f.chunk_bytes);
     Buffer out = take(end - begin);

@@ -48,8 +48,9 @@ inline constexpr size_t kLosslessHeaderBytes = 32;
 // table entry. Throws kInvalidInput when the claim is impossible or `head` no header.
 uint64_t lossless_claimed_size(std::span<const uint8_t> head, uint64_t frame_bytes);
 
-// Where a streaming decode reads its frame: fill exactly `n` bytes or throw.
-using LosslessSource = std::function<void(uint8_t* dst, size_t n)>;
+// Where a streaming decode reads its frame: the next `n` bytes (a view of a mapping, or
+// read into a buffer), or throw.
+using LosslessSource = std::function<Buffer(size_t n)>;
 // Where it hands the decoded bytes: consecutive pieces, each a buffer the sink may keep
 // (nothing else writes to it); their concatenation is the frame's content.
 using LosslessSink = std::function<void(Buffer piece)>;

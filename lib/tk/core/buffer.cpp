@@ -46,6 +46,16 @@ Buffer Buffer::zeros(size_t bytes) {
   return b;
 }
 
+Buffer Buffer::adopt(std::vector<uint8_t>&& bytes) {
+  auto owned = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  Buffer b;
+  b.data_ = owned->data();
+  b.size_ = owned->size();
+  b.storage_ = std::move(owned);
+  b.writable_ = true;
+  return b;
+}
+
 Buffer Buffer::borrow(void* data, size_t bytes) {
   Buffer b;
   b.data_ = static_cast<uint8_t*>(data);

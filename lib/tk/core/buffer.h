@@ -22,6 +22,8 @@ class Buffer {
   static Buffer allocate(size_t bytes);
   // Allocate and zero-fill.
   static Buffer zeros(size_t bytes);
+  // Take over a vector's bytes without copying them (the memory is not 64-byte aligned).
+  static Buffer adopt(std::vector<uint8_t>&& bytes);
   // Refer to memory owned by the caller, which must outlive every copy of the Buffer.
   static Buffer borrow(void* data, size_t bytes);
   static Buffer borrow_const(const void* data, size_t bytes);

@@ -202,6 +202,34 @@ void InputStream::skip(uint64_t n, const char* what) {
   }
 }
 
+bool InputStream::map() {
+  if (fd_ < 0) return true;
+  if (!regular_file_ || !owns_fd_) return false;
+  // Bytes read ahead into buf_ are in the mapping too: position_ is the file offset.
+  Buffer mapped = size_.value_or(0) > 0 ? Buffer::map_fd(fd_, name_) : Buffer();
+  if (mapped.size() < position_) return false;
+  ::close(fd_);
+  fd_ = -1;
+  memory_ = std::move(mapped);
+  size_ = memory_.size();
+  buf_.clear();
+  buf_.shrink_to_fit();
+  buf_begin_ = buf_end_ = 0;
+  return true;
+}
+
+Buffer InputStream::read_view(size_t n, const char* what, BufferPool* pool) {
+  if (fd_ < 0) {
+    if (n > memory_.size() - position_) throw invalid_input(std::string("truncated ") + what, name_);
+    Buffer view = n > 0 ? memory_.slice(position_, n) : Buffer();
+    position_ += n;
+    return view;
+  }
+  Buffer b = pool != nullptr ? pool->take(n) : Buffer::allocate(n);
+  if (n > 0) read_exact(b.mutable_data(), n, what);
+  return b;
+}
+
 Buffer InputStream::read_all() {
   if (fd_ < 0) {
     Buffer rest = memory_.slice(position_, memory_.size() - position_);

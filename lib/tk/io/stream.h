@@ -53,6 +53,13 @@ class InputStream {
   void skip(uint64_t n, const char* what);
   // Read everything that is left.
   Buffer read_all();
+  // Serve the rest of a regular file opened by path from a read-only memory map: later
+  // reads copy from it and read_view() hands out slices of it without a copy. Returns
+  // false, changing nothing, for other streams (memory streams are served so already).
+  bool map();
+  // The next `n` bytes: a slice of the mapping or memory, else read into a buffer from
+  // `pool` (or a new one). Throws kInvalidInput "truncated <what>" at end of stream.
+  Buffer read_view(size_t n, const char* what, BufferPool* pool = nullptr);
 
  private:
   InputStream() = default;

@@ -73,6 +73,15 @@ std::vector<NamedTensor> every_dtype() {
   return out;
 }
 
+// What `xxh128sum` prints, as a FileDigest.
+FileDigest xxh3_128_digest(const Bytes& bytes) {
+  XXH128_canonical_t canonical;
+  XXH128_canonicalFromHash(&canonical, XXH3_128bits(bytes.data(), bytes.size()));
+  FileDigest d;
+  std::memcpy(d.bytes.data(), canonical.digest, 16);
+  return d;
+}
+
 std::unique_ptr<io::InputStream> memory_stream(const Bytes& bytes, const std::string& name = "mem.tkz") {
   Buffer b = Buffer::allocate(bytes.size());
   if (!bytes.empty()) std::memcpy(b.mutable_data(), bytes.data(), bytes.size());
@@ -116,7 +125,8 @@ TEST(Container, EveryDtypeRoundTripsByteForByte) {
   EXPECT_EQ(r.source, io::FileFormat::kSafetensors);
   EXPECT_EQ(r.bytes_in, original.size());
   EXPECT_EQ(r.bytes_out, tkz.size());
-  EXPECT_EQ(r.sha256, sha256(original));
+  EXPECT_EQ(r.digest, xxh3_128_digest(original));
+  EXPECT_EQ(tkz[3], 2) << "an XXH3-128 container is version 2";
   EXPECT_LT(tkz.size(), original.size());
   EXPECT_TRUE(decompress(tkz) == original);
   for (const auto& e : r.entries) EXPECT_TRUE(e.is_tensor) << "no gaps in a reference-written file";
@@ -180,7 +190,7 @@ TEST(Container, ListingFromFileAndStreamAgree) {
   EXPECT_EQ(a.original_bytes, original.size());
   EXPECT_EQ(a.container_bytes, tkz.size());
   EXPECT_EQ(b.container_bytes, tkz.size());
-  EXPECT_EQ(a.sha256, sha256(original));
+  EXPECT_EQ(a.digest, xxh3_128_digest(original));
   ASSERT_EQ(a.entries.size(), tensors.size());
   ASSERT_EQ(b.entries.size(), tensors.size());
   for (size_t i = 0; i < a.entries.size(); ++i) {
@@ -195,9 +205,9 @@ TEST(Container, NotAContainerOrUnknownVersion) {
   EXPECT_EQ(kind_of([] { decompress(Bytes{'h', 'e', 'l', 'l', 'o'}); }), ErrorKind::kInvalidInput);
   EXPECT_EQ(kind_of([] { decompress(Bytes{}); }), ErrorKind::kInvalidInput);
   Bytes tkz = compress(safetensors_bytes({{"a", random_tensor(DType::kF32, {4}, 1)}}));
-  tkz[3] = 2;
+  tkz[3] = 3;
   test::expect_error_exact([&] { decompress(tkz); }, ErrorKind::kInvalidInput,
-                           "unsupported .tkz version 2 (this build reads version 1)");
+                           "unsupported .tkz version 3 (this build reads versions 1 and 2)");
 }
 
 // Which tensor's record holds byte `at` of the container (empty outside records).
@@ -432,16 +442,15 @@ TEST(Container, ExtractHandsATensorOverInBoundedPieces) {
   }
 }
 
-// `tkz` with the footer's original size changed by `delta` and its checksum recomputed:
-// a container whose every checksum holds but whose footer lies.
-Bytes with_footer_original_size(Bytes tkz, int64_t delta) {
+// `tkz` with the footer changed by `edit` (given its 80 bytes) and its checksum
+// recomputed: a container whose every checksum holds but whose footer lies.
+template <class Edit>
+Bytes with_footer(Bytes tkz, Edit edit) {
   uint8_t* footer = tkz.data() + tkz.size() - 80;
-  uint64_t index_offset, index_bytes, original;
+  edit(footer);
+  uint64_t index_offset, index_bytes;
   std::memcpy(&index_offset, footer, 8);
   std::memcpy(&index_bytes, footer + 8, 8);
-  std::memcpy(&original, footer + 24, 8);
-  original += static_cast<uint64_t>(delta);
-  std::memcpy(footer + 24, &original, 8);
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, tkz.data() + index_offset, index_bytes);
@@ -449,6 +458,15 @@ Bytes with_footer_original_size(Bytes tkz, int64_t delta) {
   const uint64_t sum = XXH3_64bits_digest(&state);
   std::memcpy(footer + 64, &sum, 8);
   return tkz;
+}
+
+Bytes with_footer_original_size(const Bytes& tkz, int64_t delta) {
+  return with_footer(tkz, [delta](uint8_t* footer) {
+    uint64_t original;
+    std::memcpy(&original, footer + 24, 8);
+    original += static_cast<uint64_t>(delta);
+    std::memcpy(footer + 24, &original, 8);
+  });
 }
 
 TEST(Container, AFooterClaimingAnotherSizeIsRefusedEverywhere) {
@@ -466,6 +484,42 @@ TEST(Container, AFooterClaimingAnotherSizeIsRefusedEverywhere) {
   }
   // The unchanged container passes the same checks.
   EXPECT_NO_THROW(tkz_list(*memory_stream(with_footer_original_size(tkz, 0))));
+}
+
+TEST(Container, Sha256OnRequestIsAVersion1ContainerAndChecked) {
+  const Bytes original = safetensors_bytes(every_dtype());
+  TkzCompressOptions options;
+  options.digest = DigestKind::kSha256;
+  TkzCompressResult r;
+  const Bytes tkz = compress(original, options, &r);
+  EXPECT_EQ(tkz[3], 1) << "SHA-256 containers keep version 1, which every build reads";
+  EXPECT_EQ(r.digest.kind, DigestKind::kSha256);
+  const Sha256Digest sha = sha256(original);
+  EXPECT_TRUE(std::equal(sha.begin(), sha.end(), r.digest.bytes.begin()));
+  EXPECT_EQ(r.digest.hex(), sha256_hex(sha));
+  EXPECT_TRUE(decompress(tkz) == original);
+  const TkzListing l = tkz_list(*memory_stream(tkz));
+  EXPECT_EQ(l.digest, r.digest);
+  EXPECT_EQ(l.digest.name(), "sha256");
+}
+
+TEST(Container, ADigestThatDoesNotMatchTheRestoreIsRefused) {
+  const Bytes original = safetensors_bytes(every_dtype());
+  for (DigestKind kind : {DigestKind::kXxh3_128, DigestKind::kSha256}) {
+    TkzCompressOptions options;
+    options.digest = kind;
+    const Bytes bad = with_footer(compress(original, options), [](uint8_t* footer) { footer[32] ^= 1; });
+    try {
+      decompress(bad);
+      ADD_FAILURE() << "a wrong digest was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find(kind == DigestKind::kSha256 ? "SHA-256 of the restored file differs"
+                                                                        : "XXH3-128 of the restored file differs"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -284,11 +284,13 @@ std::vector<uint8_t> stream_decode(const std::vector<uint8_t>& frame, uint64_t e
   size_t at = 0;
   std::vector<uint8_t> out;
   lossless_decompress_stream(
-      [&](uint8_t* dst, size_t n) {
+      [&](size_t n) {
         if (n > frame.size() - at) throw invalid_input("truncated");
-        std::memcpy(dst, frame.data() + at, n);
+        Buffer bytes = Buffer::allocate(n);
+        std::memcpy(bytes.mutable_data(), frame.data() + at, n);
         at += n;
         if (read) *read = at;
+        return bytes;
       },
       frame.size(), expected,
       [&](Buffer piece) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "test_util.h"
 #include "tk/core/error.h"
 #include "tk/io/tensor_file.h"
 
@@ -47,6 +48,25 @@ TEST(InputStream, PeekDoesNotConsume) {
   EXPECT_EQ(in->position(), 11u);
   EXPECT_EQ(in->peek(4).size(), 0u);
   EXPECT_EQ(in->read(buf, 4), 0u);
+}
+
+TEST(InputStream, AMappedFileGoesOnWhereTheReadsStopped) {
+  const std::string path = write_file(scratch_dir() + "/mapped.bin", "0123456789abcdef");
+  auto in = InputStream::open(path);
+  char buf[4] = {};
+  in->read_exact(buf, 3, "head");  // the stream has read ahead into its buffer
+  ASSERT_TRUE(in->map());
+  EXPECT_EQ(in->position(), 3u);
+  Buffer view = in->read_view(5, "body");
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(view.data()), view.size()), "34567");
+  EXPECT_FALSE(view.writable()) << "a view of the mapping, not a copy";
+  in->skip(2, "gap");
+  in->read_exact(buf, 3, "tail");
+  EXPECT_EQ(std::string(buf, 3), "abc");
+  EXPECT_EQ(test::kind_of([&] { in->read_view(4, "end"); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(in->read_view(3, "end").size(), 3u);
+  auto pipe_like = InputStream::from_buffer(Buffer::borrow_const("xyz", 3), "mem");
+  EXPECT_TRUE(pipe_like->map()) << "memory is served as a mapping already";
 }
 
 TEST(InputStream, ReadExactPastEndIsTruncation) {

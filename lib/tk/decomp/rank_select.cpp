@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "tk/core/error.h"
 #include "tk/decomp/budget.h"
 #include "tk/decomp/format.h"
@@ -54,23 +56,17 @@ double dot_columns(const std::vector<double>& a, int64_t rows, int rank, int ca,
   return na > 0 && nb > 0 ? s / std::sqrt(na * nb) : 0.0;
 }
 
-// One realisation's components: per mode a rows x rank matrix (CP: all modes, RESCAL:
-// A only) and the sign of each component's weight.
-struct Components {
-  std::vector<std::vector<double>> modes;
-  std::vector<double> sign;
-};
-
 // Similarity of components: the cosine of the rank-one tensors (the product of the
 // modes' cosines, times the weights' signs), which is blind to CP's sign flips.
-std::vector<double> similarity_matrix(const std::vector<Components>& real, const Shape& rows, int k) {
+std::vector<double> similarity_matrix(const std::vector<const Realisation*>& real, const Shape& rows, int k) {
   const int total = static_cast<int>(real.size()) * k;
+  auto sign = [](const Realisation& r, int c) { return r.lambda.empty() || r.lambda[c] >= 0 ? 1.0 : -1.0; };
   std::vector<double> sim(static_cast<size_t>(total) * total);
   for (int i = 0; i < total; ++i)
     for (int j = 0; j <= i; ++j) {
-      const auto& a = real[i / k];
-      const auto& b = real[j / k];
-      double s = a.sign[i % k] * b.sign[j % k];
+      const Realisation& a = *real[i / k];
+      const Realisation& b = *real[j / k];
+      double s = sign(a, i % k) * sign(b, j % k);
       for (size_t n = 0; n < a.modes.size(); ++n) s *= dot_columns(a.modes[n], rows[n], k, i % k, b.modes[n], j % k);
       sim[static_cast<size_t>(i) * total + j] = sim[static_cast<size_t>(j) * total + i] = s;
     }
@@ -78,7 +74,9 @@ std::vector<double> similarity_matrix(const std::vector<Components>& real, const
 }
 
 // Score one rank from its realisations (components and errors).
-RankScore score_rank(int k, const std::vector<Components>& real, const Shape& rows, const std::vector<double>& errors) {
+RankScore score_rank(int k, const std::vector<const Realisation*>& real, const Shape& rows) {
+  std::vector<double> errors;
+  for (const Realisation* r : real) errors.push_back(r->rel_error);
   RankScore s;
   s.rank = k;
   s.rel_error = median(errors);
@@ -98,25 +96,75 @@ RankScore score_rank(int k, const std::vector<Components>& real, const Shape& ro
   return s;
 }
 
+// Each (rank, index) of the options' grid that `mine` selects, fitted in grid order.
 template <typename Fit>
-RankSelection select_rank(const DenseView<double>& x, const RankSelectOptions& o, const Shape& rows, Fit&& fit) {
+std::vector<Realisation> realise(const DenseView<double>& x, const RankSelectOptions& o, const RealisationFilter& mine,
+                                 Fit&& fit) {
   check_options(x, o);
-  RankSelection out;
-  for (int k = o.min_rank; k <= o.max_rank; ++k) {
-    std::vector<Components> real;
-    std::vector<double> errors;
+  std::vector<Realisation> out;
+  for (int k = o.min_rank; k <= o.max_rank; ++k)
     for (int m = 0; m < o.realisations; ++m) {
+      if (mine && !mine(k, m)) continue;
       const uint64_t seed = realisation_seed(o.seed, k, m);
       std::vector<double> xp = perturbed(x, o.noise, seed);
-      double error = 0;
-      real.push_back(fit(DenseView<double>{xp.data(), x.shape}, k, seed, error));
-      errors.push_back(error);
-      if (o.on_realisation) o.on_realisation(k, m, error);
+      Realisation r = fit(DenseView<double>{xp.data(), x.shape}, k, seed);
+      r.rank = k;
+      r.index = m;
+      if (o.on_realisation) o.on_realisation(k, m, r.rel_error);
+      out.push_back(std::move(r));
     }
-    out.scores.push_back(score_rank(k, real, rows, errors));
+  return out;
+}
+
+// Every rank's realisations, checked to be the options' grid exactly, then scored.
+RankSelection score(const RankSelectOptions& o, const Shape& rows, size_t modes, const std::vector<Realisation>& all,
+                    std::vector<const Realisation*>* best) {
+  if (o.min_rank < 1 || o.max_rank < o.min_rank || o.realisations < 2)
+    throw usage_error("invalid rank range or realisation count");
+  const size_t ranks = static_cast<size_t>(o.max_rank - o.min_rank + 1);
+  std::vector<std::vector<const Realisation*>> grid(ranks, std::vector<const Realisation*>(o.realisations, nullptr));
+  for (const Realisation& r : all) {
+    const std::string which = fmt::format("realisation {} of rank {}", r.index + 1, r.rank);
+    if (r.rank < o.min_rank || r.rank > o.max_rank || r.index < 0 || r.index >= o.realisations)
+      throw invalid_input(which + " lies outside the rank range and realisation count");
+    const Realisation*& slot = grid[static_cast<size_t>(r.rank - o.min_rank)][static_cast<size_t>(r.index)];
+    if (slot != nullptr) throw invalid_input(which + " is given twice");
+    if (r.modes.size() != modes || (!r.lambda.empty() && r.lambda.size() != static_cast<size_t>(r.rank)) ||
+        !std::isfinite(r.rel_error))
+      throw invalid_input(which + " does not match the tensor");
+    for (size_t n = 0; n < modes; ++n)
+      if (r.modes[n].size() != static_cast<size_t>(rows[n]) * static_cast<size_t>(r.rank))
+        throw invalid_input(which + " does not match the tensor");
+    slot = &r;
+  }
+  size_t missing = 0;
+  std::string first;
+  for (size_t i = 0; i < ranks; ++i)
+    for (int m = 0; m < o.realisations; ++m)
+      if (grid[i][static_cast<size_t>(m)] == nullptr && missing++ == 0)
+        first = fmt::format("realisation {} of rank {}", m + 1, o.min_rank + static_cast<int>(i));
+  if (missing > 0)
+    throw invalid_input(fmt::format("{} of {} realisations missing (the first: {})", missing,
+                                    ranks * static_cast<size_t>(o.realisations), first));
+  RankSelection out;
+  for (size_t i = 0; i < ranks; ++i) {
+    const auto& real = grid[i];
+    out.scores.push_back(score_rank(o.min_rank + static_cast<int>(i), real, rows));
+    if (best)
+      best->push_back(*std::min_element(real.begin(), real.end(), [](const Realisation* a, const Realisation* b) {
+        return a->rel_error < b->rel_error;
+      }));
   }
   out.chosen = choose_rank(out.scores, o.threshold, o.level);
   return out;
+}
+
+void check_rescal_input(const DenseView<double>& x) {
+  if (x.shape.size() != 3 || x.shape[0] != x.shape[1])
+    throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(x.shape));
+  const uint64_t n = shape_numel(x.shape);
+  for (uint64_t i = 0; i < n; ++i)
+    if (x.data[i] < 0) throw invalid_input("rank selection for RESCAL fits nonnegative RESCAL; the data has negative entries");
 }
 
 }  // namespace
@@ -215,9 +263,9 @@ int choose_rank(std::vector<RankScore>& scores, double threshold, double level) 
   return stable_levelled ? stable_levelled : stable ? stable : best;
 }
 
-RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions& o) {
-  std::vector<std::pair<double, CpResult>> best;  // per rank: the lowest-error model
-  auto fit = [&](const DenseView<double>& xp, int k, uint64_t seed, double& error) {
+std::vector<Realisation> realise_cp(const DenseView<double>& x, const RankSelectOptions& o,
+                                    const RealisationFilter& mine) {
+  return realise(x, o, mine, [&](const DenseView<double>& xp, int k, uint64_t seed) {
     CpOptions c;
     c.rank = k;
     c.init = CpInit::kRandom;
@@ -225,26 +273,18 @@ RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions
     c.tol = o.tol;
     c.max_iters = o.max_iters;
     CpResult r = cp_als(xp, c);
-    error = reconstruction_error(x, from_cp("x", x.shape, DType::kF64, r));
-    if (best.size() < static_cast<size_t>(k - o.min_rank + 1)) best.emplace_back(error, r);
-    if (error <= best.back().first) best.back() = {error, r};
-    Components comp{r.factors, {}};
-    for (double l : r.lambda) comp.sign.push_back(l < 0 ? -1.0 : 1.0);
-    return comp;
-  };
-  RankSelection sel = select_rank(x, o, x.shape, fit);
-  if (o.corcondia)
-    for (size_t i = 0; i < sel.scores.size(); ++i) sel.scores[i].corcondia = corcondia(x, best[i].second);
-  return sel;
+    Realisation out;
+    out.rel_error = reconstruction_error(x, from_cp("x", x.shape, DType::kF64, r));
+    out.lambda = std::move(r.lambda);
+    out.modes = std::move(r.factors);
+    return out;
+  });
 }
 
-RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOptions& o) {
-  if (x.shape.size() != 3 || x.shape[0] != x.shape[1])
-    throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(x.shape));
-  const uint64_t n = shape_numel(x.shape);
-  for (uint64_t i = 0; i < n; ++i)
-    if (x.data[i] < 0) throw invalid_input("rank selection for RESCAL fits nonnegative RESCAL; the data has negative entries");
-  auto fit = [&](const DenseView<double>& xp, int k, uint64_t seed, double& error) {
+std::vector<Realisation> realise_rescal(const DenseView<double>& x, const RankSelectOptions& o,
+                                        const RealisationFilter& mine) {
+  check_rescal_input(x);
+  return realise(x, o, mine, [&](const DenseView<double>& xp, int k, uint64_t seed) {
     RescalOptions r;
     r.rank = k;
     r.init = RescalInit::kRandom;  // like CP: each realisation starts somewhere else
@@ -253,10 +293,41 @@ RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOpt
     r.tol = o.tol;
     r.max_iters = o.max_iters;
     RescalResult res = rescal(xp, r);
-    error = reconstruction_error(x, from_rescal("x", x.shape, DType::kF64, res));
-    return Components{{res.a}, std::vector<double>(k, 1.0)};
-  };
-  return select_rank(x, o, {x.shape[0]}, fit);
+    Realisation out;
+    out.rel_error = reconstruction_error(x, from_rescal("x", x.shape, DType::kF64, res));
+    out.modes = {std::move(res.a)};
+    return out;
+  });
+}
+
+RankSelection score_cp(const DenseView<double>& x, const RankSelectOptions& o, const std::vector<Realisation>& all) {
+  std::vector<const Realisation*> best;  // per rank: the lowest-error model
+  RankSelection sel = score(o, x.shape, x.shape.size(), all, &best);
+  for (const Realisation* r : best)
+    if (r->lambda.size() != static_cast<size_t>(r->rank))
+      throw invalid_input(fmt::format("realisation {} of rank {} has no CP weights", r->index + 1, r->rank));
+  if (o.corcondia)
+    for (size_t i = 0; i < sel.scores.size(); ++i) {
+      CpResult model;
+      model.lambda = best[i]->lambda;
+      model.factors = best[i]->modes;
+      sel.scores[i].corcondia = corcondia(x, model);
+    }
+  return sel;
+}
+
+RankSelection score_rescal(const DenseView<double>& x, const RankSelectOptions& o,
+                           const std::vector<Realisation>& all) {
+  check_rescal_input(x);
+  return score(o, {x.shape[0]}, 1, all, nullptr);
+}
+
+RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions& o) {
+  return score_cp(x, o, realise_cp(x, o));
+}
+
+RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOptions& o) {
+  return score_rescal(x, o, realise_rescal(x, o));
 }
 
 }  // namespace tk::decomp

@@ -52,6 +52,36 @@ struct RankSelection {
 RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions& options);
 RankSelection select_rank_rescal(const DenseView<double>& x, const RankSelectOptions& options);
 
+// ---- the same in two steps, to spread the realisations over processes ----
+//
+// Realisation `index` of rank `rank` is seeded by (options.seed, rank, index) alone, so
+// that any split of the grid of realisations between processes (MPI ranks, the tasks of
+// a job array) gives the realisations, and the selection, of one process.
+
+struct Realisation {
+  int rank = 0, index = 0;                  // index: 0 .. realisations - 1
+  double rel_error = 0;                     // against the unperturbed data
+  std::vector<double> lambda;               // CP: the weights; RESCAL: empty
+  std::vector<std::vector<double>> modes;   // CP: each mode's I_n x rank factor; RESCAL: A
+};
+
+// Selects the (rank, index) pairs a process fits; empty: all of them.
+using RealisationFilter = std::function<bool(int rank, int index)>;
+
+// The realisations of the grid [min_rank, max_rank] x [0, realisations) that `mine`
+// selects, in grid order (rank, then index).
+std::vector<Realisation> realise_cp(const DenseView<double>& x, const RankSelectOptions& options,
+                                    const RealisationFilter& mine = {});
+std::vector<Realisation> realise_rescal(const DenseView<double>& x, const RankSelectOptions& options,
+                                        const RealisationFilter& mine = {});
+
+// Score the whole grid's realisations, in any order: kInvalidInput when one is missing,
+// given twice, outside the grid or of another shape than the tensor's factors. CP
+// computes the core consistency of each rank's lowest-error realisation against `x`.
+RankSelection score_cp(const DenseView<double>& x, const RankSelectOptions& options, const std::vector<Realisation>& all);
+RankSelection score_rescal(const DenseView<double>& x, const RankSelectOptions& options,
+                           const std::vector<Realisation>& all);
+
 // ---- the pieces, exposed for tests ----
 
 // Cluster n_real x k items (realisation r, component c at index r*k + c) into k clusters

@@ -142,5 +142,47 @@ TEST(RankSelect, FindsPlantedRescalRank) {
   EXPECT_TRUE(std::isnan(sel.scores[0].corcondia));
 }
 
+TEST(RankSelect, RealisationsSplitBetweenProcessesScoreAsOne) {
+  const Shape shape = {10, 9, 8};
+  CpResult model;
+  model.lambda.assign(2, 1.0);
+  for (size_t n = 0; n < 3; ++n) model.factors.push_back(uniform(shape[n] * 2, 300 + n, 0.0, 1.0));
+  std::vector<double> x = reconstruct(from_cp("x", shape, DType::kF64, model));
+  const DenseView<double> v{x.data(), shape};
+  RankSelectOptions o;
+  o.min_rank = 1;
+  o.max_rank = 3;
+  o.realisations = 3;
+  o.seed = 5;
+  const RankSelection whole = select_rank_cp(v, o);
+  // Three "processes", each fitting every third realisation, gathered in reverse.
+  std::vector<Realisation> gathered;
+  for (int p = 2; p >= 0; --p) {
+    int j = 0;
+    for (Realisation& r : realise_cp(v, o, [&](int, int) { return j++ % 3 == p; })) gathered.push_back(std::move(r));
+  }
+  ASSERT_EQ(gathered.size(), 9u);
+  const RankSelection split = score_cp(v, o, gathered);
+  EXPECT_EQ(split.chosen, whole.chosen);
+  ASSERT_EQ(split.scores.size(), whole.scores.size());
+  for (size_t i = 0; i < whole.scores.size(); ++i) {
+    EXPECT_EQ(split.scores[i].rel_error, whole.scores[i].rel_error) << "bit for bit: the same fits";
+    EXPECT_EQ(split.scores[i].silhouette_min, whole.scores[i].silhouette_min);
+    EXPECT_EQ(split.scores[i].corcondia, whole.scores[i].corcondia);
+  }
+  // A grid with a hole, a realisation twice, or one of another shape is refused.
+  std::vector<Realisation> holed(gathered.begin() + 1, gathered.end());
+  test::expect_error_exact([&] { score_cp(v, o, holed); }, ErrorKind::kInvalidInput,
+                           "1 of 9 realisations missing (the first: realisation 3 of rank 1)");
+  std::vector<Realisation> twice = gathered;
+  twice.push_back(gathered[0]);
+  test::expect_error_exact([&] { score_cp(v, o, twice); }, ErrorKind::kInvalidInput,
+                           "realisation 3 of rank 1 is given twice");
+  std::vector<Realisation> other = gathered;
+  other[0].modes[0].pop_back();
+  test::expect_error_exact([&] { score_cp(v, o, other); }, ErrorKind::kInvalidInput,
+                           "realisation 3 of rank 1 does not match the tensor");
+}
+
 }  // namespace
 }  // namespace tk::decomp

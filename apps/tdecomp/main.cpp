@@ -125,6 +125,15 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
   sub->add_option("--max-iters", o.max_iters, "Iteration limit per realisation (default 200)")->type_name("N");
   sub->add_option("--tol", o.tol, "Convergence tolerance per realisation (default 1e-7)")->type_name("EPS");
   sub->add_option("--svg", o.svg, "Plot error and silhouette against rank into PATH")->type_name("PATH");
+  sub->add_option("--task", o.task,
+                  "Fit only task I's share of the realisations of N tasks (a job array: "
+                  "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); with --partial")
+      ->type_name("I/N");
+  sub->add_option("--partial", o.partial, "Write this task's realisations into PATH (JSON) instead of scoring them")
+      ->type_name("PATH");
+  sub->add_option("--merge", o.merge, "Score the realisations of every task's --partial file, fitting none")
+      ->type_name("PATH...")
+      ->expected(1, -1);
   return sub;
 }
 

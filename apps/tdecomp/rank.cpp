@@ -12,6 +12,7 @@
 #include "cli/std_streams.h"
 #include "cli/svg_plot.h"
 #include "input.h"
+#include "rank_parts.h"
 #include "tdecomp.h"
 #include "tk/core/error.h"
 #include "tk/decomp/rank_select.h"
@@ -100,7 +101,9 @@ void write_text_file(const std::string& path, const std::string& text) {
 int run_rank(cli::Tool& tool, const RankOptions& o) {
   const cli::CommonOptions& common = tool.options();
   const auto [lo, hi] = range_parse(o.range);
-  decomp::RankSelectOptions options;
+  SweepKey key;
+  key.method = o.method;
+  decomp::RankSelectOptions& options = key.options;
   options.min_rank = lo;
   options.max_rank = hi;
   options.realisations = o.realisations;
@@ -115,47 +118,116 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   const bool cp = o.method == "cp";
 
+  // Who fits which realisations: every rank of an MPI job its share, a job-array task
+  // (--task) its share into a --partial file, --merge none.
+  std::unique_ptr<dist::Comm> comm = dist::world();
+  const bool mpi = comm != nullptr && comm->size() > 1;
+  if (!o.merge.empty() && (!o.task.empty() || !o.partial.empty() || mpi))
+    throw usage_error("--merge scores the tasks' --partial files; run it once, without --task, --partial or mpirun");
+  if (mpi && (!o.task.empty() || !o.partial.empty()))
+    throw usage_error("under mpirun the ranks share the realisations; --task and --partial are for job arrays");
+  if (!o.task.empty() && o.partial.empty()) throw usage_error("--task fits a share of the realisations; name its --partial file");
+  if (!o.partial.empty() && !o.svg.empty()) throw usage_error("--svg plots the scores, which --partial does not compute");
+  if (!o.partial.empty()) cli::check_output_not_directory(o.partial);
+  Task task = o.task.empty() ? Task{} : task_parse(o.task);
+  if (mpi) task = {comm->rank(), comm->size()};
+  const bool lead = !mpi || comm->rank() == 0;
+
   const std::string file = io::input_display_name(o.input);
   std::vector<Source> sources;
-  Input input(o.input);
-  if (input.is_tns()) {
-    io::SparseTensor sparse = input.read_tns();
-    sources.push_back(densify(sparse, tns_tensor_name(o.input), file));
-  } else {
-    auto reader = input.open_reader();
-    cli::warn_skipped(tool, *reader, o.input);
-    // Tensors the method cannot take are skipped with a notice, as in the decompositions.
-    for (size_t index : tensors_to_decompose(tool, *reader, o.method, {}, false)) {
-      sources.push_back(read_source(*reader, index, file));
+  auto read_sources = [&] {
+    Input input(o.input);
+    if (input.is_tns()) {
+      io::SparseTensor sparse = input.read_tns();
+      sources.push_back(densify(sparse, tns_tensor_name(o.input), file));
+    } else {
+      auto reader = input.open_reader();
+      if (lead) cli::warn_skipped(tool, *reader, o.input);
+      // Tensors the method cannot take are skipped with a notice, as in the decompositions.
+      for (size_t index : tensors_to_decompose(tool, *reader, o.method, {}, false)) {
+        sources.push_back(read_source(*reader, index, file));
+      }
     }
-  }
-  if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
+    if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
+    for (const Source& src : sources) check_order(src.tensor.shape(), src.where);
+  };
 
-  cli::Progress progress(common.show_progress, tool.name());
-  json results = json::array();
-  std::string text;
-  for (const Source& src : sources) {
-    check_order(src.tensor.shape(), src.where);
-    ComputeData<double> data(src, nullptr);
-    decomp::DenseView<double> x{data.data(), src.tensor.shape()};
-    options.on_realisation = [&](int rank, int m, double error) {
-      progress.show(fmt::format("{}: rank {} realisation {}/{} error {:.4e}", src.name, rank, m + 1, o.realisations, error));
-      tool.verbose(1, fmt::format("{}: rank {} realisation {} rel_error {:.6e}", src.name, rank, m + 1, error));
-    };
-    decomp::RankSelection sel;
-    try {
-      sel = cp ? decomp::select_rank_cp(x, options) : decomp::select_rank_rescal(x, options);
-    } catch (const Error& e) {
-      throw e.with_context(src.where);
+  cli::Progress progress(common.show_progress && lead, tool.name());
+  // This process's share of every tensor's realisations.
+  auto fit = [&] {
+    std::vector<TensorPart> parts;
+    for (const Source& src : sources) {
+      ComputeData<double> data(src, nullptr);
+      decomp::DenseView<double> x{data.data(), src.tensor.shape()};
+      decomp::RankSelectOptions mine = options;
+      mine.on_realisation = [&](int rank, int m, double error) {
+        progress.show(fmt::format("{}: rank {} realisation {}/{} error {:.4e}", src.name, rank, m + 1, o.realisations, error));
+        if (lead) tool.verbose(1, fmt::format("{}: rank {} realisation {} rel_error {:.6e}", src.name, rank, m + 1, error));
+      };
+      try {
+        parts.push_back({src.name, src.tensor.shape(),
+                         cp ? decomp::realise_cp(x, mine, task_filter(task)) : decomp::realise_rescal(x, mine, task_filter(task))});
+      } catch (const Error& e) {
+        throw e.with_context(src.where);
+      }
     }
     progress.clear();
-    text += fmt::format("{} ({} {}): chosen rank {}\n", cli::escape_text(src.name), o.method, shape_to_string(src.tensor.shape()), sel.chosen);
-    text += table(sel, cp);
-    results.push_back(selection_json(src.name, sel, cp));
-    if (!o.svg.empty()) write_text_file(o.svg, cli::render_svg(chart(src.name, sel)));
+    return parts;
+  };
+
+  // Score every process's parts and report (the lead process only).
+  auto finish = [&](std::vector<std::vector<TensorPart>> all) {
+    json results = json::array();
+    std::string text;
+    for (const Source& src : sources) {
+      std::vector<decomp::Realisation> reals;
+      for (auto& parts : all)
+        for (TensorPart& part : parts) {
+          if (part.name != src.name) continue;
+          if (part.shape != src.tensor.shape())
+            throw invalid_input("the --partial file's tensor has shape " + shape_to_string(part.shape) +
+                                ", the input's " + shape_to_string(src.tensor.shape()), src.where);
+          for (auto& r : part.realisations) reals.push_back(std::move(r));
+        }
+      ComputeData<double> data(src, nullptr);
+      decomp::DenseView<double> x{data.data(), src.tensor.shape()};
+      decomp::RankSelection sel;
+      try {
+        sel = cp ? decomp::score_cp(x, options, reals) : decomp::score_rescal(x, options, reals);
+      } catch (const Error& e) {
+        throw e.with_context(src.where);
+      }
+      text += fmt::format("{} ({} {}): chosen rank {}\n", cli::escape_text(src.name), o.method,
+                          shape_to_string(src.tensor.shape()), sel.chosen);
+      text += table(sel, cp);
+      results.push_back(selection_json(src.name, sel, cp));
+      if (!o.svg.empty()) write_text_file(o.svg, cli::render_svg(chart(src.name, sel)));
+    }
+    if (common.text_report()) cli::write_stdout(text);
+    if (common.json)
+      cli::write_json({{"command", "rank"}, {"method", o.method}, {"input", o.input}, {"tensors", results}},
+                      *common.json);
+  };
+
+  if (mpi) {
+    run_on_ranks(*comm, key, task, [&] {
+      read_sources();
+      return fit();
+    }, finish);
+    return cli::kExitOk;
   }
-  if (common.text_report()) cli::write_stdout(text);
-  if (common.json) cli::write_json({{"command", "rank"}, {"method", o.method}, {"input", o.input}, {"tensors", results}}, *common.json);
+  read_sources();
+  if (!o.merge.empty()) {
+    std::vector<std::vector<TensorPart>> all;
+    for (const std::string& path : o.merge) all.push_back(part_read(path, key));
+    finish(std::move(all));
+  } else if (!o.partial.empty()) {
+    const std::string text = part_json(key, task, fit()).dump() + "\n";
+    write_text_file(o.partial, text);
+    tool.summary(fmt::format("task {}/{}: realisations written to {}", task.index, task.count, o.partial));
+  } else {
+    finish({fit()});
+  }
   return cli::kExitOk;
 }
 

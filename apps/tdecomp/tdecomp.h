@@ -59,6 +59,9 @@ struct RankOptions {
   int max_iters = 200;
   double tol = 1e-7;
   std::string svg;                // --svg PATH
+  std::string task;               // --task I/N: this process's share of a job array
+  std::string partial;            // --partial PATH: write the realisations, do not score
+  std::vector<std::string> merge; // --merge PATH...: score the partials of every task
 };
 
 int run_decompose(cli::Tool& tool, const DecompOptions& options);

@@ -38,6 +38,14 @@ class Comm {
 
 // Whether this build has the MPI transport.
 bool mpi_available();
+// The world of the MPI job this process was started in, for a tool run as `mpirun -np P
+// tool ...` or `srun --mpi=pmix -n P tool ...`: initialises MPI (finalised at exit) and
+// returns a communicator over every rank (errors returned, not aborting). nullptr when no
+// MPI launcher started the process. Throws kUnavailable when one did, for more than one
+// rank, in a build without MPI.
+std::unique_ptr<Comm> world();
+// How many ranks the launcher says the job has (1 when no launcher says).
+int launched_ranks();
 // A duplicate of the MPI communicator with Fortran handle `fint` (MPI_Comm_c2f), errors
 // returned rather than aborting. Throws kUnavailable when built without MPI, kUsage when
 // MPI is not initialised or the handle is not a communicator.

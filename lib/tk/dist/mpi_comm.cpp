@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "tk/core/error.h"
 #include "tk/dist/comm.h"
+#include "tk/dist/launch.h"
 
 namespace tk::dist {
 
@@ -168,6 +170,27 @@ class MpiComm final : public Comm {
 }  // namespace
 
 bool mpi_available() { return true; }
+
+std::unique_ptr<Comm> world() {
+  if (!launched_by_mpi()) return nullptr;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized) throw usage_error("MPI was finalised already");
+  if (!initialized) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    std::atexit([] {
+      int done = 0;
+      MPI_Finalized(&done);
+      if (!done) MPI_Finalize();
+    });
+  }
+  MPI_Comm dup;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &dup), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  return std::make_unique<MpiComm>(dup);
+}
 
 std::unique_ptr<Comm> mpi_comm(int fint) {
   int initialized = 0, finalized = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <optional>
 
 #include <omp.h>
 
@@ -170,14 +171,21 @@ class ContainerWriter {
     r.codec = TkzCodec::kZstd;
     r.id = opaque_count_++;
     r.decoded = bytes.size();
-    r.hash = hash({bytes.data(), bytes.size()});
     std::vector<uint8_t> frame = lossless_compress(DType::kU8, {bytes.data(), bytes.size()}, options_.lossless);
-    if (frame.size() >= bytes.size()) {
-      r.codec = TkzCodec::kRaw;
-      write_record(r, bytes, {});
-    } else {
-      write_record(r, Buffer::adopt(std::move(frame)), {});
-    }
+    const bool raw = frame.size() >= bytes.size();
+    if (raw) r.codec = TkzCodec::kRaw;
+    r.hash = record_hash(r.codec, [&] { return hash({bytes.data(), bytes.size()}); });
+    write_record(r, raw ? bytes : Buffer::adopt(std::move(frame)), {});
+  }
+
+  // The record's XXH3 of its decoded bytes. A version-2 container leaves it 0 for a
+  // lossless frame (lossless, zstd, BitX delta), which checks each chunk's decoded bytes
+  // itself: computing it was 5-8% of compressing. Version 1 (SHA-256) keeps it for every
+  // record, as the readers before version 2 check it.
+  template <typename HashOfData>
+  uint64_t record_hash(TkzCodec codec, HashOfData&& hash_of_data) const {
+    const bool frame = codec == TkzCodec::kLossless || codec == TkzCodec::kZstd || codec == TkzCodec::kBitxDelta;
+    return frame && options_.digest != DigestKind::kSha256 ? 0 : hash_of_data();
   }
 
   // A tensor's record header and coding, ready to be written.
@@ -197,13 +205,17 @@ class ContainerWriter {
     r.kind = Kind::kTensor;
     r.id = id;
     r.decoded = data.size();
-    r.hash = hash(data);
+    std::optional<uint64_t> data_hash;  // computed where needed
+    auto hash_of_data = [&] {
+      if (!data_hash) data_hash = hash(data);
+      return *data_hash;
+    };
     const BitxBase::Tensor* base = options_.base ? options_.base->match(info) : nullptr;
     // memcmp only with bytes to compare: an empty tensor's spans may hold null pointers.
-    if (base != nullptr && bitx_tensor_hash(base->bytes) == r.hash &&
+    if (base != nullptr && bitx_tensor_hash(base->bytes) == hash_of_data() &&
         (data.empty() || std::memcmp(base->bytes.data(), data.data(), data.size()) == 0)) {
       coding.codec = TkzCodec::kBitxRef;
-      r.base_hash = r.hash;
+      r.base_hash = hash_of_data();
     } else if (base != nullptr) {
       // A delta only where it is smaller than coding the tensor on its own: two
       // separate trainings of one architecture share no bits worth the XOR.
@@ -221,6 +233,7 @@ class ContainerWriter {
       coding = exact_coding(info.dtype, data, lossless);
     }
     r.codec = coding.codec;
+    if (r.codec != TkzCodec::kLossy) r.hash = record_hash(r.codec, hash_of_data);
     return c;
   }
 

@@ -56,8 +56,8 @@ using LosslessSource = std::function<Buffer(size_t n)>;
 using LosslessSink = std::function<void(Buffer piece)>;
 
 // Decode a frame of `frame_bytes` bytes read in order from `source`, a batch of chunks
-// at a time, so that memory stays bounded by a batch (16 MiB, or one chunk of up to
-// 64 MiB), not by what the frame decodes to. The header's claims are checked against
+// at a time (two chunks per thread), so that memory stays bounded by a batch (at most
+// 16 MiB, or one chunk of up to 64 MiB), not by what the frame decodes to. The header's claims are checked against
 // `frame_bytes` and `expected_bytes` (the decoded size the caller was promised) before
 // anything is allocated for them, and each chunk's checksum before its bytes reach the
 // sink. Throws kInvalidInput on any corruption, with the frame partly delivered. With a

@@ -501,6 +501,22 @@ TEST(Container, Sha256OnRequestIsAVersion1ContainerAndChecked) {
   const TkzListing l = tkz_list(*memory_stream(tkz));
   EXPECT_EQ(l.digest, r.digest);
   EXPECT_EQ(l.digest.name(), "sha256");
+  // Version 1 records the XXH3 of every record's decoded bytes, as its earlier readers
+  // check it; version 2 leaves it 0 where a lossless frame checks its chunks.
+  const Bytes v2 = compress(original);
+  const TkzListing l2 = tkz_list(*memory_stream(v2));
+  size_t frames = 0;
+  for (size_t i = 0; i < l.entries.size(); ++i) {
+    uint64_t h1, h2;
+    std::memcpy(&h1, tkz.data() + l.entries[i].offset + 24, 8);
+    std::memcpy(&h2, v2.data() + l2.entries[i].offset + 24, 8);
+    const bool frame = l2.entries[i].codec == TkzCodec::kLossless || l2.entries[i].codec == TkzCodec::kZstd;
+    frames += frame;
+    EXPECT_EQ(h2 == 0, frame) << l.entries[i].name;
+    if (!frame) EXPECT_EQ(h1, h2) << l.entries[i].name;
+    if (l.entries[i].bytes > 0) EXPECT_NE(h1, 0u) << l.entries[i].name;
+  }
+  EXPECT_GT(frames, 0u);
 }
 
 TEST(Container, ADigestThatDoesNotMatchTheRestoreIsRefused) {

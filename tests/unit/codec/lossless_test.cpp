@@ -4,6 +4,7 @@
 #include "tk/codec/lossless.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstring>
 #include <random>
@@ -302,8 +303,9 @@ std::vector<uint8_t> stream_decode(const std::vector<uint8_t>& frame, uint64_t e
 }
 
 TEST(LosslessStream, DecodesLikeTheWholeFrameInBoundedPieces) {
-  // 24 MiB of mostly zero bf16 (quick to code) with a noisy stretch: two batches of
-  // 16 MiB in 1 MiB chunks and in 4 KiB chunks, one chunk of 64 MiB.
+  // 24 MiB of mostly zero bf16 (quick to code) with a noisy stretch, in 1 MiB chunks,
+  // 4 KiB chunks and one chunk of 64 MiB. A batch is two chunks per thread, at most
+  // 16 MiB, at least one chunk.
   std::vector<uint8_t> bytes((24u << 20) + 6, 0);
   const std::vector<uint8_t> noise = weights(DType::kBF16, 1 << 20, 5);
   std::memcpy(bytes.data() + (17u << 20), noise.data(), noise.size());
@@ -311,11 +313,13 @@ TEST(LosslessStream, DecodesLikeTheWholeFrameInBoundedPieces) {
     LosslessOptions options;
     options.chunk_bytes = chunk;
     const std::vector<uint8_t> frame = lossless_compress(DType::kBF16, bytes, options);
-    for (int threads : {1, 0}) {
+    for (int threads : {1, 3, 0}) {
+      const size_t workers = threads > 0 ? static_cast<size_t>(threads) : static_cast<size_t>(omp_get_max_threads());
+      const size_t batch = std::max<size_t>(chunk, std::min<size_t>(16u << 20, 2 * workers * chunk));
       std::vector<size_t> pieces;
       EXPECT_TRUE(stream_decode(frame, bytes.size(), threads, &pieces) == bytes) << chunk;
-      for (size_t p : pieces) EXPECT_LE(p, std::max<size_t>(16u << 20, chunk)) << chunk;
-      EXPECT_EQ(pieces.size(), chunk == (64u << 20) ? 1u : 2u) << chunk;
+      for (size_t p : pieces) EXPECT_LE(p, batch) << chunk;
+      EXPECT_EQ(pieces.size(), (bytes.size() + batch - 1) / batch) << chunk << " x " << threads;
     }
   }
 }

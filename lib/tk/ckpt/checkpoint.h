@@ -216,7 +216,7 @@ class Checkpointer {
   // a listed name the step lacks is kInvalidInput.
   virtual void restore_into(uint64_t step, std::span<NamedTensor> targets) const = 0;
   // Read tensors `names` of step `step` one after another, in that order, each in
-  // pieces of 16 MiB: begin(i), piece(...) as many times as it takes, end(i), with i
+  // pieces of 1 MiB: begin(i), piece(...) as many times as it takes, end(i), with i
   // an index into `names`. Memory is a piece, not a tensor: each tensor's claims are
   // checked before it is read, its checksum (and its base's) after its last piece, so
   // `piece` may have taken bytes of a corrupt tensor before the kInvalidInput. A name

@@ -30,8 +30,10 @@ namespace {
 // read and the hash. (Measured on the benchmark VM: 256 KiB pieces, 16 MiB pieces and
 // POSIX_FADV_WILLNEED for the whole tensor were no faster, cold or warm.)
 constexpr size_t kReadPiece = size_t(1) << 20;
-// Pieces handed to a stream's sink.
-constexpr uint64_t kStreamPiece = uint64_t(16) << 20;
+// Pieces handed to a stream's sink: read, hashed and handed on while in cache. With
+// 16 MiB pieces the sink's copy (`tckpt restore -o`: into the page cache) read each
+// piece back from memory, and the restore of 1 GiB took 2.4x as long (docs/BENCHMARKS.md).
+constexpr uint64_t kStreamPiece = uint64_t(1) << 20;
 
 std::string step_path(const std::string& root, uint64_t step) { return root + "/" + step_dir_name(step); }
 

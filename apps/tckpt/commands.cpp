@@ -1,6 +1,7 @@
 // tckpt save / ls / restore / verify / gc / flush.
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -17,6 +18,8 @@
 #include "cli/std_streams.h"
 #include "tckpt.h"
 #include "tk/ckpt/checkpoint.h"
+#include "tk/core/background.h"
+#include "tk/core/buffer.h"
 #include "tk/core/error.h"
 #include "tk/io/tensor_file.h"
 
@@ -156,14 +159,29 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   for (size_t i : order) names.push_back(infos[i].name);
   uint64_t bytes = 0;
   std::optional<io::TensorPieces> pieces;
+  // The pieces are written on a thread of their own, so that the copy into the output
+  // overlaps reading and checking the next ones; a tensor's start and end wait for the
+  // writer, which then holds no piece.
+  constexpr size_t kPendingWrite = size_t{4} << 20;
+  BufferPool pool(2 * kPendingWrite);
+  BackgroundQueue written([&](const Buffer& piece) { pieces->write({piece.data(), piece.size()}); }, kPendingWrite);
   ckpt::Checkpointer::RestoreSink sink;
-  sink.begin = [&](size_t k) { pieces.emplace(*writer, order[k], infos[order[k]]); };
+  sink.begin = [&](size_t k) {
+    written.wait();
+    pieces.emplace(*writer, order[k], infos[order[k]]);
+  };
   sink.piece = [&](std::span<const uint8_t> piece) {
-    pieces->write(piece);
+    Buffer copy = pool.take(piece.size());
+    std::memcpy(copy.mutable_data(), piece.data(), piece.size());
+    written.push(std::move(copy));
     bytes += piece.size();
   };
-  sink.end = [&](size_t) { pieces->finish(); };
+  sink.end = [&](size_t) {
+    written.wait();
+    pieces->finish();
+  };
   ck->restore_stream(step, names, sink);
+  written.finish();
   writer->finish();
   const size_t restored = infos.size();
   tool.summary(fmt::format("step {}: {}, {} restored and verified", step,

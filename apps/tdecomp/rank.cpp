@@ -1,5 +1,6 @@
 // tdecomp rank cp|rescal: rank selection table, --json and --svg.
 #include <cmath>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -135,6 +136,7 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
 
   const std::string file = io::input_display_name(o.input);
   std::vector<Source> sources;
+  std::deque<ComputeData<double>> values;  // each source in double, for fitting and scoring
   auto read_sources = [&] {
     Input input(o.input);
     if (input.is_tns()) {
@@ -149,16 +151,19 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
       }
     }
     if (!o.svg.empty() && sources.size() != 1) throw usage_error("--svg plots one tensor; select it with -t");
-    for (const Source& src : sources) check_order(src.tensor.shape(), src.where);
+    for (const Source& src : sources) {
+      check_order(src.tensor.shape(), src.where);
+      values.emplace_back(src, nullptr);
+    }
   };
 
   cli::Progress progress(common.show_progress && lead, tool.name());
   // This process's share of every tensor's realisations.
   auto fit = [&] {
     std::vector<TensorPart> parts;
-    for (const Source& src : sources) {
-      ComputeData<double> data(src, nullptr);
-      decomp::DenseView<double> x{data.data(), src.tensor.shape()};
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const Source& src = sources[i];
+      decomp::DenseView<double> x{values[i].data(), src.tensor.shape()};
       decomp::RankSelectOptions mine = options;
       mine.on_realisation = [&](int rank, int m, double error) {
         progress.show(fmt::format("{}: rank {} realisation {}/{} error {:.4e}", src.name, rank, m + 1, o.realisations, error));
@@ -166,7 +171,8 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
       };
       try {
         parts.push_back({src.name, src.tensor.shape(),
-                         cp ? decomp::realise_cp(x, mine, task_filter(task)) : decomp::realise_rescal(x, mine, task_filter(task))});
+                         cp ? decomp::realise_cp(x, mine, task_filter(task, options))
+                            : decomp::realise_rescal(x, mine, task_filter(task, options))});
       } catch (const Error& e) {
         throw e.with_context(src.where);
       }
@@ -179,7 +185,8 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
   auto finish = [&](std::vector<std::vector<TensorPart>> all) {
     json results = json::array();
     std::string text;
-    for (const Source& src : sources) {
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const Source& src = sources[i];
       std::vector<decomp::Realisation> reals;
       for (auto& parts : all)
         for (TensorPart& part : parts) {
@@ -189,8 +196,7 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
                                 ", the input's " + shape_to_string(src.tensor.shape()), src.where);
           for (auto& r : part.realisations) reals.push_back(std::move(r));
         }
-      ComputeData<double> data(src, nullptr);
-      decomp::DenseView<double> x{data.data(), src.tensor.shape()};
+      decomp::DenseView<double> x{values[i].data(), src.tensor.shape()};
       decomp::RankSelection sel;
       try {
         sel = cp ? decomp::score_cp(x, options, reals) : decomp::score_rescal(x, options, reals);

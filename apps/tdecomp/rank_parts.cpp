@@ -74,10 +74,12 @@ Task task_parse(const std::string& text) {
   return t;
 }
 
-decomp::RealisationFilter task_filter(const Task& task) {
+decomp::RealisationFilter task_filter(const Task& task, const decomp::RankSelectOptions& options) {
   if (task.count == 1) return {};
-  auto next = std::make_shared<int>(0);
-  return [task, next](int, int) { return (*next)++ % task.count == task.index; };
+  const int first = options.min_rank, per_rank = options.realisations;
+  return [task, first, per_rank](int rank, int index) {
+    return ((rank - first) * per_rank + index) % task.count == task.index;
+  };
 }
 
 json part_json(const SweepKey& key, const Task& task, const std::vector<TensorPart>& tensors) {

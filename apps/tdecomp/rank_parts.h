@@ -4,7 +4,6 @@
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,7 +35,7 @@ struct Task {
   int index = 0, count = 1;
 };
 Task task_parse(const std::string& text);  // "I/N"; kUsage otherwise
-decomp::RealisationFilter task_filter(const Task& task);
+decomp::RealisationFilter task_filter(const Task& task, const decomp::RankSelectOptions& options);
 
 nlohmann::json part_json(const SweepKey& key, const Task& task, const std::vector<TensorPart>& tensors);
 // Parse a part; kInvalidInput (naming `where`) when it is not one, or was made with

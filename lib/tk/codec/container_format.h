@@ -62,6 +62,13 @@ io::FileFormat format_of(Source source);
 
 uint64_t hash(std::span<const uint8_t> bytes);
 
+// Whether a record's payload is a lossless frame, which checks each chunk's decoded bytes
+// against its own XXH3: then the record's XXH3 of the decoded bytes says nothing more
+// (version 2 leaves it 0; a reader checks it for the other codecs only).
+inline bool frame_checked(TkzCodec codec) {
+  return codec == TkzCodec::kLossless || codec == TkzCodec::kZstd || codec == TkzCodec::kBitxDelta;
+}
+
 struct FileHeader {
   Source source = Source::kOpaque;
   uint8_t flags = 0;

@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <omp.h>
 #include <cstring>
+
+#include <omp.h>
 
 #include "tk/codec/container.h"
 #include "tk/codec/container_format.h"

@@ -176,16 +176,14 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
     return;
   }
 
-  // A lossless frame checks each chunk's decoded bytes against its own XXH3 (and a
-  // BitX delta's base tensor was checked above), so the record's XXH3 of the decoded
-  // bytes is checked where no frame does: raw, zstd-whole and BitX reference records.
-  const bool frame_checked =
-      r.codec == TkzCodec::kLossless || r.codec == TkzCodec::kZstd || r.codec == TkzCodec::kBitxDelta;
+  // The record's XXH3 of the decoded bytes is checked where no frame checks them: raw,
+  // zstd-whole and BitX reference records (a BitX delta's base tensor was checked above).
+  const bool by_frame = frame_checked(r.codec);
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   uint64_t done = 0;  // decoded bytes delivered
   auto hashed = [&](Buffer piece) {
-    if (!frame_checked) XXH3_64bits_update(&state, piece.data(), piece.size());
+    if (!by_frame) XXH3_64bits_update(&state, piece.data(), piece.size());
     done += piece.size();
     sink(std::move(piece));
   };
@@ -228,7 +226,7 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
     case TkzCodec::kLossy: break;  // above
   }
   if (done != r.decoded) throw internal_error("record decoded to another size");
-  if (!frame_checked && XXH3_64bits_digest(&state) != r.hash) throw invalid_input("checksum mismatch");
+  if (!by_frame && XXH3_64bits_digest(&state) != r.hash) throw invalid_input("checksum mismatch");
 }
 
 std::vector<IndexEntry> read_index_sequential(io::InputStream& in, uint64_t count, Footer* footer_out) {

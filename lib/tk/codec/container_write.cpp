@@ -38,14 +38,12 @@ using namespace tkz;
 // Input bytes that may wait for the digest's thread.
 constexpr size_t kMaxPendingDigest = size_t{256} << 20;
 
-// The input's bytes in order, digested as they are taken: a view of a memory map for
-// regular files (no copy), a fresh buffer per piece for pipes.
+// The input's bytes in order, digested as they are taken: views of the input mapped
+// (regular files, memory; no copy), a fresh buffer per piece for pipes.
 class ByteSource {
  public:
-  ByteSource(io::InputStream& in, DigestKind digest) : in_(in), digest_(digest, kMaxPendingDigest) {
-    mapped_ = in.is_regular_file() && in.position() == 0 && in.size().has_value();
-    if (mapped_ && *in.size() > 0) map_ = Buffer::map_file(in.path());
-  }
+  ByteSource(io::InputStream& in, DigestKind digest)
+      : in_(in), mapped_(in.map()), digest_(digest, kMaxPendingDigest) {}
 
   uint64_t position() const { return position_; }
   std::optional<uint64_t> size() const { return in_.size(); }
@@ -61,8 +59,7 @@ class ByteSource {
   Buffer take_up_to(uint64_t n) {
     Buffer piece;
     if (mapped_) {
-      const uint64_t take = std::min<uint64_t>(n, map_.size() - position_);
-      if (take > 0) piece = map_.slice(position_, take);
+      piece = in_.read_view(std::min<uint64_t>(n, *in_.size() - in_.position()), "input");
     } else {
       piece = read_growing(n);
     }
@@ -92,8 +89,7 @@ class ByteSource {
   }
 
   io::InputStream& in_;
-  bool mapped_ = false;
-  Buffer map_;
+  bool mapped_;
   uint64_t position_ = 0;
   BackgroundDigest digest_;
 };
@@ -179,13 +175,12 @@ class ContainerWriter {
   }
 
   // The record's XXH3 of its decoded bytes. A version-2 container leaves it 0 for a
-  // lossless frame (lossless, zstd, BitX delta), which checks each chunk's decoded bytes
-  // itself: computing it was 5-8% of compressing. Version 1 (SHA-256) keeps it for every
-  // record, as the readers before version 2 check it.
+  // lossless frame, which checks each chunk's decoded bytes itself: computing it was
+  // 5-8% of compressing. Version 1 (SHA-256) keeps it for every record, as the readers
+  // before version 2 check it.
   template <typename HashOfData>
   uint64_t record_hash(TkzCodec codec, HashOfData&& hash_of_data) const {
-    const bool frame = codec == TkzCodec::kLossless || codec == TkzCodec::kZstd || codec == TkzCodec::kBitxDelta;
-    return frame && options_.digest != DigestKind::kSha256 ? 0 : hash_of_data();
+    return frame_checked(codec) && options_.digest != DigestKind::kSha256 ? 0 : hash_of_data();
   }
 
   // A tensor's record header and coding, ready to be written.

@@ -116,33 +116,37 @@ std::vector<Realisation> realise(const DenseView<double>& x, const RankSelectOpt
   return out;
 }
 
+// "realisation 3 of rank 2", for messages: index is 0-based, the message 1-based.
+std::string realisation_name(int rank, int index) { return fmt::format("realisation {} of rank {}", index + 1, rank); }
+
 // Every rank's realisations, checked to be the options' grid exactly, then scored.
-RankSelection score(const RankSelectOptions& o, const Shape& rows, size_t modes, const std::vector<Realisation>& all,
-                    std::vector<const Realisation*>* best) {
-  if (o.min_rank < 1 || o.max_rank < o.min_rank || o.realisations < 2)
-    throw usage_error("invalid rank range or realisation count");
+RankSelection score(const DenseView<double>& x, const RankSelectOptions& o, const Shape& rows, size_t modes,
+                    const std::vector<Realisation>& all, std::vector<const Realisation*>* best) {
+  check_options(x, o);
   const size_t ranks = static_cast<size_t>(o.max_rank - o.min_rank + 1);
   std::vector<std::vector<const Realisation*>> grid(ranks, std::vector<const Realisation*>(o.realisations, nullptr));
   for (const Realisation& r : all) {
-    const std::string which = fmt::format("realisation {} of rank {}", r.index + 1, r.rank);
+    auto which = [&r] { return realisation_name(r.rank, r.index); };
     if (r.rank < o.min_rank || r.rank > o.max_rank || r.index < 0 || r.index >= o.realisations)
-      throw invalid_input(which + " lies outside the rank range and realisation count");
+      throw invalid_input(which() + " lies outside the rank range and realisation count");
     const Realisation*& slot = grid[static_cast<size_t>(r.rank - o.min_rank)][static_cast<size_t>(r.index)];
-    if (slot != nullptr) throw invalid_input(which + " is given twice");
+    if (slot != nullptr) throw invalid_input(which() + " is given twice");
     if (r.modes.size() != modes || (!r.lambda.empty() && r.lambda.size() != static_cast<size_t>(r.rank)) ||
         !std::isfinite(r.rel_error))
-      throw invalid_input(which + " does not match the tensor");
+      throw invalid_input(which() + " does not match the tensor");
     for (size_t n = 0; n < modes; ++n)
       if (r.modes[n].size() != static_cast<size_t>(rows[n]) * static_cast<size_t>(r.rank))
-        throw invalid_input(which + " does not match the tensor");
+        throw invalid_input(which() + " does not match the tensor");
     slot = &r;
   }
   size_t missing = 0;
   std::string first;
   for (size_t i = 0; i < ranks; ++i)
-    for (int m = 0; m < o.realisations; ++m)
-      if (grid[i][static_cast<size_t>(m)] == nullptr && missing++ == 0)
-        first = fmt::format("realisation {} of rank {}", m + 1, o.min_rank + static_cast<int>(i));
+    for (int m = 0; m < o.realisations; ++m) {
+      if (grid[i][static_cast<size_t>(m)] != nullptr) continue;
+      if (missing == 0) first = realisation_name(o.min_rank + static_cast<int>(i), m);
+      ++missing;
+    }
   if (missing > 0)
     throw invalid_input(fmt::format("{} of {} realisations missing (the first: {})", missing,
                                     ranks * static_cast<size_t>(o.realisations), first));
@@ -302,7 +306,7 @@ std::vector<Realisation> realise_rescal(const DenseView<double>& x, const RankSe
 
 RankSelection score_cp(const DenseView<double>& x, const RankSelectOptions& o, const std::vector<Realisation>& all) {
   std::vector<const Realisation*> best;  // per rank: the lowest-error model
-  RankSelection sel = score(o, x.shape, x.shape.size(), all, &best);
+  RankSelection sel = score(x, o, x.shape, x.shape.size(), all, &best);
   for (const Realisation* r : best)
     if (r->lambda.size() != static_cast<size_t>(r->rank))
       throw invalid_input(fmt::format("realisation {} of rank {} has no CP weights", r->index + 1, r->rank));
@@ -319,7 +323,7 @@ RankSelection score_cp(const DenseView<double>& x, const RankSelectOptions& o, c
 RankSelection score_rescal(const DenseView<double>& x, const RankSelectOptions& o,
                            const std::vector<Realisation>& all) {
   check_rescal_input(x);
-  return score(o, {x.shape[0]}, 1, all, nullptr);
+  return score(x, o, {x.shape[0]}, 1, all, nullptr);
 }
 
 RankSelection select_rank_cp(const DenseView<double>& x, const RankSelectOptions& o) {

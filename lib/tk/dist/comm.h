@@ -44,8 +44,6 @@ bool mpi_available();
 // MPI launcher started the process. Throws kUnavailable when one did, for more than one
 // rank, in a build without MPI.
 std::unique_ptr<Comm> world();
-// How many ranks the launcher says the job has (1 when no launcher says).
-int launched_ranks();
 // A duplicate of the MPI communicator with Fortran handle `fint` (MPI_Comm_c2f), errors
 // returned rather than aborting. Throws kUnavailable when built without MPI, kUsage when
 // MPI is not initialised or the handle is not a communicator.

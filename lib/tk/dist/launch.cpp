@@ -1,9 +1,7 @@
 // What the MPI launcher tells a process through its environment, with or without MPI.
-#include <cstdlib>
-#include <string>
-
-#include "tk/dist/comm.h"
 #include "tk/dist/launch.h"
+
+#include <cstdlib>
 
 namespace tk::dist {
 

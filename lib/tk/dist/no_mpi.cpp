@@ -1,8 +1,9 @@
 // tk::dist without MPI (TK_MPI off): the transport answers "not compiled in".
+#include <string>
+
 #include "tk/core/error.h"
 #include "tk/dist/comm.h"
-
-#include <string>
+#include "tk/dist/launch.h"
 
 namespace tk::dist {
 

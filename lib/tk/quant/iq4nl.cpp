@@ -29,9 +29,7 @@ constexpr float kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 
 
 class Iq4nlScheme final : public Scheme {
  public:
-  Iq4nlScheme() : table_(4, kLevels) {
-    for (int k = 0; k < 15; ++k) mid_[k] = (kLevels[k] + kLevels[k + 1]) * 0.5f;
-  }
+  Iq4nlScheme() : table_(4, kLevels), nearest_(kLevels) {}
 
   std::string name() const override { return "iq4nl"; }
   std::string description() const override {
@@ -74,12 +72,7 @@ class Iq4nlScheme final : public Scheme {
   // The nearest level of each value x / d (ties to the lower level).
   void encode(const float* x, float d, uint8_t* codes) const {
     const float inv = d == 0 ? 0.0f : 1.0f / d;
-    for (int64_t i = 0; i < kBlock; ++i) {
-      const float v = x[i] * inv;
-      int c = 0;
-      for (int k = 0; k < 15; ++k) c += v > mid_[k] ? 1 : 0;
-      codes[i] = static_cast<uint8_t>(c);
-    }
+    for (int64_t i = 0; i < kBlock; ++i) codes[i] = nearest_(x[i] * inv);
   }
 
   float fit_scale(const float* x, const float* w, bool fast) const {
@@ -133,7 +126,7 @@ class Iq4nlScheme final : public Scheme {
   }
 
   CodeTable table_;
-  float mid_[15];
+  Nearest16 nearest_;
 };
 
 }  // namespace

@@ -40,9 +40,7 @@ constexpr float kLevels[16] = {
 
 class Nf4Scheme final : public Scheme {
  public:
-  Nf4Scheme() : table_(4, kLevels) {
-    for (int k = 0; k < 15; ++k) mid_[k] = (kLevels[k] + kLevels[k + 1]) * 0.5f;
-  }
+  Nf4Scheme() : nearest_(kLevels), table_(4, kLevels) {}
 
   std::string name() const override { return "nf4"; }
   std::string description() const override {
@@ -139,12 +137,7 @@ class Nf4Scheme final : public Scheme {
 
   [[gnu::always_inline]] inline void encode(const float* x, int64_t n, float scale, uint8_t* codes) const {
     const float inv = scale == 0 ? 0.0f : 1.0f / scale;
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = x[i] * inv;
-      int c = 0;
-      for (int k = 0; k < 15; ++k) c += v > mid_[k] ? 1 : 0;
-      codes[i] = static_cast<uint8_t>(c);
-    }
+    for (int64_t i = 0; i < n; ++i) codes[i] = nearest_(x[i] * inv);
   }
 
   [[gnu::always_inline]] inline double error(const float* x, const float* w, int64_t n, float scale) const {
@@ -241,7 +234,7 @@ class Nf4Scheme final : public Scheme {
     });
   }
 
-  float mid_[15];
+  Nearest16 nearest_;
   CodeTable table_;
 };
 

@@ -207,6 +207,24 @@ template <typename Fn> void parallel_row_tasks(const Layout& l, Fn&& fn) {
                [&](int64_t t) { fn(t * per_task, std::min(l.rows, (t + 1) * per_task)); });
 }
 
+// The nearest of 16 ascending levels, by comparing with their midpoints (ties to the
+// lower level): a branch-free count that the vectoriser turns into compares and adds
+// (nf4, iq4nl).
+class Nearest16 {
+ public:
+  explicit Nearest16(const float* levels) {
+    for (int k = 0; k < 15; ++k) mid_[k] = (levels[k] + levels[k + 1]) * 0.5f;
+  }
+  [[gnu::always_inline]] inline uint8_t operator()(float v) const {
+    int c = 0;
+    for (int k = 0; k < 15; ++k) c += v > mid_[k] ? 1 : 0;
+    return static_cast<uint8_t>(c);
+  }
+
+ private:
+  float mid_[15];
+};
+
 // Encode n f32 values into one code byte each in a narrow float dtype (F8_*, F6_*, F4),
 // rounding to nearest even and saturating at the largest finite value (NaN keeps the
 // format's NaN code, or -0 for F4/F6 which have none).

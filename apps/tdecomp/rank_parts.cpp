@@ -137,12 +137,11 @@ std::vector<TensorPart> part_parse(const json& doc, const SweepKey& key, const s
 }
 
 std::vector<TensorPart> part_read(const std::string& path, const SweepKey& key) {
-  auto in = io::InputStream::open(path);
-  if (in->size() && *in->size() > kMaxPartBytes) throw invalid_input("larger than a --partial file can be", path);
-  const Buffer bytes = in->read_all();
+  const Buffer bytes = io::read_small_file(path, kMaxPartBytes, "larger than a --partial file can be");
   const json doc = json::parse(bytes.data(), bytes.data() + bytes.size(), nullptr, false);
-  if (doc.is_discarded()) throw invalid_input("not JSON (a tdecomp rank --partial file?)", in->name());
-  return part_parse(doc, key, in->name());
+  const std::string name = io::input_display_name(path);
+  if (doc.is_discarded()) throw invalid_input("not JSON (a tdecomp rank --partial file?)", name);
+  return part_parse(doc, key, name);
 }
 
 void run_on_ranks(dist::Comm& comm, const SweepKey& key, const Task& task,

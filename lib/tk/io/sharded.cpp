@@ -54,12 +54,8 @@ bool plain_file_name(const std::string& name) {
 }
 
 ShardIndex parse_index(const std::string& index_path) {
-  auto in = InputStream::open(index_path);
-  if (in->size() && *in->size() > kShardIndexMaxBytes)
-    throw invalid_input("shard index larger than " + std::to_string(kShardIndexMaxBytes) + " bytes", index_path);
-  Buffer bytes = in->read_all();
-  if (bytes.size() > kShardIndexMaxBytes)
-    throw invalid_input("shard index larger than " + std::to_string(kShardIndexMaxBytes) + " bytes", index_path);
+  const Buffer bytes = read_small_file(index_path, kShardIndexMaxBytes,
+                                      "shard index larger than " + std::to_string(kShardIndexMaxBytes) + " bytes");
   json j = json_parse({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "shard index", index_path);
 
   if (!j.is_object()) throw invalid_input("malformed shard index: not a JSON object", index_path);

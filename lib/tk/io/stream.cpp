@@ -230,6 +230,14 @@ Buffer InputStream::read_view(size_t n, const char* what, BufferPool* pool) {
   return b;
 }
 
+Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::string& too_large) {
+  auto in = InputStream::open(path);
+  if (in->size() && *in->size() > max_bytes) throw invalid_input(too_large, in->name());
+  Buffer bytes = in->read_all();
+  if (bytes.size() > max_bytes) throw invalid_input(too_large, in->name());
+  return bytes;
+}
+
 Buffer InputStream::read_all() {
   if (fd_ < 0) {
     Buffer rest = memory_.slice(position_, memory_.size() - position_);

@@ -77,6 +77,11 @@ class InputStream {
   size_t buf_begin_ = 0, buf_end_ = 0;
 };
 
+// The whole of a small file (a config, an index): kInvalidInput `too_large` (naming the
+// file) when it holds more than `max_bytes`, checked before reading and again after, in
+// case the file grows meanwhile.
+Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::string& too_large);
+
 struct OutputOptions {
   bool durable = false;  // fsync the file (and its directory) before and after the rename
 };

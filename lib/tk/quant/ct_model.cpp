@@ -22,22 +22,15 @@ using nlohmann::ordered_json;
 
 constexpr uint64_t kMaxConfigBytes = 16 << 20;
 
-// config.json's text, read as the shard index is (io/sharded.cpp): bounded before and
-// after reading, in case the file grows.
-std::string read_small_file(const fs::path& path) {
-  const auto too_large = [&] { return invalid_input("larger than 16 MiB; not a model config", path.string()); };
-  auto in = io::InputStream::open(path.string());
-  if (in->size() && *in->size() > kMaxConfigBytes) throw too_large();
-  const Buffer bytes = in->read_all();
-  if (bytes.size() > kMaxConfigBytes) throw too_large();
+// config.json's text.
+std::string read_config(const fs::path& path) {
+  const Buffer bytes = io::read_small_file(path.string(), kMaxConfigBytes, "larger than 16 MiB; not a model config");
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 bool weight_file(const std::string& name) {
-  for (const char* ext : {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".hdf5", ".npz", ".index.json"}) {
-    const std::string e(ext);
-    if (name.size() >= e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) return true;
-  }
+  for (const char* ext : {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".hdf5", ".npz", ".index.json"})
+    if (name.ends_with(ext)) return true;
   return false;
 }
 
@@ -80,10 +73,7 @@ class StagingDirectory {
 
 std::string ct_module_of(const std::string& weight_name) {
   constexpr std::string_view kSuffix = ".weight";
-  if (weight_name.size() <= kSuffix.size() ||
-      weight_name.compare(weight_name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
-    return {};
-  }
+  if (weight_name.size() <= kSuffix.size() || !weight_name.ends_with(kSuffix)) return {};
   return weight_name.substr(0, weight_name.size() - kSuffix.size());
 }
 
@@ -104,7 +94,7 @@ std::optional<CtConfig> ct_config_at(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(config, ec)) return std::nullopt;
   try {
-    return ct_config_parse(read_small_file(config));
+    return ct_config_parse(read_config(config));
   } catch (const Error& e) {
     throw e.with_context(config.string());
   }
@@ -127,7 +117,7 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
     const fs::path source_config = fs::path(source_dir) / "config.json";
     std::error_code ec;
     if (fs::is_regular_file(source_config, ec)) {
-      config = ordered_json::parse(read_small_file(source_config), nullptr, false);
+      config = ordered_json::parse(read_config(source_config), nullptr, false);
       if (config.is_discarded() || !config.is_object()) {
         throw invalid_input("not a JSON object", source_config.string());
       }

@@ -1,5 +1,7 @@
 // tdecomp cp | tucker | tt | rescal: read, decompose each selected tensor, write, report.
+#include <chrono>
 #include <cstdio>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,8 @@
 #include "settings.h"
 #include "tk/core/error.h"
 #include "tk/decomp/decompose.h"
+#include "tk/decomp/sparse_dist.h"
+#include "tk/dist/comm.h"
 #include "tk/io/stream.h"
 
 namespace tk::tdecomp {
@@ -249,6 +253,7 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   }
   Source src{name, file + ": tensor '" + name + "'", {}};
   check_order(sparse.shape, src.where);
+  if (!o.init_file.empty()) throw usage_error("--init-file needs a dense input, not .tns");
   if (s.f32) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
   Job job{o, s, tool, progress, src};
   decomp::CpOptions c = cp_options(job, o.rank);
@@ -265,6 +270,41 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   return {Outcome{std::move(d), coo_bytes, {}, {}}};
 }
 
+// Sparse CP of a .tns file across the ranks of an MPI job (sparse_dist.h): every rank
+// reads its part of the file; rank 0 alone gets the factors, to write and report.
+std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s,
+                                          dist::Comm& comm, cli::Progress& progress) {
+  if (s.budget || !o.mask.empty()) throw usage_error("--budget and --mask need a dense input, not .tns");
+  if (!o.init_file.empty()) throw usage_error("--init-file needs a dense input, not .tns");
+  if (s.factor_dtype && *s.factor_dtype != DType::kF64)
+    throw usage_error("across MPI ranks sparse CP stores f64 factors (the error of narrower ones would need the whole "
+                      "tensor on one rank); run without --factor-dtype");
+  const std::string file = io::input_display_name(o.input);
+  io::TnsReadOptions read_options;
+  read_options.shape = s.shape;
+  io::SparseTensor mine = decomp::read_tns_shared(o.input, comm, read_options);
+  const std::string name = tns_tensor_name(o.input);
+  Source src{name, file + ": tensor '" + name + "'", {}};
+  check_order(mine.shape, src.where);
+  const bool lead = comm.rank() == 0;
+  if (s.f32 && lead) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
+  Job job{o, s, tool, progress, src};
+  decomp::SparseDistStats stats;
+  decomp::CpResult result = decomp::cp_als_sparse(mine, cp_options(job, o.rank), comm, &stats);
+  std::vector<int64_t> nnz = {mine.nnz()};
+  comm.allreduce_sum(std::span<int64_t>(nnz), dist::Clock::now() + std::chrono::hours(1));
+  if (!lead) return {};
+  Decomposition d = decomp::from_cp(name, mine.shape, DType::kF64, std::move(result));
+  d.seed = s.seed;
+  d.notes["sparse_nnz"] = std::to_string(nnz[0]);
+  d.notes["precision"] = "f64";
+  d.factor_dtype = DType::kF64;
+  const uint64_t coo_bytes = static_cast<uint64_t>(nnz[0]) * (8 * mine.order() + 8);
+  Outcome out{std::move(d), coo_bytes, {}, {}};
+  out.spread = stats;
+  return {std::move(out)};
+}
+
 }  // namespace
 
 int run_decompose(cli::Tool& tool, const DecompOptions& o) {
@@ -272,8 +312,19 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
   cli::Progress progress(tool.options().show_progress && tool.options().verbose == 0, tool.name());
   std::vector<Outcome> outcomes;
   io::Metadata metadata;
+  // Under mpirun or srun, sparse CP spreads over the ranks; nothing else does yet.
+  std::unique_ptr<dist::Comm> comm = dist::world();
+  if (comm && comm->size() > 1 && o.input == "-")
+    throw usage_error("under mpirun the input must be a file that every rank can read, not standard input");
   Input input(o.input);
-  if (input.is_tns()) {
+  const bool spread = comm && input.is_tns() && o.method == "cp";
+  if (comm && comm->size() > 1 && !spread)
+    throw usage_error("under mpirun, tdecomp " + o.method + " runs on one rank: only cp on a .tns input is spread "
+                      "over the ranks (and tdecomp rank, whose realisations are)");
+  if (spread) {
+    outcomes = decompose_tns_spread(tool, o, s, *comm, progress);
+    if (comm->rank() != 0) return cli::kExitOk;  // rank 0 writes and reports
+  } else if (input.is_tns()) {
     outcomes = decompose_tns(tool, o, s, input, progress);
   } else {
     auto reader = input.open_reader();

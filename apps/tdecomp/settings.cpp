@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/number_format.h"
 #include "cli/output.h"
@@ -87,6 +88,17 @@ json outcome_json(const Outcome& o) {
                    {"bytes", b.bytes},
                    {"rel_error", cli::json_number(b.rel_error)}});
     j["budget_candidates"] = std::move(c);
+  }
+  if (o.spread) {
+    const decomp::SparseDistStats& m = *o.spread;
+    j["mpi"] = {{"ranks", shape_numel(m.grid)},
+                {"grid", m.grid},
+                {"nnz_per_rank_min", m.nnz_min},
+                {"nnz_per_rank_max", m.nnz_max},
+                {"bytes_sent_per_iteration_max", m.bytes_per_iteration_max},
+                {"bytes_sent_per_iteration_mean", m.bytes_per_iteration_mean},
+                {"factor_rows_per_rank_max", m.factor_rows_max},
+                {"peak_rss_per_rank_max", m.peak_rss_max}};
   }
   return j;
 }
@@ -188,11 +200,19 @@ void report_decompositions(const cli::Tool& tool, const std::string& command, co
                      std::to_string(d.iterations), fmt::format("{:.2f}", 1e3 * seconds_per_iteration(d)),
                      fmt::format("{:.3f}", d.seconds), fmt::format("{:.2f}", ratio(o))});
     }
+    std::string text = table.render();
+    for (const auto& o : outcomes)
+      if (o.spread)
+        text += fmt::format("{}: {} MPI ranks as a {} grid, {}..{} nonzeros a rank, {} sent a rank per iteration "
+                            "(most), peak memory {} a rank (most)\n",
+                            o.model.name, shape_numel(o.spread->grid), fmt::join(o.spread->grid, "x"),
+                            o.spread->nnz_min, o.spread->nnz_max, cli::format_bytes(o.spread->bytes_per_iteration_max),
+                            cli::format_bytes(o.spread->peak_rss_max));
     // stdout carries the data when the output is "-": the table goes to stderr then.
     if (output == "-")
-      std::fputs(table.render().c_str(), stderr);
+      std::fputs(text.c_str(), stderr);
     else
-      cli::write_stdout(table.render());
+      cli::write_stdout(text);
   }
   if (common.json) {
     json tensors = json::array();

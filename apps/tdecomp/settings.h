@@ -14,6 +14,7 @@
 #include "tdecomp.h"
 #include "tk/decomp/budget.h"
 #include "tk/decomp/format.h"
+#include "tk/decomp/sparse_dist.h"
 
 namespace tk::tdecomp {
 
@@ -42,6 +43,7 @@ struct Outcome {
   uint64_t source_bytes = 0;           // the input's bytes (sparse: coordinates and values)
   std::vector<decomp::BudgetCandidate> budget;
   std::optional<Tensor> kept;
+  std::optional<decomp::SparseDistStats> spread;  // sparse CP across MPI ranks: how
 
   uint64_t stored_bytes() const { return kept ? kept->nbytes() : model.stored_bytes(); }
 };

@@ -187,7 +187,6 @@ template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t
   // than the ALS they save (over 8192, or over 1/8 of the tensor's size) starts from
   // Gaussian columns instead. Mode 0's start is never used by ALS (its first update
   // reads only the other modes), so a long first mode costs nothing.
-  constexpr int64_t kMaxGramDim = 8192;
   const int64_t size = product(shape, 0, static_cast<int>(shape.size()));
   const int64_t threads = omp_get_max_threads();
   Factors<T> a;

@@ -133,6 +133,7 @@ template <typename T> double GramProblem<T>::residual_sq(const CpState<T>& s) {
     for (int64_t i = 0; i < rows; ++i) dot += static_cast<double>(m_[i * rank_ + r]) * a[i * rank_ + r];
     inner += s.lambda[r] * dot;
   }
+  inner = this->total(inner);
   const std::vector<T> h = gram_hadamard(s, -1, rank_);
   double model_sq = 0;  // ||X^||^2 = lambda^T (Hadamard of all Grams) lambda
   for (int64_t r = 0; r < rank_; ++r)
@@ -218,6 +219,15 @@ template <typename T> void normalise_mode(CpState<T>& s, int mode, int64_t rows,
   linalg::syrk(Op::kTrans, rank, rows, T(1), a.data(), rank, T(0), s.grams[mode].data(), rank);
 }
 
+}  // namespace
+
+template <typename T> void CpProblem<T>::normalise(int mode, CpState<T>& s) {
+  const int64_t rank = static_cast<int64_t>(s.lambda.size());
+  normalise_mode(s, mode, static_cast<int64_t>(s.a[mode].size()) / rank, rank);
+}
+
+namespace {
+
 // The smallest fit change that is not rounding noise. The squared residual is a
 // difference of terms of size ||X||^2 computed in T, so it is known to about
 // 4 eps ||X||^2; through the square root that is the bound below (in float on 1%-noise
@@ -252,7 +262,7 @@ RunResult<T> run_once(const std::vector<int64_t>& shape, const CpOptions& o, dou
   if (o.nonneg)
     for (auto& a : s.a)
       for (T& v : a) v = std::abs(v);
-  for (int n = 0; n < order; ++n) normalise_mode(s, n, shape[n], rank);
+  for (int n = 0; n < order; ++n) problem.normalise(n, s);
   std::fill(s.lambda.begin(), s.lambda.end(), 1.0);
 
   const auto t0 = Clock::now();
@@ -261,7 +271,7 @@ RunResult<T> run_once(const std::vector<int64_t>& shape, const CpOptions& o, dou
   for (int it = 1; it <= o.max_iters; ++it) {
     for (int n = 0; n < order; ++n) {
       problem.update(n, s);
-      normalise_mode(s, n, shape[n], rank);
+      problem.normalise(n, s);
     }
     run.rel_error = std::sqrt(problem.residual_sq(s)) / norm;
     run.fit = 1 - run.rel_error;
@@ -274,7 +284,7 @@ RunResult<T> run_once(const std::vector<int64_t>& shape, const CpOptions& o, dou
       run.converged = true;
       break;
     }
-    if (o.max_seconds > 0 && seconds_since(call_start) >= o.max_seconds) break;
+    if (o.max_seconds > 0 && problem.total(seconds_since(call_start) >= o.max_seconds ? 1 : 0) > 0) break;
   }
   run.iteration_seconds = seconds_since(t0);
   return run;
@@ -324,10 +334,11 @@ CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& o, doubl
   int best_restart = 0;
   int64_t total_iterations = 0;
   double iteration_seconds = 0;
+  std::unique_ptr<CpProblem<T>> problem;
   for (int restart = 0; restart < o.restarts; ++restart) {
     // The time limit covers all restarts: a restart begins only while time is left.
-    if (restart > 0 && o.max_seconds > 0 && seconds_since(t0) >= o.max_seconds) break;
-    std::unique_ptr<CpProblem<T>> problem = make_problem();
+    if (restart > 0 && o.max_seconds > 0 && problem->total(seconds_since(t0) >= o.max_seconds ? 1 : 0) > 0) break;
+    problem = make_problem();
     Factors<T> start = init(restart);
     if (restart > 0 || o.init == CpInit::kRandom) problem->sketch(start);
     RunResult<T> run = run_once(shape, o, norm_sq, *problem, std::move(start), restart, t0);
@@ -338,7 +349,8 @@ CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& o, doubl
       best_restart = restart;
     }
   }
-  CpResult out = finalise(shape, best.state, o.rank);
+  best.state.a = problem->collect(std::move(best.state.a));
+  CpResult out = best.state.a.empty() ? CpResult{} : finalise(shape, best.state, o.rank);
   out.fit = best.fit;
   out.rel_error = best.rel_error;
   out.iterations = best.iterations;
@@ -354,6 +366,7 @@ CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& o, doubl
   template std::vector<T> khatri_rao<T>(const Factors<T>&, const std::vector<int64_t>&, int, int, int64_t);       \
   template std::vector<T> gram_hadamard<T>(const CpState<T>&, int, int64_t);                                     \
   template void hals_update<T>(int64_t, int64_t, const T*, const T*, T*, int);                                    \
+  template class CpProblem<T>;                                                                                    \
   template class GramProblem<T>;                                                                                  \
   template Factors<T> initial_factors<T>(const std::vector<int64_t>&, const CpOptions&, int);                    \
   template std::vector<T> leading_eigenvectors<T>(int64_t, std::vector<T>&, int64_t, uint64_t);                   \

@@ -64,6 +64,18 @@ template <typename T> class CpProblem {
   // Turn Gaussian starting factors into random combinations of each mode's leading
   // directions (see GramProblem); problems without an MTTKRP keep them as they are.
   virtual void sketch(Factors<T>& /*gaussian*/) {}
+
+  // For a problem whose factor rows are spread over processes (cp_sparse_dist.cpp), where
+  // state.a holds this process's rows only; the defaults are one process's.
+  // Scale the columns of state.a[mode] to unit norm, the norms into lambda, and refresh
+  // the mode's Gram matrix. A zero column keeps weight 0.
+  virtual void normalise(int mode, CpState<T>& state);
+  // The sum of `v` over every process (inner products of rows spread over them, and the
+  // time limit, which all must decide together).
+  virtual double total(double v) { return v; }
+  // The whole factors from every process's rows, where the result is assembled; empty
+  // elsewhere.
+  virtual Factors<T> collect(Factors<T> a) { return a; }
 };
 
 // The unweighted problem: the update is M_n (the MTTKRP) against the Hadamard product of
@@ -96,6 +108,37 @@ template <typename T> class GramProblem : public CpProblem<T> {
   bool nonneg_;
   std::vector<T> m_;  // the MTTKRP of the last updated mode
 };
+
+// The MTTKRP of a sparse tensor (cp_sparse.cpp): out (shape[mode] x rank) =
+// X_(mode) KR(a_k, k != mode), over the nonzeros only. Each thread accumulates a
+// contiguous block of them into its own buffer and the buffers are added in thread
+// order: deterministic for a given thread count.
+class SparseMttkrp {
+ public:
+  SparseMttkrp(const io::SparseTensor& x, int64_t rank) : x_(x), rank_(rank) {}
+  void operator()(int mode, const Factors<double>& a, double* out);
+
+ private:
+  void accumulate(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const;
+  void accumulate3(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const;
+  void accumulate3_avx2(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const;
+  void accumulate3_body(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const;
+
+  const io::SparseTensor& x_;
+  int64_t rank_;
+  std::vector<double> accumulators_;
+};
+
+// X_(mode) X_(mode)^T (shape[mode] squared, row-major) of a sparse tensor from its fibres:
+// entries of one fibre multiply pairwise.
+std::vector<double> sparse_mode_gram(const io::SparseTensor& x, int mode);
+
+// The Gram initialisation's size limit: modes longer than this start from Gaussian
+// factors instead of an I_n x I_n Gram matrix.
+inline constexpr int64_t kMaxGramDim = 8192;
+
+// Check a sparse tensor's consistency (kInvalidInput) and return ||X||^2.
+double checked_sparse_norm_sq(const io::SparseTensor& x);
 
 // HALS column updates (sweeps over the columns) of the I x R factor `a` for the
 // normal equations A H = M, keeping A >= 0. H must carry any ridge term already.

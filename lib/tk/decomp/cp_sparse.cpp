@@ -17,6 +17,88 @@
 
 namespace tk::decomp {
 namespace cp_detail {
+
+void SparseMttkrp::operator()(int mode, const Factors<double>& a, double* m) {
+  const int64_t dim = x_.shape[mode];
+  const int64_t out_size = dim * rank_;
+  const int max_threads = x_.nnz() < (int64_t{1} << 14) ? 1 : omp_get_max_threads();
+  accumulators_.assign(static_cast<size_t>(out_size) * static_cast<size_t>(max_threads), 0.0);
+  int used = 1;
+#pragma omp parallel num_threads(max_threads)
+  {
+    const int threads = omp_get_num_threads();
+    const int t = omp_get_thread_num();
+#pragma omp single
+    used = threads;
+    const int64_t begin = x_.nnz() * t / threads, end = x_.nnz() * (t + 1) / threads;
+    accumulate(mode, a, begin, end, accumulators_.data() + static_cast<size_t>(t) * out_size);
+  }
+  std::copy(accumulators_.begin(), accumulators_.begin() + out_size, m);
+  for (int t = 1; t < used; ++t) {
+    const double* acc = accumulators_.data() + static_cast<size_t>(t) * out_size;
+    for (int64_t e = 0; e < out_size; ++e) m[e] += acc[e];
+  }
+}
+
+// out[i_mode, :] += value * prod_{k != mode} A_k[i_k, :] over nonzeros [begin, end).
+void SparseMttkrp::accumulate(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
+  const int order = x_.order();
+  if (order == 3) return accumulate3(mode, a, begin, end, out);
+  const int64_t rank = rank_;
+  std::vector<double> row(static_cast<size_t>(rank));
+  for (int64_t e = begin; e < end; ++e) {
+    const int64_t* idx = &x_.indices[static_cast<size_t>(e * order)];
+    std::fill(row.begin(), row.end(), x_.values[e]);
+    for (int k = 0; k < order; ++k) {
+      if (k == mode) continue;
+      const double* f = &a[k][idx[k] * rank];
+      for (int64_t r = 0; r < rank; ++r) row[r] *= f[r];
+    }
+    double* dst = out + idx[mode] * rank;
+    for (int64_t r = 0; r < rank; ++r) dst[r] += row[r];
+  }
+}
+
+// The common order-3 case (most FROSTT tensors) as one fused loop the compiler vectorises:
+// compiled as it stands and, inlined, into accumulate3_avx2 (4 doubles a vector, and FMA:
+// the sums may differ from the baseline's in the last bit, as between builds).
+void SparseMttkrp::accumulate3(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
+#if TK_X86
+  if (use_avx2()) return accumulate3_avx2(mode, a, begin, end, out);
+#endif
+  accumulate3_body(mode, a, begin, end, out);
+}
+
+#if TK_X86
+TK_TARGET_AVX2 void SparseMttkrp::accumulate3_avx2(int mode, const Factors<double>& a, int64_t begin, int64_t end,
+                                                   double* out) const {
+  accumulate3_body(mode, a, begin, end, out);
+}
+#else
+void SparseMttkrp::accumulate3_avx2(int mode, const Factors<double>& a, int64_t begin, int64_t end,
+                                    double* out) const {
+  accumulate3_body(mode, a, begin, end, out);
+}
+#endif
+
+[[gnu::always_inline]] inline void SparseMttkrp::accumulate3_body(int mode, const Factors<double>& a, int64_t begin,
+                                                                  int64_t end, double* out) const {
+  const int64_t rank = rank_;
+  const int k1 = mode == 0 ? 1 : 0, k2 = mode == 2 ? 1 : 2;
+  const double* f1 = a[k1].data();
+  const double* f2 = a[k2].data();
+  const int64_t* indices = x_.indices.data();
+  const double* values = x_.values.data();
+  for (int64_t e = begin; e < end; ++e) {
+    const int64_t* idx = indices + e * 3;
+    const double v = values[e];
+    const double* __restrict g1 = f1 + idx[k1] * rank;
+    const double* __restrict g2 = f2 + idx[k2] * rank;
+    double* __restrict dst = out + idx[mode] * rank;
+    for (int64_t r = 0; r < rank; ++r) dst[r] += v * g1[r] * g2[r];
+  }
+}
+
 namespace {
 
 using io::SparseTensor;
@@ -24,86 +106,13 @@ using io::SparseTensor;
 class SparseProblem : public GramProblem<double> {
  public:
   SparseProblem(const SparseTensor& x, int64_t rank, double norm_sq, const CpOptions& options)
-      : GramProblem<double>(x.shape, rank, norm_sq, options), x_(x) {}
+      : GramProblem<double>(x.shape, rank, norm_sq, options), mttkrp_(x, rank) {}
 
  protected:
-  void mttkrp(int mode, const Factors<double>& a, double* m) override {
-    const int64_t dim = shape_[mode];
-    const int64_t out_size = dim * rank_;
-    const int max_threads = x_.nnz() < (int64_t{1} << 14) ? 1 : omp_get_max_threads();
-    accumulators_.assign(static_cast<size_t>(out_size) * static_cast<size_t>(max_threads), 0.0);
-    int used = 1;
-#pragma omp parallel num_threads(max_threads)
-    {
-      const int threads = omp_get_num_threads();
-      const int t = omp_get_thread_num();
-#pragma omp single
-      used = threads;
-      const int64_t begin = x_.nnz() * t / threads, end = x_.nnz() * (t + 1) / threads;
-      accumulate(mode, a, begin, end, accumulators_.data() + static_cast<size_t>(t) * out_size);
-    }
-    std::copy(accumulators_.begin(), accumulators_.begin() + out_size, m);
-    for (int t = 1; t < used; ++t) {
-      const double* acc = accumulators_.data() + static_cast<size_t>(t) * out_size;
-      for (int64_t e = 0; e < out_size; ++e) m[e] += acc[e];
-    }
-  }
+  void mttkrp(int mode, const Factors<double>& a, double* m) override { mttkrp_(mode, a, m); }
 
  private:
-  // out[i_mode, :] += value * prod_{k != mode} A_k[i_k, :] over nonzeros [begin, end).
-  void accumulate(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
-    const int order = x_.order();
-    if (order == 3) return accumulate3(mode, a, begin, end, out);
-    const int64_t rank = rank_;
-    std::vector<double> row(static_cast<size_t>(rank));
-    for (int64_t e = begin; e < end; ++e) {
-      const int64_t* idx = &x_.indices[static_cast<size_t>(e * order)];
-      std::fill(row.begin(), row.end(), x_.values[e]);
-      for (int k = 0; k < order; ++k) {
-        if (k == mode) continue;
-        const double* f = &a[k][idx[k] * rank];
-        for (int64_t r = 0; r < rank; ++r) row[r] *= f[r];
-      }
-      double* dst = out + idx[mode] * rank;
-      for (int64_t r = 0; r < rank; ++r) dst[r] += row[r];
-    }
-  }
-
-  // The common order-3 case (most FROSTT tensors) as one fused loop the compiler vectorises:
-  // compiled as it stands and, inlined, into accumulate3_avx2 (4 doubles a vector, and FMA:
-  // the sums may differ from the baseline's in the last bit, as between builds).
-  void accumulate3(int mode, const Factors<double>& a, int64_t begin, int64_t end, double* out) const {
-#if TK_X86
-    if (use_avx2()) return accumulate3_avx2(mode, a, begin, end, out);
-#endif
-    accumulate3_body(mode, a, begin, end, out);
-  }
-#if TK_X86
-  TK_TARGET_AVX2 void accumulate3_avx2(int mode, const Factors<double>& a, int64_t begin, int64_t end,
-                                       double* out) const {
-    accumulate3_body(mode, a, begin, end, out);
-  }
-#endif
-  [[gnu::always_inline]] inline void accumulate3_body(int mode, const Factors<double>& a, int64_t begin, int64_t end,
-                                                      double* out) const {
-    const int64_t rank = rank_;
-    const int k1 = mode == 0 ? 1 : 0, k2 = mode == 2 ? 1 : 2;
-    const double* f1 = a[k1].data();
-    const double* f2 = a[k2].data();
-    const int64_t* indices = x_.indices.data();
-    const double* values = x_.values.data();
-    for (int64_t e = begin; e < end; ++e) {
-      const int64_t* idx = indices + e * 3;
-      const double v = values[e];
-      const double* __restrict g1 = f1 + idx[k1] * rank;
-      const double* __restrict g2 = f2 + idx[k2] * rank;
-      double* __restrict dst = out + idx[mode] * rank;
-      for (int64_t r = 0; r < rank; ++r) dst[r] += v * g1[r] * g2[r];
-    }
-  }
-
-  const SparseTensor& x_;
-  std::vector<double> accumulators_;
+  SparseMttkrp mttkrp_;
 };
 
 // Nonzeros ordered by their fibre along `mode` (every index but mode's), so that each
@@ -146,7 +155,8 @@ bool same_fibre(const SparseTensor& x, int mode, int64_t p, int64_t q) {
   return true;
 }
 
-// X_(mode) X_(mode)^T from the fibres: entries of one fibre multiply pairwise.
+}  // namespace
+
 std::vector<double> sparse_mode_gram(const SparseTensor& x, int mode) {
   const int order = x.order();
   const int64_t dim = x.shape[mode];
@@ -164,8 +174,9 @@ std::vector<double> sparse_mode_gram(const SparseTensor& x, int mode) {
   return g;
 }
 
+namespace {
+
 Factors<double> sparse_gram_init(const SparseTensor& x, const CpOptions& o) {
-  constexpr int64_t kMaxGramDim = 8192;  // as for dense tensors (cp.cpp)
   Factors<double> a;
   for (int n = 0; n < x.order(); ++n) {
     const uint64_t seed = o.seed * 1000003u + static_cast<uint64_t>(n);
@@ -179,7 +190,8 @@ Factors<double> sparse_gram_init(const SparseTensor& x, const CpOptions& o) {
   return a;
 }
 
-// The tensor's consistency (kInvalidInput) and ||X||^2.
+}  // namespace
+
 double checked_sparse_norm_sq(const SparseTensor& x) {
   const int order = x.order();
   if (x.indices.size() != static_cast<size_t>(x.nnz()) * static_cast<size_t>(order))
@@ -196,7 +208,6 @@ double checked_sparse_norm_sq(const SparseTensor& x) {
   return norm_sq;
 }
 
-}  // namespace
 }  // namespace cp_detail
 
 CpResult cp_als_sparse(const io::SparseTensor& x, const CpOptions& options) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <vector>
@@ -34,7 +35,23 @@ class Comm {
   virtual void broadcast(std::span<uint8_t> bytes, Clock::time_point deadline) = 0;
   // Every rank's `mine` (sizes may differ), in rank order, on every rank.
   virtual std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, Clock::time_point deadline) = 0;
+  // Send to[r] to rank r (to.size() == size(), sizes may differ); returns what every rank
+  // sent to this one, in rank order. Each piece must stay under 2 GiB.
+  virtual std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+                                                      Clock::time_point deadline) = 0;
+  // Replace `values` (the same length on every rank) by their element-wise sum, or
+  // maximum, over every rank; every rank gets the same bytes.
+  virtual void allreduce_sum(std::span<double> values, Clock::time_point deadline) = 0;
+  virtual void allreduce_sum(std::span<int64_t> values, Clock::time_point deadline) = 0;
+  virtual void allreduce_max(std::span<int64_t> values, Clock::time_point deadline) = 0;
 };
+
+// Make an error on some ranks an error on all: every rank calls this at the same point
+// with the exception it caught there (nullptr when it has none). When any rank has one,
+// every rank throws the tk::Error of the lowest such rank (its kind, message and place),
+// so that all stop with one message and one exit status instead of some waiting for the
+// others.
+void raise_together(Comm& comm, std::exception_ptr mine, Clock::time_point deadline);
 
 // Whether this build has the MPI transport.
 bool mpi_available();

@@ -48,6 +48,7 @@ void wait_until(MPI_Request& request, Clock::time_point deadline, const char* wh
 struct Buffers {
   std::vector<uint8_t> send, all;
   std::vector<int> sizes, displs;
+  std::vector<int> send_sizes, send_displs;  // alltoallv's outgoing layout
   int my_size = 0;
 };
 
@@ -59,15 +60,26 @@ void keep_until_exit(std::shared_ptr<Buffers> buffers) {
 }
 
 // Displacements of `sizes` laid end to end; returns the total.
+// MPI counts are int: a larger exchange is refused rather than truncated.
 int lay_out(const std::vector<int>& sizes, std::vector<int>& displs) {
   displs.resize(sizes.size());
-  int total = 0;
+  int64_t total = 0;
   for (size_t r = 0; r < sizes.size(); ++r) {
-    displs[r] = total;
+    displs[r] = static_cast<int>(total);
     total += sizes[r];
+    if (total > INT32_MAX) throw runtime_error("an MPI exchange of more than 2 GiB on one rank; run on more ranks");
   }
-  return total;
+  return static_cast<int>(total);
 }
+
+int int_count(size_t bytes) {
+  if (bytes > static_cast<size_t>(INT32_MAX)) throw runtime_error("an MPI message of more than 2 GiB; run on more ranks");
+  return static_cast<int>(bytes);
+}
+
+template <typename T> MPI_Datatype mpi_type();
+template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <> MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
 
 std::vector<std::vector<uint8_t>> split(const Buffers& b) {
   std::vector<std::vector<uint8_t>> out(b.sizes.size());
@@ -143,7 +155,51 @@ class MpiComm final : public Comm {
     return split(*b);
   }
 
+  std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+                                              Clock::time_point deadline) override {
+    if (to.size() != static_cast<size_t>(size_)) throw internal_error("alltoallv needs one piece per rank");
+    auto b = std::make_shared<Buffers>();
+    b->send_sizes.resize(to.size());
+    for (size_t r = 0; r < to.size(); ++r) b->send_sizes[r] = int_count(to[r].size());
+    b->send.resize(static_cast<size_t>(lay_out(b->send_sizes, b->send_displs)));
+    for (size_t r = 0; r < to.size(); ++r) std::copy(to[r].begin(), to[r].end(), b->send.begin() + b->send_displs[r]);
+    guard(b, [&] {
+      b->sizes.resize(static_cast<size_t>(size_));
+      MPI_Request request;
+      check(MPI_Ialltoall(b->send_sizes.data(), 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_, &request),
+            "MPI_Ialltoall");
+      wait_until(request, deadline, "MPI_Ialltoall");
+      b->all.resize(static_cast<size_t>(lay_out(b->sizes, b->displs)));
+      check(MPI_Ialltoallv(b->send.data(), b->send_sizes.data(), b->send_displs.data(), MPI_BYTE, b->all.data(),
+                           b->sizes.data(), b->displs.data(), MPI_BYTE, comm_, &request), "MPI_Ialltoallv");
+      wait_until(request, deadline, "MPI_Ialltoallv");
+    });
+    return split(*b);
+  }
+
+  void allreduce_sum(std::span<double> values, Clock::time_point deadline) override {
+    allreduce(values, MPI_SUM, deadline);
+  }
+  void allreduce_sum(std::span<int64_t> values, Clock::time_point deadline) override {
+    allreduce(values, MPI_SUM, deadline);
+  }
+  void allreduce_max(std::span<int64_t> values, Clock::time_point deadline) override {
+    allreduce(values, MPI_MAX, deadline);
+  }
+
  private:
+  template <typename T> void allreduce(std::span<T> values, MPI_Op op, Clock::time_point deadline) {
+    auto b = buffers({reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
+    b->all.resize(b->send.size());
+    guard(b, [&] {
+      MPI_Request request;
+      check(MPI_Iallreduce(b->send.data(), b->all.data(), int_count(values.size()), mpi_type<T>(), op, comm_,
+                           &request), "MPI_Iallreduce");
+      wait_until(request, deadline, "MPI_Iallreduce");
+    });
+    std::copy(b->all.begin(), b->all.end(), reinterpret_cast<uint8_t*>(values.data()));
+  }
+
   static std::shared_ptr<Buffers> buffers(std::span<const uint8_t> send) {
     auto b = std::make_shared<Buffers>();
     b->send.assign(send.begin(), send.end());

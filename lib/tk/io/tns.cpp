@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cctype>
 #include <cstring>
+#include <memory>
 
 #include "tk/core/buffer.h"
 #include "tk/core/error.h"
@@ -65,7 +66,10 @@ std::vector<char> inflate_gzip(const uint8_t* data, size_t size, const std::stri
 // One pass over the text. Fields are kept as read (base decided at the end).
 class TnsParser {
  public:
-  TnsParser(const char* begin, const char* end, std::string name) : p_(begin), end_(end), name_(std::move(name)) {}
+  // `file` is where the whole text begins, when `begin` starts a later part of it: a
+  // failure's line number then counts the lines before the part (only then).
+  TnsParser(const char* begin, const char* end, std::string name, const char* file = nullptr)
+      : p_(begin), begin_(begin), end_(end), file_(file ? file : begin), name_(std::move(name)) {}
 
   void parse(SparseTensor& t) {
     while (p_ < end_) {
@@ -83,7 +87,8 @@ class TnsParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw invalid_input(what, name_ + ": line " + std::to_string(line_));
+    const int64_t before = std::count(file_, begin_, '\n');
+    throw invalid_input(what, name_ + ": line " + std::to_string(before + line_));
   }
 
   void skip_blanks() {
@@ -164,7 +169,9 @@ class TnsParser {
   }
 
   const char* p_;
+  const char* begin_;
   const char* end_;
+  const char* file_;
   std::string name_;
   int64_t line_ = 0;
   int order_ = 0;
@@ -264,6 +271,43 @@ SparseTensor read_tns(InputStream& in, const TnsReadOptions& options) {
   }
   const char* text = reinterpret_cast<const char*>(data);
   return parse_tns(text, text + raw.size(), name, options);
+}
+
+TnsPart read_tns_part(const std::string& path, int part, int parts) {
+  if (parts < 1 || part < 0 || part >= parts) throw internal_error("read_tns_part: no part " + std::to_string(part));
+  std::unique_ptr<InputStream> in = InputStream::open(path);
+  const std::string name = in->name();
+  if (!in->is_regular_file()) throw usage_error("a .tns read in parts must be a file every reader can open", name);
+  // A mapping: only the pages of this part (and of the line that straddles its end) are read.
+  Buffer raw = Buffer::map_file(in->path());
+  std::vector<char> inflated;
+  const char* text = reinterpret_cast<const char*>(raw.data());
+  size_t size = raw.size();
+  if (is_gzip(raw.data(), raw.size())) {  // no seeking in gzip: every part inflates it all
+    inflated = inflate_gzip(raw.data(), raw.size(), name);
+    text = inflated.data();
+    size = inflated.size();
+  }
+  // A line belongs to the part its first byte lies in.
+  auto line_start = [&](size_t at) -> size_t {
+    if (at == 0 || at >= size) return std::min(at, size);
+    if (text[at - 1] == '\n') return at;
+    const void* nl = std::memchr(text + at, '\n', size - at);
+    return nl ? static_cast<size_t>(static_cast<const char*>(nl) - text) + 1 : size;
+  };
+  // floor(size * k / parts), without overflow.
+  const size_t n = static_cast<size_t>(parts);
+  auto cut = [&](size_t k) { return size / n * k + size % n * k / n; };
+  const size_t begin = line_start(cut(static_cast<size_t>(part)));
+  const size_t end = line_start(cut(static_cast<size_t>(part) + 1));
+  TnsPart out;
+  out.tensor.values.reserve((end - std::min(begin, end)) / 24 + 1);
+  TnsParser parser(text + begin, text + std::max(begin, end), name, text);
+  parser.parse(out.tensor);
+  out.order = parser.order();
+  out.max_index = parser.max_index();
+  out.saw_zero = parser.saw_zero();
+  return out;
 }
 
 void write_tns(const std::string& path, const SparseTensor& tensor) {

@@ -42,6 +42,20 @@ SparseTensor read_tns(const std::string& path, const TnsReadOptions& options = {
 // read whole; gzip is inflated in memory.
 SparseTensor read_tns(InputStream& in, const TnsReadOptions& options = {});
 
+// One part of a .tns file read by one of `parts` readers (the ranks of an MPI job): the
+// lines whose first byte lies in the part-th of `parts` equal byte ranges, so that every
+// line is read by exactly one reader. A regular file is mapped and only its part's pages
+// are read; a gzip file is inflated whole by every reader. The indices are kept as
+// written: whether the file is 0- or 1-based, and the shape, are for all parts together
+// to decide. Parse errors name the line in the whole file.
+struct TnsPart {
+  SparseTensor tensor;             // indices as written; shape empty
+  int order = 0;                   // 0 when the part holds no entry
+  std::vector<int64_t> max_index;  // per mode, as written (-1: none)
+  bool saw_zero = false;           // an index 0 was seen (the file is 0-based)
+};
+TnsPart read_tns_part(const std::string& path, int part, int parts);
+
 // Write the nonzeros as 1-based .tns text.
 void write_tns(const std::string& path, const SparseTensor& tensor);
 

@@ -238,6 +238,14 @@ bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b) {
   return solve_spd_right_impl(n, g, m, b);
 }
 
+bool cholesky_right_solve(int64_t n, const double* g, int64_t m, double* b) {
+  CallThreads one;
+  std::vector<double> r(g, g + n * n);
+  if (Lapack<double>::potrf(static_cast<int>(n), r.data()) != 0) return false;
+  Lapack<double>::trsm_right_upper(static_cast<int>(m), static_cast<int>(n), r.data(), b, false);
+  return true;
+}
+
 const char* blas_threading() {
   switch (openblas_get_parallel()) {
     case 0: return "serial";

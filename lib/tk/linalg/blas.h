@@ -64,6 +64,12 @@ void qr(int64_t m, int64_t n, float* a, float* r);
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b);
 bool solve_spd_right(int64_t n, const float* g, int64_t m, float* b);
 
+// B := B R^-1, where G = R^T R is the Cholesky factorisation of the n x n symmetric
+// matrix G and B is m x n (row-major): with G = B^T B, the Q of B's Cholesky QR, which
+// needs only B's Gram matrix (and so suits rows spread over processes). Returns false,
+// B unchanged, when G is not positive definite.
+bool cholesky_right_solve(int64_t n, const double* g, int64_t m, double* b);
+
 // How the linked BLAS runs its calls in parallel: "openmp" (the build the project links:
 // on OpenMP's threads, one inside a parallel region), "pthreads" (a pool of its own) or
 // "serial".

@@ -9,6 +9,9 @@
 #                  "b.bias" [12], "conv" [6, 5, 4] of multilinear rank 2, "mask" (bool),
 #                  "step" (int64 [1])
 #   full OUT       "w" [8, 6], full rank, and "x" [10, 9, 8] of multilinear rank 2 (f32)
+#   sparse OUT     rank 3 on 40x30x20 from sparse nonnegative factors (about 6% nonzero)
+#                  with 1% noise on the nonzeros (f64), tensor "x"; as .tns only the
+#                  nonzeros are listed
 import sys
 
 import numpy as np
@@ -39,6 +42,10 @@ elif kind == "rescal":
     t = {"rel": np.einsum("ia,kab,jb->ijk", a, r, a)}
 elif kind == "plain":
     t = {"x": cp((14, 13, 12), 3, lo=0)}
+elif kind == "sparse":
+    fs = [rng.uniform(0.2, 1.2, (n, 3)) * (rng.uniform(0, 1, (n, 3)) < 0.3) for n in (40, 30, 20)]
+    x = np.einsum("ir,jr,kr->ijk", *fs)
+    t = {"x": x * (1 + 0.01 * rng.normal(size=x.shape))}
 elif kind in ("model", "full"):
     def tucker2(shape):
         us = [rng.normal(size=(n, 2)) for n in shape]
@@ -61,6 +68,8 @@ elif out.endswith(".tns"):
     with open(out, "w") as f:
         f.write("# FROSTT test\n")
         for idx, v in np.ndenumerate(next(iter(t.values()))):
+            if kind == "sparse" and v == 0:
+                continue
             f.write(" ".join(str(i + 1) for i in idx) + f" {float(v)!r}\n")
 else:
     from safetensors.numpy import save_file

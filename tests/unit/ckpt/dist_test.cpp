@@ -1,4 +1,4 @@
-// Distributed steps without MPI: ranks are threads (thread_comm.h) around the real
+// Distributed steps without MPI: ranks are threads (dist/thread_comm.h) around the real
 // DistCheckpointer, so the commit, its bad-input paths, timeouts and the resharding
 // reader are all tested here; tests/capi runs the same under mpirun.
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <set>
 
 #include "test_util.h"
-#include "thread_comm.h"
+#include "dist/thread_comm.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/ckpt/dist_checkpoint.h"
 #include "tk/ckpt/dist_part.h"

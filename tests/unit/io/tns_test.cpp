@@ -162,5 +162,53 @@ TEST(Tns, LooksLikeTns) {
   EXPECT_FALSE(looks(""));
 }
 
+
+// The parts of a file read by P readers: every line once, whatever the byte cuts fall on.
+TEST(TnsPart, EveryLineIsReadByExactlyOnePart) {
+  test::TempDir dir;
+  std::string text = "# header comment\n";
+  for (int e = 0; e < 40; ++e)
+    text += std::to_string(e % 7 + 1) + " " + std::to_string(e % 5 + 1) + "  " + std::to_string(e) + ".25" +
+            (e % 3 ? "\n" : "\r\n");
+  text += "3 3 99";  // no final newline
+  const std::string path = dir.write("p.tns", text);
+  const SparseTensor whole = read_tns(path);
+  for (int parts = 1; parts <= 9; ++parts) {
+    std::vector<int64_t> indices;
+    std::vector<double> values;
+    int entries = 0;
+    for (int part = 0; part < parts; ++part) {
+      const TnsPart p = read_tns_part(path, part, parts);
+      EXPECT_TRUE(p.tensor.shape.empty());
+      EXPECT_FALSE(p.saw_zero);
+      if (p.order) EXPECT_EQ(p.order, 2);
+      entries += static_cast<int>(p.tensor.nnz());
+      for (int64_t i : p.tensor.indices) indices.push_back(i - 1);  // as written: 1-based
+      values.insert(values.end(), p.tensor.values.begin(), p.tensor.values.end());
+    }
+    EXPECT_EQ(entries, 41) << parts << " parts";
+    EXPECT_EQ(indices, whole.indices) << parts << " parts";
+    EXPECT_EQ(values, whole.values) << parts << " parts";
+  }
+  // More parts than lines: the extra parts are empty.
+  const TnsPart last = read_tns_part(path, 299, 300);
+  EXPECT_EQ(last.order, 0);
+}
+
+TEST(TnsPart, AnErrorNamesItsLineInTheWholeFile) {
+  test::TempDir dir;
+  std::string text;
+  for (int e = 0; e < 30; ++e) text += e == 24 ? "1 x 2\n" : "1 2 3\n";
+  const std::string path = dir.write("bad.tns", text);
+  for (int part = 0; part < 3; ++part) {
+    if (part < 2) {
+      EXPECT_EQ(read_tns_part(path, part, 3).tensor.nnz(), 10);
+      continue;
+    }
+    test::expect_error_exact([&] { read_tns_part(path, part, 3); }, ErrorKind::kInvalidInput,
+                             "expected an integer index in mode 1", path + ": line 25");
+  }
+}
+
 }  // namespace
 }  // namespace tk::io

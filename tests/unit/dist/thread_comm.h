@@ -3,7 +3,9 @@
 // every rank's contribution (or its deadline).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,8 +72,59 @@ class ThreadComm final : public dist::Comm {
   std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, dist::Clock::time_point deadline) override {
     return world_->exchange(seq_++, rank_, {mine.begin(), mine.end()}, deadline);
   }
+  std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+                                              dist::Clock::time_point deadline) override {
+    // Every rank posts all its pieces (each prefixed by its size) and takes its own.
+    std::vector<uint8_t> posted;
+    for (const auto& piece : to) {
+      const uint64_t size = piece.size();
+      posted.insert(posted.end(), reinterpret_cast<const uint8_t*>(&size), reinterpret_cast<const uint8_t*>(&size + 1));
+      posted.insert(posted.end(), piece.begin(), piece.end());
+    }
+    auto all = world_->exchange(seq_++, rank_, std::move(posted), deadline);
+    std::vector<std::vector<uint8_t>> mine;
+    for (const auto& from : all) {
+      size_t at = 0;
+      for (int r = 0;; ++r) {
+        uint64_t size = 0;
+        std::memcpy(&size, from.data() + at, sizeof size);
+        at += sizeof size;
+        if (r == rank_) {
+          mine.emplace_back(from.begin() + at, from.begin() + at + size);
+          break;
+        }
+        at += size;
+      }
+    }
+    return mine;
+  }
+  void allreduce_sum(std::span<double> values, dist::Clock::time_point deadline) override {
+    reduce(values, deadline, [](double a, double b) { return a + b; });
+  }
+  void allreduce_sum(std::span<int64_t> values, dist::Clock::time_point deadline) override {
+    reduce(values, deadline, [](int64_t a, int64_t b) { return a + b; });
+  }
+  void allreduce_max(std::span<int64_t> values, dist::Clock::time_point deadline) override {
+    reduce(values, deadline, [](int64_t a, int64_t b) { return std::max(a, b); });
+  }
 
  private:
+  // Every rank's values combined in rank order, the same on every rank.
+  template <typename T, typename Op> void reduce(std::span<T> values, dist::Clock::time_point deadline, Op op) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    auto all = world_->exchange(seq_++, rank_, {bytes, bytes + values.size_bytes()}, deadline);
+    for (size_t i = 0; i < values.size(); ++i) {
+      T acc;
+      std::memcpy(&acc, all[0].data() + i * sizeof(T), sizeof(T));
+      for (size_t r = 1; r < all.size(); ++r) {
+        T v;
+        std::memcpy(&v, all[r].data() + i * sizeof(T), sizeof(T));
+        acc = op(acc, v);
+      }
+      values[i] = acc;
+    }
+  }
+
   std::shared_ptr<ThreadWorld> world_;
   int rank_;
   uint64_t seq_ = 0;

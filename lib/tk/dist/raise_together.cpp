@@ -1,0 +1,51 @@
+// raise_together: one rank's error becomes every rank's, carried as bytes by allgather.
+#include <cstring>
+#include <string>
+
+#include "tk/core/error.h"
+#include "tk/dist/comm.h"
+
+namespace tk::dist {
+
+namespace {
+
+void put_text(std::vector<uint8_t>& out, const std::string& text) {
+  const uint64_t size = text.size();
+  const auto* p = reinterpret_cast<const uint8_t*>(&size);
+  out.insert(out.end(), p, p + sizeof size);
+  out.insert(out.end(), text.begin(), text.end());
+}
+
+std::string take_text(const std::vector<uint8_t>& in, size_t& at) {
+  uint64_t size = 0;
+  if (in.size() - at < sizeof size) throw internal_error("a rank's error record is truncated");
+  std::memcpy(&size, in.data() + at, sizeof size);
+  at += sizeof size;
+  if (in.size() - at < size) throw internal_error("a rank's error record is truncated");
+  std::string text(reinterpret_cast<const char*>(in.data() + at), size);
+  at += size;
+  return text;
+}
+
+}  // namespace
+
+void raise_together(Comm& comm, std::exception_ptr mine, Clock::time_point deadline) {
+  // An empty record: no error here; otherwise the kind, the message and the place.
+  std::vector<uint8_t> record;
+  if (mine) {
+    const Error e = error_from(mine);
+    record.push_back(static_cast<uint8_t>(e.kind()));
+    put_text(record, e.message());
+    put_text(record, e.where());
+  }
+  const std::vector<std::vector<uint8_t>> all = comm.allgather(record, deadline);
+  for (const std::vector<uint8_t>& r : all) {
+    if (r.empty()) continue;
+    size_t at = 1;
+    std::string message = take_text(r, at);
+    std::string where = take_text(r, at);
+    throw Error(static_cast<ErrorKind>(r[0]), std::move(message), std::move(where));
+  }
+}
+
+}  // namespace tk::dist

@@ -1,6 +1,9 @@
 // tdecomp cp | tucker | tt | rescal: read, decompose each selected tensor, write, report.
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <functional>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -13,6 +16,7 @@
 #include "settings.h"
 #include "tk/core/error.h"
 #include "tk/decomp/decompose.h"
+#include "tk/decomp/dense_dist.h"
 #include "tk/decomp/sparse_dist.h"
 #include "tk/dist/comm.h"
 #include "tk/io/stream.h"
@@ -30,6 +34,7 @@ struct Job {
   const cli::Tool& tool;
   cli::Progress& progress;
   const Source& source;
+  bool lead = true;  // the process that reports (rank 0 under MPI)
 };
 
 decomp::Method method_of(const std::string& method) {
@@ -49,29 +54,40 @@ Outcome kept(const Source& src, Decomposition d) {
   return o;
 }
 
-// `d` in its factor dtype, or the tensor itself where that is not smaller. The reported
-// error is that of the factors as stored: rounded to a narrower dtype, then measured.
-template <typename T>
-Outcome stored(const Job& job, const decomp::DenseView<T>& x, const uint8_t* mask, Decomposition d) {
+// `d` in its factor dtype, or the tensor itself where that is not smaller (`keep`
+// makes that outcome). The reported error is that of the factors as stored: rounded to
+// a narrower dtype, then measured (`error_of`). `source_bytes`: the tensor's.
+Outcome stored(const Job& job, uint64_t source_bytes, Decomposition d,
+               const std::function<double(const Decomposition&)>& error_of,
+               const std::function<Outcome(Decomposition)>& keep) {
   const Source& src = job.source;
   d.factor_dtype = job.s.factor_dtype.value_or(default_factor_dtype(d.dtype));
   d.notes["precision"] = job.s.f32 ? "f32" : "f64";
-  if (d.stored_bytes() >= src.tensor.nbytes()) {
-    job.tool.warning(fmt::format("{}: the decomposition ({} bytes) is not smaller than the tensor ({} bytes); the "
-                                 "tensor is stored unchanged",
-                                 src.name, d.stored_bytes(), src.tensor.nbytes()));
-    return kept(src, std::move(d));
+  if (d.stored_bytes() >= source_bytes) {
+    if (job.lead)
+      job.tool.warning(fmt::format("{}: the decomposition ({} bytes) is not smaller than the tensor ({} bytes); the "
+                                   "tensor is stored unchanged",
+                                   src.name, d.stored_bytes(), source_bytes));
+    return keep(std::move(d));
   }
   if (d.factor_dtype != DType::kF64) {
     decomp::round_parts(d, d.factor_dtype);
-    d.rel_error = decomp::reconstruction_error(x, d, mask);
+    d.rel_error = error_of(d);
   }
   const bool bounded = d.method == decomp::Method::kTucker || d.method == decomp::Method::kTt;
-  if (bounded && job.o.tol && d.rel_error > *job.o.tol)
+  if (bounded && job.o.tol && d.rel_error > *job.o.tol && job.lead)
     job.tool.warning(fmt::format("{}: the factors stored as {} have relative error {:.3e}, above --tol {}; "
                                  "--factor-dtype f64 keeps the bound",
                                  src.name, dtype_name(d.factor_dtype), d.rel_error, cli::format_number(*job.o.tol)));
-  return Outcome{std::move(d), src.tensor.nbytes(), {}, {}};
+  return Outcome{std::move(d), source_bytes, {}, {}};
+}
+
+template <typename T>
+Outcome stored(const Job& job, const decomp::DenseView<T>& x, const uint8_t* mask, Decomposition d) {
+  return stored(
+      job, job.source.tensor.nbytes(), std::move(d),
+      [&](const Decomposition& m) { return decomp::reconstruction_error(x, m, mask); },
+      [&](Decomposition m) { return kept(job.source, std::move(m)); });
 }
 
 decomp::IterationCallback iteration_callback(const Job& job) {
@@ -270,6 +286,56 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   return {Outcome{std::move(d), coo_bytes, {}, {}}};
 }
 
+// Tucker of tensor `index` across the ranks of an MPI job (dense_dist.h): every rank
+// reads its slab of the cut mode; rank 0's outcome is the one reported.
+template <typename T>
+Outcome tucker_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s, cli::Progress& progress,
+                      io::TensorReader& reader, size_t index, const std::string& file, dist::Comm& comm) {
+  const io::TensorInfo& info = reader.tensors()[index];
+  const auto far = [] { return dist::Clock::now() + std::chrono::hours(1); };
+  Source src{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
+  Job job{o, s, tool, progress, src, comm.rank() == 0};
+  decomp::TuckerOptions t = tucker_options(job);
+  const size_t mode = decomp::tucker_cut_mode(info.shape, t);
+  const auto [lo, hi] = decomp::slab_rows(info.shape[mode], comm.rank(), comm.size());
+  // The slab, converted and checked: an error on any rank (a non-finite value, a block
+  // it cannot read) is every rank's.
+  std::optional<ComputeData<T>> data;
+  std::exception_ptr error;
+  try {
+    src = named_source(info, file);
+    check_order(info.shape, src.where);
+    if (!s.ranks.empty() && s.ranks.size() != info.shape.size())
+      throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", s.ranks.size(),
+                                    info.shape.size()), src.where);
+    src.tensor = reader.read_slab(index, mode, lo, hi);
+    src.slab = SlabPlace{mode, lo, info.shape};
+    data.emplace(src, nullptr);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  dist::raise_together(comm, error, far());
+  Shape local = info.shape;
+  local[mode] = hi - lo;
+  const decomp::DenseView<T> x{data->data(), local};
+  decomp::TuckerResult r;
+  try {
+    r = decomp::tucker(x, info.shape, comm, t);
+  } catch (const Error& e) {
+    throw e.with_context(src.where);
+  }
+  Decomposition d = decomp::from_tucker(info.name, info.shape, info.dtype, r);
+  d.notes["algorithm"] = o.tucker_method;
+  return stored(
+      job, dtype_storage_bytes(info.dtype, shape_numel(info.shape)), std::move(d),
+      [&](const Decomposition& m) { return decomp::tucker_error(x, info.shape, comm, t, decomp::to_tucker(m)); },
+      [&](Decomposition m) {
+        // Kept whole: rank 0 reads the tensor itself (it is no larger than its model).
+        if (comm.rank() == 0) src.tensor = reader.read(index);
+        return kept(src, std::move(m));
+      });
+}
+
 // Sparse CP of a .tns file across the ranks of an MPI job (sparse_dist.h): every rank
 // reads its part of the file; rank 0 alone gets the factors, to write and report.
 std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s,
@@ -289,17 +355,18 @@ std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOpt
   const bool lead = comm.rank() == 0;
   if (s.f32 && lead) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
   Job job{o, s, tool, progress, src};
-  decomp::SparseDistStats stats;
-  decomp::CpResult result = decomp::cp_als_sparse(mine, cp_options(job, o.rank), comm, &stats);
   std::vector<int64_t> nnz = {mine.nnz()};
   comm.allreduce_sum(std::span<int64_t>(nnz), dist::Clock::now() + std::chrono::hours(1));
+  const Shape shape = mine.shape;
+  decomp::SparseDistStats stats;
+  decomp::CpResult result = decomp::cp_als_sparse(std::move(mine), cp_options(job, o.rank), comm, &stats);
   if (!lead) return {};
-  Decomposition d = decomp::from_cp(name, mine.shape, DType::kF64, std::move(result));
+  Decomposition d = decomp::from_cp(name, shape, DType::kF64, std::move(result));
   d.seed = s.seed;
   d.notes["sparse_nnz"] = std::to_string(nnz[0]);
   d.notes["precision"] = "f64";
   d.factor_dtype = DType::kF64;
-  const uint64_t coo_bytes = static_cast<uint64_t>(nnz[0]) * (8 * mine.order() + 8);
+  const uint64_t coo_bytes = static_cast<uint64_t>(nnz[0]) * (8 * shape.size() + 8);
   Outcome out{std::move(d), coo_bytes, {}, {}};
   out.spread = stats;
   return {std::move(out)};
@@ -312,32 +379,40 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
   cli::Progress progress(tool.options().show_progress && tool.options().verbose == 0, tool.name());
   std::vector<Outcome> outcomes;
   io::Metadata metadata;
-  // Under mpirun or srun, sparse CP spreads over the ranks; nothing else does yet.
+  // Under mpirun or srun, sparse CP and Tucker spread over the ranks; nothing else does.
   std::unique_ptr<dist::Comm> comm = dist::world();
   if (comm && comm->size() > 1 && o.input == "-")
     throw usage_error("under mpirun the input must be a file that every rank can read, not standard input");
   Input input(o.input);
-  const bool spread = comm && input.is_tns() && o.method == "cp";
-  if (comm && comm->size() > 1 && !spread)
-    throw usage_error("under mpirun, tdecomp " + o.method + " runs on one rank: only cp on a .tns input is spread "
-                      "over the ranks (and tdecomp rank, whose realisations are)");
-  if (spread) {
+  const bool spread_cp = comm && input.is_tns() && o.method == "cp";
+  const bool spread_tucker = comm && !input.is_tns() && o.method == "tucker";
+  if (comm && comm->size() > 1 && !spread_cp && !spread_tucker)
+    throw usage_error("under mpirun only cp on a .tns input, tucker and rank are spread over the ranks; run tdecomp " +
+                      o.method + (o.method == "cp" ? " on a dense tensor" : "") + " without mpirun");
+  if (spread_tucker && s.budget) throw usage_error("under mpirun, tucker takes --ranks or --tol, not --budget");
+  const bool lead = !comm || comm->rank() == 0;
+  if (spread_cp) {
     outcomes = decompose_tns_spread(tool, o, s, *comm, progress);
-    if (comm->rank() != 0) return cli::kExitOk;  // rank 0 writes and reports
   } else if (input.is_tns()) {
     outcomes = decompose_tns(tool, o, s, input, progress);
   } else {
     auto reader = input.open_reader();
-    cli::warn_skipped(tool, *reader, o.input);
+    if (lead) cli::warn_skipped(tool, *reader, o.input);
     metadata = reader->metadata();
     const std::string file = io::input_display_name(o.input);
     const Shape reshape = o.method == "tt" ? s.shape : Shape{};
-    for (size_t index : tensors_to_decompose(tool, *reader, o.method, reshape, o.explain)) {
+    for (size_t index : tensors_to_decompose(tool, *reader, o.method, reshape, o.explain, lead)) {
+      if (spread_tucker) {
+        outcomes.push_back(s.f32 ? tucker_spread<float>(tool, o, s, progress, *reader, index, file, *comm)
+                                 : tucker_spread<double>(tool, o, s, progress, *reader, index, file, *comm));
+        continue;
+      }
       Source src = read_source(*reader, index, file);
       Job job{o, s, tool, progress, src};
       outcomes.push_back(s.f32 && o.method != "rescal" ? decompose_dense<float>(job) : decompose_dense<double>(job));
     }
   }
+  if (!lead) return cli::kExitOk;  // rank 0 writes and reports
   progress.clear();
   write_decompositions(tool, o.output, s.format, outcomes, std::move(metadata));
   report_decompositions(tool, o.method, o.input, o.output, outcomes);

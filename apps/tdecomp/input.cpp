@@ -89,7 +89,8 @@ std::string tns_tensor_name(const std::string& path) {
 }
 
 std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::TensorReader& reader,
-                                         const std::string& method, const Shape& reshape, bool explain) {
+                                         const std::string& method, const Shape& reshape, bool explain, bool report) {
+  explain = explain && report;
   cli::TensorSelection selection = tool.options().selection();
   const bool chosen = !tool.options().tensors.empty();
   const auto& infos = reader.tensors();
@@ -117,16 +118,20 @@ std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::Tensor
   if (picked.empty() && skipped.empty()) throw usage_error("every tensor is excluded; -t and --exclude select tensors");
   if (picked.empty())
     throw usage_error("no tensor left to decompose: skipped " + skipped_text(skipped) + "; -t selects tensors");
-  if (!skipped.empty()) tool.summary("notice: skipped " + skipped_text(skipped) + "; -t selects tensors");
+  if (!skipped.empty() && report) tool.summary("notice: skipped " + skipped_text(skipped) + "; -t selects tensors");
   return picked;
 }
 
 Source read_source(io::TensorReader& reader, size_t index, const std::string& file) {
-  const io::TensorInfo& info = reader.tensors()[index];
+  Source s = named_source(reader.tensors()[index], file);
+  s.tensor = reader.read(index);
+  return s;
+}
+
+Source named_source(const io::TensorInfo& info, const std::string& file) {
   Source s{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
   if (!is_real_number_type(info.dtype))
     throw invalid_input(fmt::format("dtype {} is not a real number type", dtype_name(info.dtype)), s.where);
-  s.tensor = reader.read(index);
   return s;
 }
 
@@ -168,11 +173,20 @@ template <typename T> ComputeData<T>::ComputeData(const Source& source, const ui
       convert_to_f32(t.dtype(), t.data(), 0, n, owned_.data());
     data_ = owned_.data();
   }
+  // Element i of a slab as an element of the whole tensor.
+  auto element = [&](uint64_t i) {
+    if (!source.slab) return i;
+    const SlabPlace& p = *source.slab;
+    uint64_t inner = 1;
+    for (size_t k = p.mode + 1; k < p.whole.size(); ++k) inner *= static_cast<uint64_t>(p.whole[k]);
+    const uint64_t run = static_cast<uint64_t>(t.shape()[p.mode]) * inner;
+    return i / run * static_cast<uint64_t>(p.whole[p.mode]) * inner + static_cast<uint64_t>(p.lo) * inner + i % run;
+  };
   for (uint64_t i = 0; i < n; ++i) {
     if (std::isfinite(data_[i])) continue;
     if (!mask || mask[i])
       throw invalid_input(fmt::format("non-finite value ({}) at element {}; mask it with --mask or clean the data",
-                                      std::isnan(data_[i]) ? "NaN" : "Inf", i),
+                                      std::isnan(data_[i]) ? "NaN" : "Inf", element(i)),
                           source.where);
     if (owned_.empty()) owned_.assign(data_, data_ + n);
     owned_[i] = 0;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,19 @@ class Input {
 std::string tns_tensor_name(const std::string& path);
 
 // One tensor to decompose, as read.
+// Where a slab lies in its whole tensor: rows [lo, ...) of `mode` of `whole` (a rank's
+// part under MPI), so that messages name elements of the whole tensor.
+struct SlabPlace {
+  size_t mode = 0;
+  int64_t lo = 0;
+  Shape whole;
+};
+
 struct Source {
   std::string name;
   std::string where;  // "FILE: tensor 'NAME'" for messages
   Tensor tensor;
+  std::optional<SlabPlace> slab = std::nullopt;  // set when `tensor` is a slab of the named tensor
 };
 
 
@@ -52,11 +62,15 @@ struct Source {
 // (a summary: not with -q). With -t every selected tensor is kept, to be refused when
 // read. `explain`: one line per tensor of the file on stderr, "NAME: DECISION". kUsage
 // when nothing is left; kInvalidInput for a file without tensors.
+// `report` false (an MPI rank other than 0): the same choice, told nothing of.
 std::vector<size_t> tensors_to_decompose(const cli::Tool& tool, const io::TensorReader& reader,
-                                         const std::string& method, const Shape& reshape, bool explain);
+                                         const std::string& method, const Shape& reshape, bool explain,
+                                         bool report = true);
 
 // Read tensor `index`; kInvalidInput when its dtype is not numeric (BOOL, C64).
 Source read_source(io::TensorReader& reader, size_t index, const std::string& file);
+// The same without reading: the source's name and place, its tensor empty.
+Source named_source(const io::TensorInfo& info, const std::string& file);
 
 // kInvalidInput "tensor of order N; ... need order >= 2" for shapes of order < 2.
 void check_order(const Shape& shape, const std::string& where);

@@ -43,7 +43,7 @@ struct Outcome {
   uint64_t source_bytes = 0;           // the input's bytes (sparse: coordinates and values)
   std::vector<decomp::BudgetCandidate> budget;
   std::optional<Tensor> kept;
-  std::optional<decomp::SparseDistStats> spread;  // sparse CP across MPI ranks: how
+  std::optional<decomp::SparseDistStats> spread = std::nullopt;  // sparse CP across MPI ranks
 
   uint64_t stored_bytes() const { return kept ? kept->nbytes() : model.stored_bytes(); }
 };

@@ -77,28 +77,38 @@ def model_bytes(dims, nnz, procs, rank, grid=None):
     return 16 * rank * total, grid
 
 
-def peak_kib(stderr):
-    return max((int(v) for v in re.findall(r"^PEAK_KIB (\d+)$", stderr, re.M)), default=0)
+def timed(work, tool):
+    """`tool` under /usr/bin/time, each rank writing its peak resident KiB to its own file
+    (mpirun may close a rank's stderr before time writes to it)."""
+    for f in os.listdir(work):
+        if f.startswith("peak."):
+            os.remove(os.path.join(work, f))
+    return ["sh", "-c", f'exec /usr/bin/time -f %M -o {work}/peak.${{OMPI_COMM_WORLD_RANK:-0}} "$@"', "sh", *tool]
+
+
+def peak_mib(work):
+    return max(int(open(os.path.join(work, f)).read().split()[-1]) for f in os.listdir(work) if f.startswith("peak.")) / 1024
 
 
 def run_tdecomp(args, tns, procs, out_json):
-    cmd = ["mpirun", "-np", str(procs), "/usr/bin/time", "-f", "PEAK_KIB %M",
+    cmd = ["mpirun", "-np", str(procs)] + timed(args.work, [
            os.path.join(args.bin, "tdecomp"), "cp", tns, "--rank", str(args.rank), "--max-iters", str(args.iters),
            "--tol", "1e-15", "--init", "random", "--seed", "1", "-j", "1", "-q", "-f", "-o",
-           os.path.join(args.work, "cp.safetensors"), "--json", out_json]
+           os.path.join(args.work, "cp.safetensors"), "--json", out_json])
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env={**os.environ, **MPI_ENV}, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     rep = json.load(open(out_json))["tensors"][0]
     return {"iter": rep["seconds_per_iteration"], "wall": wall, "iters": rep["iterations"],
-            "peak_mib": peak_kib(p.stderr) / 1024, "bytes": rep["mpi"]["bytes_sent_per_iteration_max"],
+            "peak_mib": peak_mib(args.work), "bytes": rep["mpi"]["bytes_sent_per_iteration_max"],
             "bytes_mean": rep["mpi"]["bytes_sent_per_iteration_mean"], "grid": rep["mpi"]["grid"],
             "fit": rep["fit"]}
 
 
 def run_splatt(args, tns, procs):
-    cmd = ["mpirun", "-np", str(procs), "/usr/bin/time", "-f", "PEAK_KIB %M", args.splatt, "cpd", tns,
-           "-r", str(args.rank), "-i", str(args.iters), "--tol=0", "--seed=1", "-t", "1", "--nowrite"]
+    cmd = ["mpirun", "-np", str(procs)] + timed(args.work, [
+           args.splatt, "cpd", tns, "-r", str(args.rank), "-i", str(args.iters), "--tol=0", "--seed=1", "-t", "1",
+           "--nowrite"])
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env={**os.environ, **MPI_ENV}, capture_output=True, text=True, check=True,
                        cwd=args.work)
@@ -109,7 +119,7 @@ def run_splatt(args, tns, procs):
     vol_max = re.search(r"MAX COMMUNICATION VOL=(\d+)", p.stdout)
     dims = re.search(r"DISTRIBUTION=\S+ DIMS=(\S+)", p.stdout)
     fit = re.search(r"Final fit: ([\d.]+)", p.stdout)
-    return {"iter": cpd / max(iters, 1), "wall": wall, "iters": iters, "peak_mib": peak_kib(p.stderr) / 1024,
+    return {"iter": cpd / max(iters, 1), "wall": wall, "iters": iters, "peak_mib": peak_mib(args.work),
             "vol_avg": int(vol.group(1)) if vol else 0, "vol_max": int(vol_max.group(1)) if vol_max else 0,
             "grid": dims.group(1) if dims else "?", "fit": float(fit.group(1)) if fit else float("nan")}
 

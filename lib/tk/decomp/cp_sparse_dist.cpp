@@ -64,14 +64,14 @@ std::vector<int64_t> choose_grid(const std::vector<int64_t>& shape, int processe
 // the row exchanges. Built once and shared by every restart.
 class Layout {
  public:
-  Layout(const io::SparseTensor& mine, int64_t rank, Comm& comm) : comm_(comm), rank_(rank) {
+  // `mine` is emptied once its nonzeros are on their way.
+  Layout(io::SparseTensor& mine, int64_t rank, Comm& comm) : comm_(comm), rank_(rank) {
     shape_ = mine.shape;
     order_ = static_cast<int>(shape_.size());
     grid_ = choose_grid(shape_, comm.size());
     cut_layers(mine);
     place_members();
-    io::SparseTensor here = exchange_nonzeros(mine);
-    compact(here);
+    compact(exchange_nonzeros(mine));
     plan_exchanges();
   }
 
@@ -99,7 +99,7 @@ class Layout {
     std::vector<std::vector<uint8_t>> out(static_cast<size_t>(comm_.size()));
     for (size_t dest = 0; dest < out.size(); ++dest)
       for (int64_t slot : send_[n][dest]) append(out[dest], partial + slot * rank_, static_cast<size_t>(rank_));
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(out, deadline());
+    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), reduce_from_[n], deadline());
     std::fill(own, own + own_rows(n) * rank_, 0.0);
     for (size_t src = 0; src < in.size(); ++src) {
       const std::vector<double> rows = values_of<double>(in[src]);
@@ -115,7 +115,7 @@ class Layout {
     std::vector<std::vector<uint8_t>> out(static_cast<size_t>(comm_.size()));
     for (size_t dest = 0; dest < out.size(); ++dest)
       for (int64_t offset : recv_[n][dest]) append(out[dest], own + offset * rank_, static_cast<size_t>(rank_));
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(out, deadline());
+    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), spread_from_[n], deadline());
     for (size_t src = 0; src < in.size(); ++src) {
       const std::vector<double> rows = values_of<double>(in[src]);
       for (size_t k = 0; k < send_[n][src].size(); ++k)
@@ -181,7 +181,7 @@ class Layout {
   }
 
   // Every nonzero to the process of its layers (in process order, then file order).
-  io::SparseTensor exchange_nonzeros(const io::SparseTensor& mine) const {
+  io::SparseTensor exchange_nonzeros(io::SparseTensor& mine) const {
     std::vector<std::vector<uint8_t>> out(static_cast<size_t>(comm_.size()));
     for (int64_t e = 0; e < mine.nnz(); ++e) {
       const int64_t* idx = &mine.indices[e * order_];
@@ -190,7 +190,9 @@ class Layout {
       append(out[dest], idx, static_cast<size_t>(order_));
       append(out[dest], &mine.values[e], 1);
     }
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(out, deadline());
+    std::vector<int64_t>().swap(mine.indices);
+    std::vector<double>().swap(mine.values);
+    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), deadline());
     io::SparseTensor here;
     here.shape = shape_;
     const size_t record = static_cast<size_t>(order_ + 1) * 8;
@@ -207,18 +209,22 @@ class Layout {
   }
 
   // The touched rows of every mode, and the nonzeros re-indexed by them.
-  void compact(const io::SparseTensor& here) {
-    local_.values = here.values;
-    local_.indices.resize(here.indices.size());
+  // (in place: each mode's column is rewritten once its touched rows are known).
+  void compact(io::SparseTensor here) {
+    local_ = std::move(here);
+    local_.shape.clear();
+    const int64_t nnz = local_.nnz();
     touched_.resize(static_cast<size_t>(order_));
     for (int n = 0; n < order_; ++n) {
       std::vector<int64_t>& rows = touched_[n];
-      for (int64_t e = 0; e < here.nnz(); ++e) rows.push_back(here.indices[e * order_ + n]);
+      for (int64_t e = 0; e < nnz; ++e) rows.push_back(local_.indices[e * order_ + n]);
       std::sort(rows.begin(), rows.end());
       rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-      for (int64_t e = 0; e < here.nnz(); ++e)
-        local_.indices[e * order_ + n] =
-            std::lower_bound(rows.begin(), rows.end(), here.indices[e * order_ + n]) - rows.begin();
+      rows.shrink_to_fit();
+      for (int64_t e = 0; e < nnz; ++e) {
+        int64_t& i = local_.indices[e * order_ + n];
+        i = std::lower_bound(rows.begin(), rows.end(), i) - rows.begin();
+      }
       local_.shape.push_back(static_cast<int64_t>(rows.size()));
     }
   }
@@ -237,13 +243,22 @@ class Layout {
         send_[n][dest].push_back(slot);
         append(out[dest], &i, 1);
       }
-      std::vector<std::vector<uint8_t>> in = comm_.alltoallv(out, deadline());
+      std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), deadline());
       for (size_t src = 0; src < processes; ++src)
         for (int64_t i : values_of<int64_t>(in[src])) {
           if (i < own_[n].first || i >= own_[n].second) throw internal_error("a row was sent to a process not owning it");
           recv_[n][src].push_back(i - own_[n].first);
         }
     }
+    // The bytes each exchange brings, known from here on.
+    const size_t row_bytes = static_cast<size_t>(rank_) * sizeof(double);
+    reduce_from_.assign(static_cast<size_t>(order_), std::vector<size_t>(processes));
+    spread_from_.assign(static_cast<size_t>(order_), std::vector<size_t>(processes));
+    for (int n = 0; n < order_; ++n)
+      for (size_t p = 0; p < processes; ++p) {
+        reduce_from_[n][p] = recv_[n][p].size() * row_bytes;
+        spread_from_[n][p] = send_[n][p].size() * row_bytes;
+      }
   }
 
   int owner(int n, int64_t i) const {
@@ -269,6 +284,7 @@ class Layout {
   std::vector<std::vector<int64_t>> touched_;
   std::vector<std::vector<std::vector<int64_t>>> send_;    // [mode][dest]: touched slots
   std::vector<std::vector<std::vector<int64_t>>> recv_;    // [mode][src]: own offsets
+  std::vector<std::vector<size_t>> reduce_from_, spread_from_;  // [mode][src]: bytes each brings
 };
 
 // The one-process GramProblem on this process's own rows: state.a[n] holds them, and the
@@ -407,7 +423,7 @@ std::vector<double> gram_start(const Layout& layout, int n, const CpOptions& o) 
     append(out[dest], idx.data(), idx.size());
     append(out[dest], &x.values[e], 1);
   }
-  std::vector<std::vector<uint8_t>> in = comm.alltoallv(out, deadline());
+  std::vector<std::vector<uint8_t>> in = comm.alltoallv(std::move(out), deadline());
   io::SparseTensor fibres;
   fibres.shape = layout.shape();
   const size_t record = static_cast<size_t>(order + 1) * 8;
@@ -522,7 +538,7 @@ io::SparseTensor read_tns_shared(const std::string& path, Comm& comm, const io::
   return t;
 }
 
-CpResult cp_als_sparse(const io::SparseTensor& mine, const CpOptions& options, Comm& comm, SparseDistStats* stats) {
+CpResult cp_als_sparse(io::SparseTensor mine, const CpOptions& options, Comm& comm, SparseDistStats* stats) {
   using namespace cp_detail;
   CpOptions o = options;
   o.mask = nullptr;
@@ -539,12 +555,13 @@ CpResult cp_als_sparse(const io::SparseTensor& mine, const CpOptions& options, C
   dist::raise_together(comm, error, deadline());
   comm.allreduce_sum(std::span<double>(&norm_sq, 1), deadline());
   linalg::SerialBlas serial_blas;
+  const std::vector<int64_t> shape = mine.shape;
   const Layout layout(mine, o.rank, comm);
   auto make_problem = [&]() -> std::unique_ptr<CpProblem<double>> {
     return std::make_unique<DistProblem>(layout, o.rank, norm_sq, o);
   };
   auto init = [&](int restart) { return start_rows(layout, o, restart); };
-  CpResult result = run_cp_als<double>(mine.shape, o, norm_sq, make_problem, init);
+  CpResult result = run_cp_als<double>(shape, o, norm_sq, make_problem, init);
   const SparseDistStats gathered = gather_stats(layout);  // a collective: on every process
   if (stats) *stats = gathered;
   return result;

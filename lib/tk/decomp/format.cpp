@@ -245,6 +245,19 @@ CpResult to_cp(const Decomposition& d) {
   return r;
 }
 
+TuckerResult to_tucker(const Decomposition& d) {
+  if (d.method != Method::kTucker)
+    throw invalid_input("not a Tucker decomposition (method " + std::string(method_name(d.method)) + ")", d.name);
+  TuckerResult r;
+  r.ranks = d.ranks;
+  r.core = d.parts.at(0).values;
+  for (size_t p = 1; p < d.parts.size(); ++p) r.factors.push_back(d.parts[p].values);
+  r.rel_error = d.rel_error;
+  r.iterations = d.iterations;
+  r.seconds = d.seconds;
+  return r;
+}
+
 void round_parts(Decomposition& d, DType dtype) {
   for (auto& p : d.parts) {
     if (p.values.empty()) continue;

@@ -81,6 +81,7 @@ Decomposition from_rescal(const std::string& name, const Shape& shape, DType dty
 // --init-file). Throw kInvalidInput when the method or the parts do not fit.
 TtResult to_tt(const Decomposition& d);
 CpResult to_cp(const Decomposition& d);
+TuckerResult to_tucker(const Decomposition& d);
 
 // Round every part to `dtype` and back (what storing them in it does), in place.
 void round_parts(Decomposition& d, DType dtype);

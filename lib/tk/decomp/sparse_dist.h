@@ -44,12 +44,13 @@ struct SparseDistStats {
 
 // Sparse CP-ALS of the tensor whose nonzeros are spread over the processes of `comm`:
 // `mine` holds this process's (any subset, disjoint from the others'; global 0-based
-// indices; the same shape everywhere), as read_tns_shared gives them. The options are
+// indices; the same shape everywhere), as read_tns_shared gives them; move it in, and
+// its memory goes once the nonzeros are sent to their layers. The options are
 // those of the one-process cp_als_sparse, and so are the result's iterations, fit and
 // error on every process; the factors and lambda come on process 0 only (empty
 // elsewhere). For the same tensor, options and seed they equal cp_als_sparse's up to the
 // order of floating-point sums. on_iteration is called on process 0 only.
-CpResult cp_als_sparse(const io::SparseTensor& mine, const CpOptions& options, dist::Comm& comm,
+CpResult cp_als_sparse(io::SparseTensor mine, const CpOptions& options, dist::Comm& comm,
                        SparseDistStats* stats = nullptr);
 
 }  // namespace tk::decomp

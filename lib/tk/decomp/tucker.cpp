@@ -11,6 +11,8 @@
 // larger I_n first): the most shrinking projection comes first, so every later Gram
 // matrix and product works on the smallest tensor. With a tolerance the ranks are not
 // known in advance; modes go in decreasing I_n, the modes with the most room to shrink.
+// Equal modes go last mode first, so that of a cube mode 0 is projected last: across
+// processes that is the cut mode, whose slabs are contiguous bytes of a row-major file.
 //
 // Tolerance. For ST-HOSVD, ||X - X^||^2 is exactly the sum over the processed modes of
 // the eigenvalue mass discarded at each step. The budget tol^2 ||X||^2 is shared
@@ -21,16 +23,27 @@
 // rel_error is sqrt(||X||^2 - ||core||^2) / ||X|| (the factors are orthonormal and the
 // core is the projection of X), both norms accumulated in double; when that is below
 // 1e-4, where the subtraction has lost its digits, it is measured on a reconstruction.
+//
+// Across processes (dense_dist.h) the tensor is cut into slabs along the mode ST-HOSVD
+// projects last. Every other mode's Gram matrix is the sum of the slabs' and its
+// projection is local to each slab; before the last mode the shrunk slabs are gathered,
+// and every process finishes the same small problem. HOOI sums (or, for the cut mode,
+// gathers) each partial projection. The steps are the one-process steps; only the
+// order of floating-point sums differs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <span>
+#include <tuple>
 #include <string>
 #include <type_traits>
 
 #include "tk/core/error.h"
 #include "tk/decomp/decomp.h"
+#include "tk/decomp/dense_dist.h"
 #include "tk/decomp/modes.h"
+#include "tk/dist/comm.h"
 
 namespace tk::decomp {
 namespace {
@@ -65,11 +78,66 @@ std::vector<size_t> projection_order(const std::vector<int64_t>& shape, const st
   std::vector<size_t> order(shape.size());
   std::iota(order.begin(), order.end(), size_t(0));
   auto reduction = [&](size_t n) { return ranks.empty() ? 1.0 : double(shape[n]) / double(ranks[n]); };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (reduction(a) != reduction(b)) return reduction(a) > reduction(b);
-    return shape[a] > shape[b];
+    if (shape[a] != shape[b]) return shape[a] > shape[b];
+    return a > b;
   });
   return order;
+}
+
+// Where the tensor is: whole in this process (no comm), or cut along `mode` over the
+// processes of `comm`, this one holding rows [lo, hi) of the whole `shape`.
+struct Spread {
+  dist::Comm* comm = nullptr;
+  size_t mode = 0;
+  int64_t lo = 0, hi = 0;
+  std::vector<int64_t> shape;
+};
+
+dist::Clock::time_point deadline() { return dist::Clock::now() + std::chrono::hours(1); }
+
+// Sum `values` over the processes (in double).
+template <typename T> void sum_over(const Spread& spread, std::vector<T>& values) {
+  if (!spread.comm) return;
+  std::vector<double> wide(values.begin(), values.end());
+  spread.comm->allreduce_sum(std::span<double>(wide), deadline());
+  std::copy(wide.begin(), wide.end(), values.begin());
+}
+
+double sum_over(const Spread& spread, double value) {
+  if (spread.comm) spread.comm->allreduce_sum(std::span<double>(&value, 1), deadline());
+  return value;
+}
+
+// Every process's slab of a tensor of `shape` (this one's extent along the cut mode:
+// its rows), assembled along the cut mode on every process; `shape` becomes the whole.
+template <typename T> std::vector<T> gather_slabs(const Spread& spread, const T* data, std::vector<int64_t>& shape) {
+  const size_t m = spread.mode;
+  const int64_t count = modes::element_count(shape);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  const std::vector<std::vector<uint8_t>> all =
+      spread.comm->allgather({bytes, bytes + static_cast<size_t>(count) * sizeof(T)}, deadline());
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < m; ++k) outer *= shape[k];
+  for (size_t k = m + 1; k < shape.size(); ++k) inner *= shape[k];
+  shape[m] = spread.shape[m];
+  std::vector<T> whole(static_cast<size_t>(outer * shape[m] * inner));
+  for (size_t p = 0; p < all.size(); ++p) {
+    const auto [lo, hi] = slab_rows(spread.shape[m], static_cast<int>(p), static_cast<int>(all.size()));
+    const int64_t run = (hi - lo) * inner;
+    if (all[p].size() != static_cast<size_t>(outer * run) * sizeof(T)) throw internal_error("a slab of the wrong size");
+    const T* piece = reinterpret_cast<const T*>(all[p].data());
+    for (int64_t o = 0; o < outer; ++o) std::copy_n(piece + o * run, run, whole.begin() + (o * shape[m] + lo) * inner);
+  }
+  return whole;
+}
+
+// A factor as this process applies it: its rows of the cut mode, all rows otherwise.
+template <typename T>
+std::vector<T> factor_rows(const Spread& spread, size_t n, const std::vector<T>& factor, int64_t rank) {
+  if (!spread.comm || n != spread.mode) return factor;
+  return {factor.begin() + spread.lo * rank, factor.begin() + spread.hi * rank};
 }
 
 template <typename T> struct TuckerModel {
@@ -83,8 +151,11 @@ template <typename T> struct TuckerModel {
 template <typename T>
 const T* project_mode(const T* data, std::vector<int64_t>& shape, size_t n, const std::vector<T>& factor,
                       int64_t rank, std::vector<T>& storage) {
-  std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * rank));
-  modes::mode_product(data, shape, n, factor.data(), Op::kTrans, rank, next.data());
+  std::vector<int64_t> after = shape;
+  after[n] = rank;
+  std::vector<T> next(static_cast<size_t>(modes::element_count(after)), T(0));
+  // A slab without rows contributes nothing (zeros when the empty mode is projected).
+  if (modes::element_count(shape) > 0) modes::mode_product(data, shape, n, factor.data(), Op::kTrans, rank, next.data());
   shape[n] = rank;
   storage = std::move(next);
   return storage.data();
@@ -93,9 +164,9 @@ const T* project_mode(const T* data, std::vector<int64_t>& shape, size_t n, cons
 // ||X||^2 before the first Gram matrix: for float input a pass accumulating in double
 // (a float trace is too coarse for the error formula); for double input it is the trace
 // of the first Gram matrix, computed anyway (negative: not known yet).
-template <typename T> double initial_squared_norm(const DenseView<T>& x) {
+template <typename T> double initial_squared_norm(const DenseView<T>& x, const Spread& spread) {
   if constexpr (std::is_same_v<T, float>) {
-    const double norm2 = modes::sum_squares(x.data, modes::element_count(x.shape));
+    const double norm2 = sum_over(spread, modes::sum_squares(x.data, modes::element_count(x.shape)));
     modes::check_finite_norm(norm2, "tucker");
     return norm2;
   } else {
@@ -105,21 +176,29 @@ template <typename T> double initial_squared_norm(const DenseView<T>& x) {
 
 // ST-HOSVD; sets norm2 from the first Gram matrix when it is negative.
 template <typename T>
-TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double tol, double& norm2) {
+TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double tol, double& norm2,
+                       const Spread& spread) {
   const size_t d = x.shape.size();
+  const std::vector<int64_t>& whole = spread.comm ? spread.shape : x.shape;
   TuckerModel<T> model;
-  model.ranks = options.ranks.empty() ? x.shape : options.ranks;
+  model.ranks = options.ranks.empty() ? whole : options.ranks;
   model.factors.resize(d);
   double discarded = 0;
   std::vector<int64_t> shape = x.shape;
   const T* current = x.data;
   std::vector<T> storage;
-  const std::vector<size_t> order = projection_order(x.shape, options.ranks);
+  const std::vector<size_t> order = projection_order(whole, options.ranks);
+  if (spread.comm && order.back() != spread.mode) throw internal_error("tucker: the tensor is cut along another mode");
   for (size_t step = 0; step < d; ++step) {
     const size_t n = order[step];
+    if (spread.comm && n == spread.mode) {  // the last mode: every process takes the whole
+      storage = gather_slabs(spread, current, shape);
+      current = storage.data();
+    }
     const int64_t dim = shape[n];
-    std::vector<T> gram(static_cast<size_t>(dim * dim));
-    modes::mode_gram(current, shape, n, gram.data());
+    std::vector<T> gram(static_cast<size_t>(dim * dim), T(0));
+    if (modes::element_count(shape) > 0) modes::mode_gram(current, shape, n, gram.data());
+    if (n != spread.mode) sum_over(spread, gram);
     if (norm2 < 0) {
       norm2 = modes::trace(dim, gram.data());
       modes::check_finite_norm(norm2, "tucker");
@@ -143,15 +222,21 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
   return model;
 }
 
-// X projected on every mode's factor except `skip`, most shrinking mode first.
+// X projected on every mode's factor except `skip`, most shrinking mode first; across
+// processes, the slabs' projections summed (or, skipping the cut mode, gathered).
 template <typename T>
 std::vector<T> project_all_but(const DenseView<T>& x, const TuckerModel<T>& model, size_t skip,
-                               const std::vector<size_t>& order, std::vector<int64_t>& shape) {
+                               const std::vector<size_t>& order, std::vector<int64_t>& shape, const Spread& spread) {
   shape = x.shape;
   const T* current = x.data;
   std::vector<T> storage;
   for (size_t n : order)
-    if (n != skip) current = project_mode(current, shape, n, model.factors[n], model.ranks[n], storage);
+    if (n != skip)
+      current = project_mode(current, shape, n, factor_rows(spread, n, model.factors[n], model.ranks[n]),
+                             model.ranks[n], storage);
+  if (!spread.comm) return storage;
+  if (skip == spread.mode) return gather_slabs(spread, storage.data(), shape);
+  sum_over(spread, storage);
   return storage;
 }
 
@@ -163,17 +248,20 @@ constexpr double kSmallSquaredError = 1e-8;
 // ||X - X^|| / ||X|| with X^ = core ×_1 U_1 ... ×_d U_d rebuilt densely (memory: about
 // twice the tensor).
 template <typename T>
-double reconstructed_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2) {
+double reconstructed_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2,
+                                    const Spread& spread) {
   std::vector<int64_t> shape = model.ranks;
   std::vector<T> current = model.core;
   for (size_t n = 0; n < shape.size(); ++n) {
-    std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * x.shape[n]));
-    modes::mode_product(current.data(), shape, n, model.factors[n].data(), Op::kNoTrans, x.shape[n], next.data());
+    std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * x.shape[n]), T(0));
+    const std::vector<T> factor = factor_rows(spread, n, model.factors[n], model.ranks[n]);
+    if (!next.empty())
+      modes::mode_product(current.data(), shape, n, factor.data(), Op::kNoTrans, x.shape[n], next.data());
     shape[n] = x.shape[n];
     current = std::move(next);
   }
   for (size_t i = 0; i < current.size(); ++i) current[i] = x.data[i] - current[i];
-  return std::sqrt(modes::sum_squares(current.data(), static_cast<int64_t>(current.size())) / norm2);
+  return std::sqrt(sum_over(spread, modes::sum_squares(current.data(), static_cast<int64_t>(current.size()))) / norm2);
 }
 
 template <typename T>
@@ -185,9 +273,10 @@ double relative_error(double norm2, const std::vector<T>& core) {
 
 // The model's relative error: from the norms, or from a reconstruction when it is too
 // small for them (kSmallSquaredError).
-template <typename T> double measured_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2) {
+template <typename T>
+double measured_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2, const Spread& spread) {
   const double error = relative_error(norm2, model.core);
-  if (error * error < kSmallSquaredError && norm2 > 0) return reconstructed_relative_error(x, model, norm2);
+  if (error * error < kSmallSquaredError && norm2 > 0) return reconstructed_relative_error(x, model, norm2, spread);
   return error;
 }
 
@@ -196,15 +285,15 @@ template <typename T> double measured_relative_error(const DenseView<T>& x, cons
 // decreases in exact arithmetic; a sweep that lowers it (rounding) is not kept.
 template <typename T>
 int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Clock::time_point start,
-         TuckerModel<T>& model) {
-  const std::vector<size_t> order = projection_order(x.shape, model.ranks);
+         TuckerModel<T>& model, const Spread& spread) {
+  const std::vector<size_t> order = projection_order(spread.comm ? spread.shape : x.shape, model.ranks);
   double fit = 1 - relative_error(norm2, model.core);
   int sweeps = 0;
   for (int it = 1; it <= options.max_iters; ++it) {
     TuckerModel<T> next = model;
     for (size_t n : order) {
       std::vector<int64_t> shape;
-      std::vector<T> partial = project_all_but(x, next, n, order, shape);
+      std::vector<T> partial = project_all_but(x, next, n, order, shape, spread);
       const int64_t dim = shape[n];
       std::vector<T> gram(static_cast<size_t>(dim * dim));
       modes::mode_gram(partial.data(), shape, n, gram.data());
@@ -223,30 +312,32 @@ int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Cloc
   return sweeps;
 }
 
-template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options) {
+template <typename T>
+TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options, const Spread& spread = {}) {
   const Clock::time_point start = Clock::now();
   // The mode products split their panels over OpenMP; the calls left are small.
   linalg::SerialBlas serial_blas;
-  modes::validate_dense_shape(x.shape, "tucker");
-  validate_tucker_options(x.shape, options);
-  double norm2 = initial_squared_norm(x);
-  TuckerModel<T> model = sthosvd(x, options, options.tol, norm2);
+  const std::vector<int64_t>& whole = spread.comm ? spread.shape : x.shape;
+  modes::validate_dense_shape(whole, "tucker");
+  validate_tucker_options(whole, options);
+  double norm2 = initial_squared_norm(x, spread);
+  TuckerModel<T> model = sthosvd(x, options, options.tol, norm2, spread);
   // The rank rule trusts the Gram eigenvalues, known to about eps ||X||^2: for a
   // tolerance near sqrt(eps) the discarded mass can exceed its budget. The measured error
   // decides: ST-HOSVD reruns with a hundred times smaller budget, then at full ranks
   // (which hold any tolerance to rounding).
-  double error = measured_relative_error(x, model, norm2);
+  double error = measured_relative_error(x, model, norm2, spread);
   for (int attempt = 1; options.ranks.empty() && error > options.tol; ++attempt) {
     TuckerOptions retry = options;
-    if (attempt == 2) retry.ranks = x.shape;
-    model = sthosvd(x, retry, attempt == 2 ? 0.0 : options.tol / 100, norm2);
-    error = measured_relative_error(x, model, norm2);
+    if (attempt == 2) retry.ranks = whole;
+    model = sthosvd(x, retry, attempt == 2 ? 0.0 : options.tol / 100, norm2, spread);
+    error = measured_relative_error(x, model, norm2, spread);
     if (attempt == 2) break;
   }
   TuckerResult result;
   if (options.method == TuckerMethod::kHooi) {
-    result.iterations = hooi(x, options, norm2, start, model);
-    error = measured_relative_error(x, model, norm2);
+    result.iterations = hooi(x, options, norm2, start, model, spread);
+    error = measured_relative_error(x, model, norm2, spread);
   }
   result.ranks = model.ranks;
   result.core.assign(model.core.begin(), model.core.end());
@@ -256,9 +347,62 @@ template <typename T> TuckerResult tucker_impl(const DenseView<T>& x, const Tuck
   return result;
 }
 
+template <typename T>
+TuckerResult tucker_spread(const DenseView<T>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                           const TuckerOptions& options) {
+  Spread spread{&comm, tucker_cut_mode(shape, options), 0, 0, shape};
+  if (mine.shape.size() != shape.size()) throw usage_error("tucker: the slab's order differs from the tensor's");
+  std::tie(spread.lo, spread.hi) = slab_rows(shape[spread.mode], comm.rank(), comm.size());
+  for (size_t n = 0; n < shape.size(); ++n)
+    if (mine.shape[n] != (n == spread.mode ? spread.hi - spread.lo : shape[n]))
+      throw usage_error("tucker: this process's slab is not its rows of mode " + std::to_string(spread.mode));
+  TuckerOptions o = options;
+  if (comm.rank() != 0) o.on_iteration = {};
+  return tucker_impl(mine, o, spread);
+}
+
+template <typename T>
+double tucker_spread_error(const DenseView<T>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                           const TuckerOptions& options, const TuckerResult& model) {
+  Spread spread{&comm, tucker_cut_mode(shape, options), 0, 0, shape};
+  std::tie(spread.lo, spread.hi) = slab_rows(shape[spread.mode], comm.rank(), comm.size());
+  TuckerModel<T> m;
+  m.ranks = model.ranks;
+  m.core.assign(model.core.begin(), model.core.end());
+  for (const auto& f : model.factors) m.factors.emplace_back(f.begin(), f.end());
+  const double norm2 = sum_over(spread, modes::sum_squares(mine.data, modes::element_count(mine.shape)));
+  return norm2 > 0 ? reconstructed_relative_error(mine, m, norm2, spread) : 0.0;
+}
+
 }  // namespace
 
 TuckerResult tucker(const DenseView<double>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
 TuckerResult tucker(const DenseView<float>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
+
+size_t tucker_cut_mode(const std::vector<int64_t>& shape, const TuckerOptions& options) {
+  return projection_order(shape, options.ranks).back();
+}
+
+std::pair<int64_t, int64_t> slab_rows(int64_t extent, int process, int processes) {
+  return {extent * process / processes, extent * (process + 1) / processes};
+}
+
+TuckerResult tucker(const DenseView<double>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                    const TuckerOptions& options) {
+  return tucker_spread(mine, shape, comm, options);
+}
+TuckerResult tucker(const DenseView<float>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                    const TuckerOptions& options) {
+  return tucker_spread(mine, shape, comm, options);
+}
+
+double tucker_error(const DenseView<double>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                    const TuckerOptions& options, const TuckerResult& model) {
+  return tucker_spread_error(mine, shape, comm, options, model);
+}
+double tucker_error(const DenseView<float>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                    const TuckerOptions& options, const TuckerResult& model) {
+  return tucker_spread_error(mine, shape, comm, options, model);
+}
 
 }  // namespace tk::decomp

@@ -36,9 +36,15 @@ class Comm {
   // Every rank's `mine` (sizes may differ), in rank order, on every rank.
   virtual std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, Clock::time_point deadline) = 0;
   // Send to[r] to rank r (to.size() == size(), sizes may differ); returns what every rank
-  // sent to this one, in rank order. Each piece must stay under 2 GiB.
-  virtual std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+  // sent to this one, in rank order. Each piece must stay under 2 GiB; `to` is taken so
+  // that its memory can go as soon as it is copied.
+  virtual std::vector<std::vector<uint8_t>> alltoallv(std::vector<std::vector<uint8_t>> to,
                                                       Clock::time_point deadline) = 0;
+  // The same when this rank knows how many bytes each rank sends it (`from[r]`), as in
+  // an exchange repeated every iteration: the sizes are not exchanged first. A piece of
+  // another size is an internal error.
+  virtual std::vector<std::vector<uint8_t>> alltoallv(std::vector<std::vector<uint8_t>> to,
+                                                      const std::vector<size_t>& from, Clock::time_point deadline);
   // Replace `values` (the same length on every rank) by their element-wise sum, or
   // maximum, over every rank; every rank gets the same bytes.
   virtual void allreduce_sum(std::span<double> values, Clock::time_point deadline) = 0;

@@ -25,14 +25,21 @@ void check(int rc, const char* what) {
   throw runtime_error(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
-// Poll `request` until it completes or `deadline` passes. The sleep between polls grows
-// to 1 ms: ranks often outnumber cores, and a spinning rank steals the writer's time.
+// Poll `request` until it completes or `deadline` passes. For the first 200 us each poll
+// yields the core (the collectives of an ALS iteration mostly complete within that);
+// then the sleep between polls grows to 1 ms: ranks often outnumber cores, and a
+// spinning rank steals the writer's time.
 void wait_until(MPI_Request& request, Clock::time_point deadline, const char* what) {
+  const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(200);
   auto pause = std::chrono::microseconds(20);
   for (;;) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
+    if (Clock::now() < spin_until) {
+      std::this_thread::yield();
+      continue;
+    }
     if (Clock::now() >= deadline)
       throw runtime_error(std::string("collective commit timed out in ") + what +
                           " (a rank died or hangs; the step is not committed by this rank)");
@@ -155,26 +162,14 @@ class MpiComm final : public Comm {
     return split(*b);
   }
 
-  std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+  std::vector<std::vector<uint8_t>> alltoallv(std::vector<std::vector<uint8_t>> to,
                                               Clock::time_point deadline) override {
-    if (to.size() != static_cast<size_t>(size_)) throw internal_error("alltoallv needs one piece per rank");
-    auto b = std::make_shared<Buffers>();
-    b->send_sizes.resize(to.size());
-    for (size_t r = 0; r < to.size(); ++r) b->send_sizes[r] = int_count(to[r].size());
-    b->send.resize(static_cast<size_t>(lay_out(b->send_sizes, b->send_displs)));
-    for (size_t r = 0; r < to.size(); ++r) std::copy(to[r].begin(), to[r].end(), b->send.begin() + b->send_displs[r]);
-    guard(b, [&] {
-      b->sizes.resize(static_cast<size_t>(size_));
-      MPI_Request request;
-      check(MPI_Ialltoall(b->send_sizes.data(), 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_, &request),
-            "MPI_Ialltoall");
-      wait_until(request, deadline, "MPI_Ialltoall");
-      b->all.resize(static_cast<size_t>(lay_out(b->sizes, b->displs)));
-      check(MPI_Ialltoallv(b->send.data(), b->send_sizes.data(), b->send_displs.data(), MPI_BYTE, b->all.data(),
-                           b->sizes.data(), b->displs.data(), MPI_BYTE, comm_, &request), "MPI_Ialltoallv");
-      wait_until(request, deadline, "MPI_Ialltoallv");
-    });
-    return split(*b);
+    return exchange(std::move(to), nullptr, deadline);
+  }
+  std::vector<std::vector<uint8_t>> alltoallv(std::vector<std::vector<uint8_t>> to, const std::vector<size_t>& from,
+                                              Clock::time_point deadline) override {
+    if (from.size() != static_cast<size_t>(size_)) throw internal_error("alltoallv needs one size per rank");
+    return exchange(std::move(to), &from, deadline);
   }
 
   void allreduce_sum(std::span<double> values, Clock::time_point deadline) override {
@@ -188,6 +183,36 @@ class MpiComm final : public Comm {
   }
 
  private:
+  // alltoallv, the incoming sizes exchanged first unless `from` gives them.
+  std::vector<std::vector<uint8_t>> exchange(std::vector<std::vector<uint8_t>> to, const std::vector<size_t>* from,
+                                             Clock::time_point deadline) {
+    if (to.size() != static_cast<size_t>(size_)) throw internal_error("alltoallv needs one piece per rank");
+    auto b = std::make_shared<Buffers>();
+    b->send_sizes.resize(to.size());
+    for (size_t r = 0; r < to.size(); ++r) b->send_sizes[r] = int_count(to[r].size());
+    b->send.resize(static_cast<size_t>(lay_out(b->send_sizes, b->send_displs)));
+    for (size_t r = 0; r < to.size(); ++r) {
+      std::copy(to[r].begin(), to[r].end(), b->send.begin() + b->send_displs[r]);
+      std::vector<uint8_t>().swap(to[r]);
+    }
+    guard(b, [&] {
+      b->sizes.resize(static_cast<size_t>(size_));
+      MPI_Request request;
+      if (from) {
+        for (size_t r = 0; r < from->size(); ++r) b->sizes[r] = int_count((*from)[r]);
+      } else {
+        check(MPI_Ialltoall(b->send_sizes.data(), 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_, &request),
+              "MPI_Ialltoall");
+        wait_until(request, deadline, "MPI_Ialltoall");
+      }
+      b->all.resize(static_cast<size_t>(lay_out(b->sizes, b->displs)));
+      check(MPI_Ialltoallv(b->send.data(), b->send_sizes.data(), b->send_displs.data(), MPI_BYTE, b->all.data(),
+                           b->sizes.data(), b->displs.data(), MPI_BYTE, comm_, &request), "MPI_Ialltoallv");
+      wait_until(request, deadline, "MPI_Ialltoallv");
+    });
+    return split(*b);
+  }
+
   template <typename T> void allreduce(std::span<T> values, MPI_Op op, Clock::time_point deadline) {
     auto b = buffers({reinterpret_cast<const uint8_t*>(values.data()), values.size_bytes()});
     b->all.resize(b->send.size());

@@ -1,4 +1,5 @@
-// raise_together: one rank's error becomes every rank's, carried as bytes by allgather.
+// What dist does over any communicator: raise_together (one rank's error becomes every
+// rank's, carried as bytes by allgather) and the exchange of known sizes, by default.
 #include <cstring>
 #include <string>
 
@@ -28,6 +29,14 @@ std::string take_text(const std::vector<uint8_t>& in, size_t& at) {
 }
 
 }  // namespace
+
+std::vector<std::vector<uint8_t>> Comm::alltoallv(std::vector<std::vector<uint8_t>> to,
+                                                  const std::vector<size_t>& from, Clock::time_point deadline) {
+  std::vector<std::vector<uint8_t>> got = alltoallv(std::move(to), deadline);
+  for (size_t r = 0; r < got.size(); ++r)
+    if (r >= from.size() || got[r].size() != from[r]) throw internal_error("alltoallv: a piece of an unexpected size");
+  return got;
+}
 
 void raise_together(Comm& comm, std::exception_ptr mine, Clock::time_point deadline) {
   // An empty record: no error here; otherwise the kind, the message and the place.

@@ -73,6 +73,7 @@ class Hdf5Reader final : public TensorReader {
   FileFormat format() const override { return FileFormat::kHdf5; }
   bool random_access() const override { return true; }
   Tensor read(size_t index) override;
+  Tensor read_slab(size_t index, size_t mode, int64_t lo, int64_t hi) override;
 
  private:
   std::string where(const std::string& tensor) const { return name_ + ": tensor '" + tensor + "'"; }
@@ -647,6 +648,38 @@ Tensor Hdf5Reader::read(size_t index) {
   if (H5Dread(dset.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.mutable_data()) < 0)
     throw hdf5::error(ErrorKind::kInvalidInput, "cannot read dataset", loc);
   return Tensor(info.dtype, info.shape, std::move(data));
+}
+
+// A hyperslab: HDF5 reads the selected rows only (whole chunks, for a chunked dataset).
+Tensor Hdf5Reader::read_slab(size_t index, size_t mode, int64_t lo, int64_t hi) {
+  if (index >= infos_.size()) throw internal_error("tensor index out of range", name_);
+  const TensorInfo& info = infos_[index];
+  const DatasetEntry& entry = entries_[index];
+  if (entry.raw_bool || info.shape.empty()) return TensorReader::read_slab(index, mode, lo, hi);
+  if (mode >= info.shape.size() || lo < 0 || hi < lo || hi > info.shape[mode])
+    throw internal_error("read_slab: rows outside the tensor", info.name);
+  const std::string loc = where(info.name);
+  hdf5::init();
+  if (entry.missing_filter >= 0)
+    throw unavailable("HDF5 filter " + std::to_string(entry.missing_filter) + " is not available", loc);
+  Hid dset(hdf5::check(H5Dopen2(file_.get(), entry.path.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+                       "cannot open dataset", loc));
+  Hid mem_type = hdf5::make_type(info.dtype);
+  Shape shape = info.shape;
+  shape[mode] = hi - lo;
+  const uint64_t count = shape_numel(shape);
+  Buffer data = Buffer::allocate(dtype_storage_bytes(info.dtype, count));
+  if (count == 0) return Tensor(info.dtype, shape, std::move(data));
+  std::vector<hsize_t> start(info.shape.size(), 0), extent(shape.begin(), shape.end());
+  start[mode] = static_cast<hsize_t>(lo);
+  Hid file_space(hdf5::check(H5Dget_space(dset.get()), ErrorKind::kInvalidInput, "cannot read the dataspace", loc));
+  hdf5::check_status(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(), nullptr),
+                     ErrorKind::kInvalidInput, "cannot select rows", loc);
+  Hid mem_space(hdf5::check(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+                            ErrorKind::kInternal, "cannot make a dataspace", loc));
+  if (H5Dread(dset.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT, data.mutable_data()) < 0)
+    throw hdf5::error(ErrorKind::kInvalidInput, "cannot read dataset", loc);
+  return Tensor(info.dtype, shape, std::move(data));
 }
 
 }  // namespace

@@ -141,6 +141,54 @@ void TensorReader::read_pieces(size_t index, size_t piece_bytes, const PieceSink
   }
 }
 
+namespace {
+
+// The element runs of a slab: `outer` runs of `run` elements, `stride` elements apart,
+// the first at element `first`.
+struct SlabRuns {
+  int64_t outer = 1, run = 0, stride = 0, first = 0;
+};
+
+SlabRuns slab_runs(const Shape& shape, size_t mode, int64_t lo, int64_t hi) {
+  SlabRuns r;
+  int64_t inner = 1;
+  for (size_t k = 0; k < mode; ++k) r.outer *= shape[k];
+  for (size_t k = mode + 1; k < shape.size(); ++k) inner *= shape[k];
+  r.run = (hi - lo) * inner;
+  r.stride = shape[mode] * inner;
+  r.first = lo * inner;
+  return r;
+}
+
+}  // namespace
+
+Tensor TensorReader::read_slab(size_t index, size_t mode, int64_t lo, int64_t hi) {
+  const TensorInfo& info = infos_.at(index);
+  if (mode >= info.shape.size() || lo < 0 || hi < lo || hi > info.shape[mode])
+    throw internal_error("read_slab: rows outside the tensor", info.name);
+  if (dtype_bits(info.dtype) % 8 != 0)
+    throw usage_error(std::string("a ") + dtype_name(info.dtype) + " tensor cannot be read in slabs", info.name);
+  if (!random_access()) throw usage_error("a tensor read in slabs needs a file, not a pipe", info.name);
+  const size_t width = static_cast<size_t>(dtype_bits(info.dtype) / 8);
+  Shape shape = info.shape;
+  shape[mode] = hi - lo;
+  const SlabRuns r = slab_runs(info.shape, mode, lo, hi);
+  Buffer out;
+  {
+    const Tensor whole = read(index);
+    // One run (the first mode, or every mode before it of extent 1): a view, no copy.
+    if (r.outer == 1)
+      return Tensor(info.dtype, shape,
+                    whole.buffer().slice(static_cast<size_t>(r.first) * width, static_cast<size_t>(r.run) * width));
+    out = Buffer::allocate(static_cast<size_t>(r.outer * r.run) * width);
+    for (int64_t o = 0; o < r.outer; ++o)
+      std::memcpy(out.mutable_data() + static_cast<size_t>(o * r.run) * width,
+                  whole.data() + static_cast<size_t>(o * r.stride + r.first) * width, static_cast<size_t>(r.run) * width);
+  }
+  release(index);
+  return Tensor(info.dtype, shape, std::move(out));
+}
+
 void TensorWriter::write_piece(std::span<const uint8_t>) {
   throw internal_error("write_piece() without a successful begin_pieces()");
 }

@@ -82,6 +82,14 @@ class TensorReader {
   // tensor whole; the default reads the tensor (zero-copy where possible) and slices it.
   virtual void read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink);
 
+  // Rows [lo, hi) of mode `mode` of tensor `index` (a slab: the tensor's shape with that
+  // mode's extent hi - lo), for a process that holds only its part of a tensor. The
+  // default reads through read(): a slab that is one run of bytes (mode 0) is a view of
+  // it, zero-copy from a mapping; otherwise the runs are copied out and the tensor
+  // release()d. From a mapping only the pages of the slab's runs are read. HDF5 reads a
+  // hyperslab. kUsage for a dtype narrower than a byte, or a pipe.
+  virtual Tensor read_slab(size_t index, size_t mode, int64_t lo, int64_t hi);
+
  protected:
   std::vector<TensorInfo> infos_;
   Metadata metadata_;

@@ -89,4 +89,22 @@ inline std::vector<double> tt_reconstruct(const TtResult& tt) {
   return acc;
 }
 
+// A tensor of multilinear rank `ranks` (orthonormal factors, Gaussian core) plus
+// `noise` relative Gaussian noise.
+inline std::vector<double> planted_tucker(const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks,
+                                          double noise, uint64_t seed) {
+  TuckerResult t;
+  t.ranks = ranks;
+  t.core = gaussian(count_of(ranks), seed);
+  for (size_t n = 0; n < shape.size(); ++n) t.factors.push_back(orthonormal(shape[n], ranks[n], seed + 1 + n));
+  std::vector<double> x = tucker_reconstruct(t, shape);
+  if (noise > 0) {
+    const std::vector<double> e = gaussian(count_of(shape), seed + 100);
+    double nx = 0, ne = 0;
+    for (size_t i = 0; i < x.size(); ++i) nx += x[i] * x[i], ne += e[i] * e[i];
+    for (size_t i = 0; i < x.size(); ++i) x[i] += noise * std::sqrt(nx / ne) * e[i];
+  }
+  return x;
+}
+
 }  // namespace tk::decomp::test

@@ -18,26 +18,9 @@ namespace {
 
 using test::count_of;
 using test::gaussian;
+using test::planted_tucker;
 using test::relative_difference;
 using tk::test::kind_of;
-
-// A tensor of multilinear rank `ranks` (orthonormal factors, Gaussian core) plus
-// `noise` relative Gaussian noise.
-std::vector<double> planted_tucker(const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks, double noise,
-                                   uint64_t seed) {
-  TuckerResult t;
-  t.ranks = ranks;
-  t.core = gaussian(count_of(ranks), seed);
-  for (size_t n = 0; n < shape.size(); ++n) t.factors.push_back(test::orthonormal(shape[n], ranks[n], seed + 1 + n));
-  std::vector<double> x = test::tucker_reconstruct(t, shape);
-  if (noise > 0) {
-    const std::vector<double> e = gaussian(count_of(shape), seed + 100);
-    double nx = 0, ne = 0;
-    for (size_t i = 0; i < x.size(); ++i) nx += x[i] * x[i], ne += e[i] * e[i];
-    for (size_t i = 0; i < x.size(); ++i) x[i] += noise * std::sqrt(nx / ne) * e[i];
-  }
-  return x;
-}
 
 void expect_orthonormal(const std::vector<double>& u, int64_t n, int64_t r) {
   for (int64_t a = 0; a < r; ++a)

@@ -72,7 +72,7 @@ class ThreadComm final : public dist::Comm {
   std::vector<std::vector<uint8_t>> allgather(std::span<const uint8_t> mine, dist::Clock::time_point deadline) override {
     return world_->exchange(seq_++, rank_, {mine.begin(), mine.end()}, deadline);
   }
-  std::vector<std::vector<uint8_t>> alltoallv(const std::vector<std::vector<uint8_t>>& to,
+  std::vector<std::vector<uint8_t>> alltoallv(std::vector<std::vector<uint8_t>> to,
                                               dist::Clock::time_point deadline) override {
     // Every rank posts all its pieces (each prefixed by its size) and takes its own.
     std::vector<uint8_t> posted;

@@ -286,17 +286,19 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   return {Outcome{std::move(d), coo_bytes, {}, {}}};
 }
 
-// Tucker of tensor `index` across the ranks of an MPI job (dense_dist.h): every rank
-// reads its slab of the cut mode; rank 0's outcome is the one reported.
+// CP or Tucker of tensor `index` across the ranks of an MPI job (dense_dist.h): every
+// rank reads its slab of the cut mode (CP: mode 0; Tucker: the one projected last);
+// rank 0's outcome is the one reported.
 template <typename T>
-Outcome tucker_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s, cli::Progress& progress,
-                      io::TensorReader& reader, size_t index, const std::string& file, dist::Comm& comm) {
+Outcome dense_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s, cli::Progress& progress,
+                     io::TensorReader& reader, size_t index, const std::string& file, dist::Comm& comm) {
   const io::TensorInfo& info = reader.tensors()[index];
   const auto far = [] { return dist::Clock::now() + std::chrono::hours(1); };
+  const bool cp = o.method == "cp";
   Source src{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
   Job job{o, s, tool, progress, src, comm.rank() == 0};
-  decomp::TuckerOptions t = tucker_options(job);
-  const size_t mode = decomp::tucker_cut_mode(info.shape, t);
+  const decomp::TuckerOptions t = cp ? decomp::TuckerOptions{} : tucker_options(job);
+  const size_t mode = cp ? 0 : decomp::tucker_cut_mode(info.shape, t);
   const auto [lo, hi] = decomp::slab_rows(info.shape[mode], comm.rank(), comm.size());
   // The slab, converted and checked: an error on any rank (a non-finite value, a block
   // it cannot read) is every rank's.
@@ -305,7 +307,7 @@ Outcome tucker_spread(const cli::Tool& tool, const DecompOptions& o, const Setti
   try {
     src = named_source(info, file);
     check_order(info.shape, src.where);
-    if (!s.ranks.empty() && s.ranks.size() != info.shape.size())
+    if (!cp && !s.ranks.empty() && s.ranks.size() != info.shape.size())
       throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", s.ranks.size(),
                                     info.shape.size()), src.where);
     src.tensor = reader.read_slab(index, mode, lo, hi);
@@ -318,17 +320,26 @@ Outcome tucker_spread(const cli::Tool& tool, const DecompOptions& o, const Setti
   Shape local = info.shape;
   local[mode] = hi - lo;
   const decomp::DenseView<T> x{data->data(), local};
-  decomp::TuckerResult r;
+  Decomposition d;
   try {
-    r = decomp::tucker(x, info.shape, comm, t);
+    if (cp) {
+      d = decomp::from_cp(info.name, info.shape, info.dtype, decomp::cp_als(x, info.shape, comm, cp_options(job, o.rank)));
+      d.notes["init"] = o.init;
+    } else {
+      d = decomp::from_tucker(info.name, info.shape, info.dtype, decomp::tucker(x, info.shape, comm, t));
+      d.notes["algorithm"] = o.tucker_method;
+    }
   } catch (const Error& e) {
     throw e.with_context(src.where);
   }
-  Decomposition d = decomp::from_tucker(info.name, info.shape, info.dtype, r);
-  d.notes["algorithm"] = o.tucker_method;
   return stored(
       job, dtype_storage_bytes(info.dtype, shape_numel(info.shape)), std::move(d),
-      [&](const Decomposition& m) { return decomp::tucker_error(x, info.shape, comm, t, decomp::to_tucker(m)); },
+      [&](const Decomposition& m) {
+        const decomp::ErrorSums mine = decomp::reconstruction_sums(x, decomp::slab_of(m, mode, lo, hi));
+        std::vector<double> sums = {mine.diff, mine.norm};
+        comm.allreduce_sum(std::span<double>(sums), far());
+        return decomp::ErrorSums{sums[0], sums[1]}.relative();
+      },
       [&](Decomposition m) {
         // Kept whole: rank 0 reads the tensor itself (it is no larger than its model).
         if (comm.rank() == 0) src.tensor = reader.read(index);
@@ -385,11 +396,13 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
     throw usage_error("under mpirun the input must be a file that every rank can read, not standard input");
   Input input(o.input);
   const bool spread_cp = comm && input.is_tns() && o.method == "cp";
-  const bool spread_tucker = comm && !input.is_tns() && o.method == "tucker";
-  if (comm && comm->size() > 1 && !spread_cp && !spread_tucker)
-    throw usage_error("under mpirun only cp on a .tns input, tucker and rank are spread over the ranks; run tdecomp " +
-                      o.method + (o.method == "cp" ? " on a dense tensor" : "") + " without mpirun");
-  if (spread_tucker && s.budget) throw usage_error("under mpirun, tucker takes --ranks or --tol, not --budget");
+  const bool spread_dense = comm && !input.is_tns() && (o.method == "cp" || o.method == "tucker");
+  if (comm && comm->size() > 1 && !spread_cp && !spread_dense)
+    throw usage_error("under mpirun only cp, tucker and rank are spread over the ranks; run tdecomp " + o.method +
+                      " without mpirun");
+  if (spread_dense && s.budget) throw usage_error("under mpirun, " + o.method + " takes no --budget");
+  if (spread_dense && (!o.mask.empty() || !o.init_file.empty()))
+    throw usage_error("under mpirun, cp takes neither --mask nor --init-file");
   const bool lead = !comm || comm->rank() == 0;
   if (spread_cp) {
     outcomes = decompose_tns_spread(tool, o, s, *comm, progress);
@@ -402,9 +415,9 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
     const std::string file = io::input_display_name(o.input);
     const Shape reshape = o.method == "tt" ? s.shape : Shape{};
     for (size_t index : tensors_to_decompose(tool, *reader, o.method, reshape, o.explain, lead)) {
-      if (spread_tucker) {
-        outcomes.push_back(s.f32 ? tucker_spread<float>(tool, o, s, progress, *reader, index, file, *comm)
-                                 : tucker_spread<double>(tool, o, s, progress, *reader, index, file, *comm));
+      if (spread_dense) {
+        outcomes.push_back(s.f32 ? dense_spread<float>(tool, o, s, progress, *reader, index, file, *comm)
+                                 : dense_spread<double>(tool, o, s, progress, *reader, index, file, *comm));
         continue;
       }
       Source src = read_source(*reader, index, file);

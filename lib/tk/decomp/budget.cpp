@@ -66,17 +66,23 @@ class Searcher {
   std::map<int, Decomposition> by_rank_;
 };
 
-template <typename T> double relative_error(const DenseView<T>& x, const Decomposition& d, const uint8_t* mask) {
+template <typename T>
+ErrorSums sums(const DenseView<T>& x, const Decomposition& d, const uint8_t* mask) {
   std::vector<double> y = reconstruct(d);
   if (y.size() != shape_numel(x.shape)) throw internal_error("reconstruction has the wrong size", d.name);
-  double diff = 0, norm = 0;
+  ErrorSums s;
   for (size_t i = 0; i < y.size(); ++i) {
     if (mask && !mask[i]) continue;
     const double v = static_cast<double>(x.data[i]);
-    diff += (v - y[i]) * (v - y[i]);
-    norm += v * v;
+    s.diff += (v - y[i]) * (v - y[i]);
+    s.norm += v * v;
   }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  return s;
+}
+
+template <typename T> double relative_error(const DenseView<T>& x, const Decomposition& d, const uint8_t* mask) {
+  const ErrorSums s = sums(x, d, mask);
+  return s.relative();
 }
 
 }  // namespace
@@ -109,6 +115,12 @@ BudgetChoice budget_search(const BudgetProblem& problem, uint64_t budget_bytes, 
 
 double reconstruction_error(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask) {
   return relative_error(x, d, mask);
+}
+ErrorSums reconstruction_sums(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask) {
+  return sums(x, d, mask);
+}
+ErrorSums reconstruction_sums(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask) {
+  return sums(x, d, mask);
 }
 double reconstruction_error(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask) {
   return relative_error(x, d, mask);

@@ -9,6 +9,7 @@
 // measured against the data by reconstruction; the smallest error wins.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -49,6 +50,14 @@ BudgetChoice budget_search(const BudgetProblem& problem, uint64_t budget_bytes,
 // byte per element, may be null) is 0, the entry counts in neither norm.
 double reconstruction_error(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask = nullptr);
 double reconstruction_error(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask = nullptr);
+// The two sums behind it, ||X - X^||^2 and ||X||^2, for a tensor whose parts (slabs held
+// by different processes, each with its slab of the model) are added up.
+struct ErrorSums {
+  double diff = 0, norm = 0;
+  double relative() const { return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff); }
+};
+ErrorSums reconstruction_sums(const DenseView<double>& x, const Decomposition& d, const uint8_t* mask = nullptr);
+ErrorSums reconstruction_sums(const DenseView<float>& x, const Decomposition& d, const uint8_t* mask = nullptr);
 // The same for a CP model `d` of sparse coordinates, from inner products (O(nnz R) plus
 // the factors' Gram matrices; never densified). kInvalidInput when d is not CP.
 double reconstruction_error(const io::SparseTensor& x, const Decomposition& d);

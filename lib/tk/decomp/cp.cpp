@@ -4,12 +4,17 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
+#include <span>
 
 #include "tk/core/error.h"
 #include "tk/decomp/cp_internal.h"
 #include "tk/decomp/decomp.h"
+#include "tk/decomp/dense_dist.h"
 #include "tk/decomp/modes.h"
+#include "tk/dist/comm.h"
 #include "tk/linalg/blas.h"
 
 namespace tk::decomp {
@@ -180,6 +185,103 @@ template <typename T> class DenseProblem : public GramProblem<T> {
   std::vector<T> partial_right_;  // R x right_
 };
 
+// Across processes (dense_dist.h): this process holds rows [lo, hi) of mode 0 of the
+// tensor, and the problem's shape is its slab's. Factor 0 is spread the same way; the
+// others are whole on every process. An MTTKRP of mode 0 is complete in its rows; of any
+// other mode it is a sum over the slabs, taken here, after which every process solves
+// the same system. Two passes over the slab per sweep, as in one process.
+template <typename T> class SpreadDenseProblem : public DenseProblem<T> {
+ public:
+  SpreadDenseProblem(const DenseView<T>& slab, int64_t rank, double norm_sq, const CpOptions& options,
+                     dist::Comm& comm, int64_t first_rows)
+      : DenseProblem<T>(slab, rank, norm_sq, options), comm_(comm), first_rows_(first_rows) {}
+
+  void normalise(int mode, CpState<T>& s) override {
+    if (mode != 0) return CpProblem<T>::normalise(mode, s);
+    // The Gram matrix of the unscaled rows, summed: its diagonal holds the squared norms.
+    const int64_t rank = this->rank_, rows = this->shape_[0];
+    std::vector<T>& a = s.a[0];
+    std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
+    if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), a.data(), rank, T(0), g.data(), rank);
+    sum(g);
+    for (int64_t r = 0; r < rank; ++r) {
+      s.lambda[r] = std::sqrt(static_cast<double>(g[r * rank + r]));
+      const T scale = s.lambda[r] > 0 ? static_cast<T>(1.0 / s.lambda[r]) : T(0);
+      for (int64_t i = 0; i < rows; ++i) a[i * rank + r] *= scale;
+    }
+    s.grams[0].resize(g.size());
+    for (int64_t r = 0; r < rank; ++r)
+      for (int64_t q = 0; q < rank; ++q) {
+        const double nr = s.lambda[r], nq = s.lambda[q];
+        s.grams[0][r * rank + q] = nr > 0 && nq > 0 ? static_cast<T>(g[r * rank + q] / (nr * nq)) : T(0);
+      }
+  }
+
+  double total(double v) override {
+    comm_.allreduce_sum(std::span<double>(&v, 1), spread_deadline());
+    return v;
+  }
+
+  // The one-process sketch, with mode 0's QR a Cholesky QR (twice) of its spread rows.
+  void sketch(Factors<T>& gaussian) override {
+    const int64_t rank = this->rank_;
+    std::vector<T> m;
+    for (size_t n = 0; n < gaussian.size(); ++n) {
+      const int64_t rows = this->shape_[n];
+      m.resize(static_cast<size_t>(rows * rank));
+      mttkrp(static_cast<int>(n), gaussian, m.data());
+      if (n > 0) {
+        if (rows >= rank) linalg::qr(rows, rank, m.data(), nullptr);
+      } else if (first_rows_ >= rank) {
+        for (int pass = 0; pass < 2; ++pass) {
+          std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
+          if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), m.data(), rank, T(0), g.data(), rank);
+          sum(g);
+          std::vector<double> wide(g.begin(), g.end()), block(m.begin(), m.end());
+          if (!linalg::cholesky_right_solve(rank, wide.data(), rows, block.data())) break;
+          std::copy(block.begin(), block.end(), m.begin());
+        }
+      }
+      gaussian[n] = m;
+    }
+  }
+
+  // Mode 0's rows of every process, on every process (I_0 x R: small next to the slabs).
+  Factors<T> collect(Factors<T> a) override {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(a[0].data());
+    const std::vector<std::vector<uint8_t>> all =
+        comm_.allgather({bytes, bytes + a[0].size() * sizeof(T)}, spread_deadline());
+    a[0].clear();
+    for (const std::vector<uint8_t>& piece : all) {
+      const size_t before = a[0].size();
+      a[0].resize(before + piece.size() / sizeof(T));
+      std::memcpy(a[0].data() + before, piece.data(), piece.size());
+    }
+    return a;
+  }
+
+ protected:
+  void mttkrp(int mode, const Factors<T>& a, T* m) override {
+    DenseProblem<T>::mttkrp(mode, a, m);
+    if (mode == 0) return;
+    std::vector<T> partial(m, m + this->shape_[mode] * this->rank_);
+    sum(partial);
+    std::copy(partial.begin(), partial.end(), m);
+  }
+  bool rows_spread(int mode) const override { return mode == 0; }
+
+ private:
+  static dist::Clock::time_point spread_deadline() { return dist::Clock::now() + std::chrono::hours(1); }
+  void sum(std::vector<T>& values) {
+    std::vector<double> wide(values.begin(), values.end());
+    comm_.allreduce_sum(std::span<double>(wide), spread_deadline());
+    std::copy(wide.begin(), wide.end(), values.begin());
+  }
+
+  dist::Comm& comm_;
+  int64_t first_rows_;  // mode 0's extent in the whole tensor
+};
+
 }  // namespace
 
 template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t>& shape, const CpOptions& o) {
@@ -209,6 +311,115 @@ template Factors<double> gram_init<double>(const double*, const std::vector<int6
 
 namespace {
 
+dist::Clock::time_point spread_deadline() { return dist::Clock::now() + std::chrono::hours(1); }
+
+template <typename T> void sum_over(dist::Comm& comm, std::vector<T>& values) {
+  std::vector<double> wide(values.begin(), values.end());
+  comm.allreduce_sum(std::span<double>(wide), spread_deadline());
+  std::copy(wide.begin(), wide.end(), values.begin());
+}
+
+// X_(0) X_(0)^T of a tensor whose mode-0 rows are spread over the processes: the other
+// modes' J columns go in chunks; each chunk's rows are gathered from every process, each
+// process adds its own rows' products, and the row blocks are gathered at the end.
+// Memory: a chunk of I_0 x (2^22 / I_0) values and the I_0 x I_0 result.
+template <typename T>
+std::vector<T> first_mode_gram(const DenseView<T>& slab, const std::vector<int64_t>& shape, dist::Comm& comm) {
+  const int64_t dim = shape[0], rows = slab.shape[0], cols = product(shape, 1, static_cast<int>(shape.size()));
+  const int64_t width = std::max<int64_t>(1, (int64_t{1} << 22) / dim);
+  std::vector<T> mine(static_cast<size_t>(rows * dim), T(0)), piece, chunk;
+  for (int64_t c0 = 0; c0 < cols; c0 += width) {
+    const int64_t w = std::min(width, cols - c0);
+    piece.resize(static_cast<size_t>(rows * w));
+    for (int64_t i = 0; i < rows; ++i) std::copy_n(slab.data + i * cols + c0, w, piece.begin() + i * w);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+    const auto all = comm.allgather({bytes, bytes + piece.size() * sizeof(T)}, spread_deadline());
+    chunk.clear();
+    for (const auto& part : all) {
+      const size_t before = chunk.size();
+      chunk.resize(before + part.size() / sizeof(T));
+      std::memcpy(chunk.data() + before, part.data(), part.size());
+    }
+    if (rows > 0) linalg::gemm(Op::kNoTrans, Op::kTrans, rows, dim, w, T(1), piece.data(), w, chunk.data(), w, T(1),
+                               mine.data(), dim);
+  }
+  const auto* bytes = reinterpret_cast<const uint8_t*>(mine.data());
+  std::vector<T> g;
+  for (const auto& part : comm.allgather({bytes, bytes + mine.size() * sizeof(T)}, spread_deadline())) {
+    const size_t before = g.size();
+    g.resize(before + part.size() / sizeof(T));
+    std::memcpy(g.data() + before, part.data(), part.size());
+  }
+  return g;
+}
+
+template <typename T> std::vector<T> rows_of(const std::vector<T>& full, int64_t lo, int64_t hi, int64_t cols) {
+  return {full.begin() + lo * cols, full.begin() + hi * cols};
+}
+
+// gram_init's start across processes: every mode's Gram matrix summed over the slabs,
+// mode 0's from its spread rows (first_mode_gram) when HALS reads it (nonneg); without
+// nonneg, ALS never reads mode 0's start, which is left zero.
+template <typename T>
+Factors<T> spread_gram_init(const DenseView<T>& slab, const std::vector<int64_t>& shape, const CpOptions& o,
+                            dist::Comm& comm, int64_t lo) {
+  const int64_t size = product(shape, 0, static_cast<int>(shape.size()));
+  const int64_t threads = omp_get_max_threads(), rows = slab.shape[0];
+  Factors<T> a;
+  for (size_t n = 0; n < shape.size(); ++n) {
+    const uint64_t seed = o.seed * 1000003u + n;
+    const int64_t dim = shape[n];
+    std::vector<T> full;
+    if (dim > kMaxGramDim || threads * dim * dim > std::max<int64_t>(size / 8, int64_t{1} << 16)) {
+      full = gaussian_matrix<T>(dim, o.rank, seed);
+    } else if (n == 0 && !o.nonneg) {
+      a.emplace_back(static_cast<size_t>(rows * o.rank), T(0));
+      continue;
+    } else {
+      std::vector<T> g(static_cast<size_t>(dim * dim), T(0));
+      if (n == 0) {
+        g = first_mode_gram(slab, shape, comm);
+      } else {
+        if (rows > 0) modes::mode_gram(slab.data, slab.shape, n, g.data());
+        sum_over(comm, g);
+      }
+      full = leading_eigenvectors(dim, g, o.rank, seed);
+    }
+    a.push_back(n == 0 ? rows_of(full, lo, lo + rows, o.rank) : std::move(full));
+  }
+  return a;
+}
+
+template <typename T>
+CpResult cp_als_spread(const DenseView<T>& slab, const std::vector<int64_t>& shape, dist::Comm& comm,
+                       const CpOptions& options) {
+  CpOptions o = options;
+  if (comm.rank() != 0) o.on_iteration = {};
+  validate_options(shape, o);
+  if (o.mask) throw usage_error("masked CP does not run across processes");
+  const auto [lo, hi] = slab_rows(shape[0], comm.rank(), comm.size());
+  std::vector<int64_t> local = shape;
+  local[0] = hi - lo;
+  if (slab.shape != local) throw usage_error("cp_als: this process's slab is not its rows of mode 0");
+  const double norm_sq = [&] {
+    double v = modes::sum_squares(slab.data, nullptr, product(local, 0, static_cast<int>(local.size())));
+    comm.allreduce_sum(std::span<double>(&v, 1), spread_deadline());
+    return v;
+  }();
+  if (!std::isfinite(norm_sq)) throw invalid_input("the tensor has NaN or Inf entries (mask them to fit around them)");
+  linalg::SerialBlas serial_blas;
+  auto make_problem = [&]() -> std::unique_ptr<CpProblem<T>> {
+    return std::make_unique<SpreadDenseProblem<T>>(slab, o.rank, norm_sq, o, comm, shape[0]);
+  };
+  auto init = [&](int restart) {
+    Factors<T> a = initial_factors<T>(shape, o, restart);
+    if (a.empty()) return spread_gram_init(slab, shape, o, comm, lo);
+    a[0] = rows_of(a[0], lo, hi, o.rank);
+    return a;
+  };
+  return run_cp_als<T>(shape, o, norm_sq, make_problem, init);
+}
+
 template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptions& o) {
   validate_options(x.shape, o);
   if (x.data == nullptr) throw internal_error("cp_als: no data");
@@ -235,5 +446,14 @@ template <typename T> CpResult cp_als_dense(const DenseView<T>& x, const CpOptio
 
 CpResult cp_als(const DenseView<double>& x, const CpOptions& options) { return cp_detail::cp_als_dense(x, options); }
 CpResult cp_als(const DenseView<float>& x, const CpOptions& options) { return cp_detail::cp_als_dense(x, options); }
+
+CpResult cp_als(const DenseView<double>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                const CpOptions& options) {
+  return cp_detail::cp_als_spread(mine, shape, comm, options);
+}
+CpResult cp_als(const DenseView<float>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
+                const CpOptions& options) {
+  return cp_detail::cp_als_spread(mine, shape, comm, options);
+}
 
 }  // namespace tk::decomp

@@ -133,7 +133,7 @@ template <typename T> double GramProblem<T>::residual_sq(const CpState<T>& s) {
     for (int64_t i = 0; i < rows; ++i) dot += static_cast<double>(m_[i * rank_ + r]) * a[i * rank_ + r];
     inner += s.lambda[r] * dot;
   }
-  inner = this->total(inner);
+  if (rows_spread(last)) inner = this->total(inner);
   const std::vector<T> h = gram_hadamard(s, -1, rank_);
   double model_sq = 0;  // ||X^||^2 = lambda^T (Hadamard of all Grams) lambda
   for (int64_t r = 0; r < rank_; ++r)

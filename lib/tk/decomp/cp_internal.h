@@ -98,6 +98,9 @@ template <typename T> class GramProblem : public CpProblem<T> {
   // M (I_mode x R, row-major) = X_(mode) times the Khatri-Rao product of the other
   // factors, for modes called in order 0..d-1 within a sweep.
   virtual void mttkrp(int mode, const Factors<T>& a, T* m) = 0;
+  // Whether this process holds only some rows of `mode` (its factor and MTTKRP), so that
+  // sums over rows are partial and go through total(). One process: never.
+  virtual bool rows_spread(int /*mode*/) const { return false; }
 
   std::vector<int64_t> shape_;
   int64_t rank_;

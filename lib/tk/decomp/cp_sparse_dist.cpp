@@ -319,6 +319,8 @@ class DistProblem : public cp_detail::GramProblem<double> {
     layout_.spread_rows(mode, a.data(), copies_[mode].data());
   }
 
+  bool rows_spread(int /*mode*/) const override { return true; }
+
   double total(double v) override {
     layout_.comm().allreduce_sum(std::span<double>(&v, 1), deadline());
     return v;

@@ -258,6 +258,20 @@ TuckerResult to_tucker(const Decomposition& d) {
   return r;
 }
 
+Decomposition slab_of(const Decomposition& d, size_t mode, int64_t lo, int64_t hi) {
+  if (d.method != Method::kCp && d.method != Method::kTucker)
+    throw usage_error(std::string("a ") + method_name(d.method) + " model has no slabs", d.name);
+  if (mode >= d.shape.size() || lo < 0 || hi < lo || hi > d.shape[mode])
+    throw internal_error("slab_of: rows outside the model", d.name);
+  Decomposition s = d;
+  Part& factor = s.parts.at(1 + mode);  // after CP's lambda or Tucker's core
+  const int64_t cols = factor.shape.at(1);
+  factor.values.assign(factor.values.begin() + lo * cols, factor.values.begin() + hi * cols);
+  factor.shape[0] = hi - lo;
+  s.shape[mode] = hi - lo;
+  return s;
+}
+
 void round_parts(Decomposition& d, DType dtype) {
   for (auto& p : d.parts) {
     if (p.values.empty()) continue;

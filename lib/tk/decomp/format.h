@@ -83,6 +83,11 @@ TtResult to_tt(const Decomposition& d);
 CpResult to_cp(const Decomposition& d);
 TuckerResult to_tucker(const Decomposition& d);
 
+// The part of a CP or Tucker model that reconstructs rows [lo, hi) of mode `mode` (that
+// factor's rows; the shape's extent hi - lo): what a process holding that slab of the
+// tensor measures its error against (reconstruction_sums). kUsage for TT and RESCAL.
+Decomposition slab_of(const Decomposition& d, size_t mode, int64_t lo, int64_t hi);
+
 // Round every part to `dtype` and back (what storing them in it does), in place.
 void round_parts(Decomposition& d, DType dtype);
 

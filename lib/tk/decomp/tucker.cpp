@@ -361,19 +361,6 @@ TuckerResult tucker_spread(const DenseView<T>& mine, const std::vector<int64_t>&
   return tucker_impl(mine, o, spread);
 }
 
-template <typename T>
-double tucker_spread_error(const DenseView<T>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
-                           const TuckerOptions& options, const TuckerResult& model) {
-  Spread spread{&comm, tucker_cut_mode(shape, options), 0, 0, shape};
-  std::tie(spread.lo, spread.hi) = slab_rows(shape[spread.mode], comm.rank(), comm.size());
-  TuckerModel<T> m;
-  m.ranks = model.ranks;
-  m.core.assign(model.core.begin(), model.core.end());
-  for (const auto& f : model.factors) m.factors.emplace_back(f.begin(), f.end());
-  const double norm2 = sum_over(spread, modes::sum_squares(mine.data, modes::element_count(mine.shape)));
-  return norm2 > 0 ? reconstructed_relative_error(mine, m, norm2, spread) : 0.0;
-}
-
 }  // namespace
 
 TuckerResult tucker(const DenseView<double>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
@@ -394,15 +381,6 @@ TuckerResult tucker(const DenseView<double>& mine, const std::vector<int64_t>& s
 TuckerResult tucker(const DenseView<float>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
                     const TuckerOptions& options) {
   return tucker_spread(mine, shape, comm, options);
-}
-
-double tucker_error(const DenseView<double>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
-                    const TuckerOptions& options, const TuckerResult& model) {
-  return tucker_spread_error(mine, shape, comm, options, model);
-}
-double tucker_error(const DenseView<float>& mine, const std::vector<int64_t>& shape, dist::Comm& comm,
-                    const TuckerOptions& options, const TuckerResult& model) {
-  return tucker_spread_error(mine, shape, comm, options, model);
 }
 
 }  // namespace tk::decomp

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from mpi_peak import peak_mib, timed
+
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1"}
 
@@ -39,19 +41,6 @@ def write_field(work, n):
     with h5py.File(os.path.join(work, "field.h5"), "w") as f:
         f.create_dataset("field", data=x, chunks=(16, n, n))
     return x.nbytes
-
-
-def timed(work, tool):
-    """`tool` under /usr/bin/time, each rank writing its peak resident KiB to its own file
-    (mpirun may close a rank's stderr before time writes to it)."""
-    for f in os.listdir(work):
-        if f.startswith("peak."):
-            os.remove(os.path.join(work, f))
-    return ["sh", "-c", f'exec /usr/bin/time -f %M -o {work}/peak.${{OMPI_COMM_WORLD_RANK:-0}} "$@"', "sh", *tool]
-
-
-def peak_mib(work):
-    return max(int(open(os.path.join(work, f)).read().split()[-1]) for f in os.listdir(work) if f.startswith("peak.")) / 1024
 
 
 def run(args, procs, method, path, extra):

@@ -77,6 +77,8 @@ class Hdf5Reader final : public TensorReader {
 
  private:
   std::string where(const std::string& tensor) const { return name_ + ": tensor '" + tensor + "'"; }
+  // Open the dataset of `entry` for reading (kUnavailable when its filter is missing).
+  Hid open_dataset(const DatasetEntry& entry, const std::string& loc);
   void open_file(std::unique_ptr<InputStream> in);
   void walk_group(hid_t group, haddr_t header, const std::string& prefix, int depth);
   void check_symbol_table(haddr_t header, const std::string& where);
@@ -632,16 +634,20 @@ void Hdf5Reader::add_attribute(hid_t attr, const char* key) {
   metadata_[key] = text;
 }
 
+Hid Hdf5Reader::open_dataset(const DatasetEntry& entry, const std::string& loc) {
+  hdf5::init();
+  if (entry.missing_filter >= 0)
+    throw unavailable("HDF5 filter " + std::to_string(entry.missing_filter) + " is not available", loc);
+  return Hid(hdf5::check(H5Dopen2(file_.get(), entry.path.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
+                         "cannot open dataset", loc));
+}
+
 Tensor Hdf5Reader::read(size_t index) {
   if (index >= infos_.size()) throw internal_error("tensor index out of range", name_);
   const TensorInfo& info = infos_[index];
   const DatasetEntry& entry = entries_[index];
   const std::string loc = where(info.name);
-  hdf5::init();
-  if (entry.missing_filter >= 0)
-    throw unavailable("HDF5 filter " + std::to_string(entry.missing_filter) + " is not available", loc);
-  Hid dset(hdf5::check(H5Dopen2(file_.get(), entry.path.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
-                       "cannot open dataset", loc));
+  Hid dset = open_dataset(entry, loc);
   Hid mem = entry.raw_bool ? Hid(H5Dget_type(dset.get())) : hdf5::make_type(info.dtype);
   if (info.nbytes == 0) return Tensor(info.dtype, info.shape, Buffer());
   Buffer data = Buffer::allocate(info.nbytes);
@@ -659,11 +665,7 @@ Tensor Hdf5Reader::read_slab(size_t index, size_t mode, int64_t lo, int64_t hi) 
   if (mode >= info.shape.size() || lo < 0 || hi < lo || hi > info.shape[mode])
     throw internal_error("read_slab: rows outside the tensor", info.name);
   const std::string loc = where(info.name);
-  hdf5::init();
-  if (entry.missing_filter >= 0)
-    throw unavailable("HDF5 filter " + std::to_string(entry.missing_filter) + " is not available", loc);
-  Hid dset(hdf5::check(H5Dopen2(file_.get(), entry.path.c_str(), H5P_DEFAULT), ErrorKind::kInvalidInput,
-                       "cannot open dataset", loc));
+  Hid dset = open_dataset(entry, loc);
   Hid mem_type = hdf5::make_type(info.dtype);
   Shape shape = info.shape;
   shape[mode] = hi - lo;

@@ -87,14 +87,7 @@ TEST(CpSparseDist, MatchesOneProcessOnOneToFourProcesses) {
   const io::SparseTensor x = planted_sparse({23, 19, 17}, 3, 0.01, 5);
   for (CpInit init : {CpInit::kGram, CpInit::kRandom}) {
     for (bool nonneg : {false, true}) {
-      CpOptions o;
-      o.rank = 3;
-      o.init = init;
-      o.nonneg = nonneg;
-      o.seed = 11;
-      o.max_iters = 6;  // the same iteration count: stopped before converging
-      o.tol = 1e-14;
-      o.restarts = init == CpInit::kRandom ? 2 : 1;
+      const CpOptions o = tk::test::fixed_iteration_options(init, nonneg, 11);
       const CpResult serial = cp_als_sparse(x, o);
       for (int processes = 1; processes <= 4; ++processes) {
         SCOPED_TRACE("init " + std::to_string(static_cast<int>(init)) + " nonneg " + std::to_string(nonneg) +

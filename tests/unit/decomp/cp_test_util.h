@@ -84,4 +84,18 @@ inline double factor_match_score(const std::vector<std::vector<double>>& planted
   return best;
 }
 
+// Options for comparing runs at the same iteration count: rank 3, the given start and
+// nonnegativity, stopped after 6 iterations before converging (two restarts for random).
+inline decomp::CpOptions fixed_iteration_options(decomp::CpInit init, bool nonneg, uint64_t seed) {
+  decomp::CpOptions o;
+  o.rank = 3;
+  o.init = init;
+  o.nonneg = nonneg;
+  o.seed = seed;
+  o.max_iters = 6;
+  o.tol = 1e-14;
+  o.restarts = init == decomp::CpInit::kRandom ? 2 : 1;
+  return o;
+}
+
 }  // namespace tk::test

@@ -2,6 +2,7 @@
 // the in-memory image (stdout path) and from a memory stream (pipe path); nested names,
 // metadata, 0-rank and empty tensors, zstd chunking; malformed files.
 #include "tk/io/hdf5.h"
+#include "tk/io/safetensors.h"
 
 #include <gtest/gtest.h>
 
@@ -378,6 +379,41 @@ TEST(Hdf5, ReadsTheFieldFixture) {
   float v = t.data_as<float>()[(5 * 32 + 7) * 16 + 3];
   EXPECT_NEAR(v, std::sin(5 * 0.2) * std::cos(7 * 0.2) + 3.0 / 16, 1e-6);
   EXPECT_EQ(reader->metadata().at("title"), "demo simulation field");
+}
+
+// read_slab: the rows of one mode, as the whole tensor has them, from HDF5 (a hyperslab,
+// contiguous and chunked) and from safetensors (a view of mode 0, copied runs otherwise).
+TEST(Hdf5, SlabsAreTheRowsOfTheWholeTensor) {
+  Scratch s;
+  const Tensor t = random_tensor(DType::kF32, {5, 4, 3}, 11);
+  WriteOptions chunked;
+  chunked.hdf5_zstd_level = 1;
+  chunked.hdf5_chunk_bytes = 48;  // several chunks
+  write_file(s.path("plain.h5"), {{"t", t}});
+  write_file(s.path("chunked.h5"), {{"t", t}}, {}, chunked);
+  write_all(safetensors_writer(OutputStream::open(s.path("t.safetensors"))), {{"t", t}}, {});
+  for (const char* name : {"plain.h5", "chunked.h5", "t.safetensors"}) {
+    auto reader = open_reader(s.path(name));
+    for (size_t mode = 0; mode < 3; ++mode) {
+      const int64_t lo = 1, hi = t.shape()[mode] - 1;
+      const Tensor got = reader->read_slab(0, mode, lo, hi);
+      Shape want_shape = t.shape();
+      want_shape[mode] = hi - lo;
+      ASSERT_EQ(got.shape(), want_shape) << name << " mode " << mode;
+      const float* whole = t.data_as<float>();
+      const float* slab = got.data_as<float>();
+      size_t k = 0;
+      for (int64_t i = 0; i < 5; ++i)
+        for (int64_t j = 0; j < 4; ++j)
+          for (int64_t l = 0; l < 3; ++l) {
+            const int64_t idx[3] = {i, j, l};
+            if (idx[mode] < lo || idx[mode] >= hi) continue;
+            EXPECT_EQ(slab[k++], whole[(i * 4 + j) * 3 + l]) << name << " mode " << mode;
+          }
+      EXPECT_EQ(k, got.numel());
+    }
+    EXPECT_EQ(reader->read_slab(0, 0, 2, 2).numel(), 0u) << name;  // a rank with no rows
+  }
 }
 
 }  // namespace

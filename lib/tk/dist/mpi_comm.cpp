@@ -26,12 +26,14 @@ void check(int rc, const char* what) {
   throw runtime_error(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
 }
 
-// Poll `requests` until all complete or `deadline` passes. For the first 200 us each poll
-// yields the core (the collectives of an ALS iteration mostly complete within that);
-// then the sleep between polls grows to 1 ms: ranks often outnumber cores, and a
-// spinning rank steals the writer's time.
+// Poll `requests` until all complete or `deadline` passes. For the first 5 ms each poll
+// yields the core: a large message takes several protocol steps, each needing both ranks
+// in MPI, and a sleeping rank delays every step (sparse CP's iteration on 2 and 4 ranks
+// took 1.5x as long with 0.2 ms: docs/BENCHMARKS.md). Then the sleep between polls
+// grows to 1 ms: ranks often outnumber cores, and a spinning rank steals the writer's
+// time.
 void wait_all(std::vector<MPI_Request>& requests, Clock::time_point deadline, const char* what) {
-  const Clock::time_point spin_until = Clock::now() + std::chrono::microseconds(200);
+  const Clock::time_point spin_until = Clock::now() + std::chrono::milliseconds(5);
   auto pause = std::chrono::microseconds(20);
   for (;;) {
     int done = 0;

@@ -146,6 +146,8 @@ int main(int argc, char** argv) {
       {"tdecomp cp data.safetensors --rank 10 -o cp.safetensors", "CP-ALS"},
       {"tdecomp cp trade.tns --rank 16 -o cp.safetensors", "Sparse CP on FROSTT coordinates"},
       {"tdecomp tucker field.h5 --tol 1e-3 -o tk.h5", "Tucker with a guaranteed relative error"},
+      {"mpirun -np 16 tdecomp cp big.tns --rank 16 -o cp.safetensors",
+       "CP and Tucker across MPI ranks"},
       {"tdecomp reconstruct cp.safetensors -o dense.safetensors", "The dense tensors again"},
   });
   DecompOptions decomp;

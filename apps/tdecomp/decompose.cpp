@@ -189,6 +189,13 @@ decomp::DecomposeOptions method_options(const Job& job) {
   return m;
 }
 
+// --ranks gives one rank per mode of the tensor.
+void check_ranks_length(const Settings& s, const Shape& shape, const std::string& where) {
+  if (!s.ranks.empty() && s.ranks.size() != shape.size())
+    throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", s.ranks.size(), shape.size()),
+                      where);
+}
+
 decomp::DecomposeSource source_of(const Source& src) {
   return {src.name, src.tensor.shape(), src.tensor.dtype()};
 }
@@ -212,9 +219,7 @@ template <typename T> Outcome decompose_dense(const Job& job) {
     shape = job.s.shape;
   }
   check_order(shape, src.where);
-  if (o.method == "tucker" && !job.s.ranks.empty() && job.s.ranks.size() != shape.size())
-    throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", job.s.ranks.size(), shape.size()),
-                      src.where);
+  if (o.method == "tucker") check_ranks_length(job.s, shape, src.where);
   if (o.method == "rescal" && (shape.size() != 3 || shape[0] != shape[1]))
     throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(shape), src.where);
 
@@ -252,6 +257,18 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   return stored(job, x, observed, std::move(d));
 }
 
+// Sparse CP's result as reported and stored: its source is `nnz` coordinates and values.
+Outcome sparse_outcome(const std::string& name, const Shape& shape, int64_t nnz, const Settings& s,
+                       decomp::CpResult result) {
+  Decomposition d = decomp::from_cp(name, shape, DType::kF64, std::move(result));
+  d.seed = s.seed;
+  d.notes["sparse_nnz"] = std::to_string(nnz);
+  d.notes["precision"] = "f64";
+  d.factor_dtype = DType::kF64;
+  const uint64_t coo_bytes = static_cast<uint64_t>(nnz) * (8 * shape.size() + 8);
+  return Outcome{std::move(d), coo_bytes, {}, {}};
+}
+
 // A .tns input: sparse CP, or a dense method on the densified tensor when it is small.
 std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s, Input& input,
                                    cli::Progress& progress) {
@@ -273,17 +290,14 @@ std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o
   if (s.f32) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
   Job job{o, s, tool, progress, src};
   decomp::CpOptions c = cp_options(job, o.rank);
-  Decomposition d = decomp::from_cp(name, sparse.shape, DType::kF64, decomp::cp_als_sparse(sparse, c));
-  d.seed = s.seed;
-  d.notes["sparse_nnz"] = std::to_string(sparse.nnz());
-  d.notes["precision"] = "f64";
+  Outcome out = sparse_outcome(name, sparse.shape, sparse.nnz(), s, decomp::cp_als_sparse(sparse, c));
+  Decomposition& d = out.model;
   d.factor_dtype = s.factor_dtype.value_or(DType::kF64);
   if (d.factor_dtype != DType::kF64) {
     decomp::round_parts(d, d.factor_dtype);
     d.rel_error = decomp::reconstruction_error(sparse, d);
   }
-  const uint64_t coo_bytes = static_cast<uint64_t>(sparse.nnz()) * (8 * sparse.order() + 8);
-  return {Outcome{std::move(d), coo_bytes, {}, {}}};
+  return {std::move(out)};
 }
 
 // CP or Tucker of tensor `index` across the ranks of an MPI job (dense_dist.h): every
@@ -293,7 +307,6 @@ template <typename T>
 Outcome dense_spread(const cli::Tool& tool, const DecompOptions& o, const Settings& s, cli::Progress& progress,
                      io::TensorReader& reader, size_t index, const std::string& file, dist::Comm& comm) {
   const io::TensorInfo& info = reader.tensors()[index];
-  const auto far = [] { return dist::Clock::now() + std::chrono::hours(1); };
   const bool cp = o.method == "cp";
   Source src{info.name, fmt::format("{}: tensor '{}'", file, info.name), {}};
   Job job{o, s, tool, progress, src, comm.rank() == 0};
@@ -307,16 +320,14 @@ Outcome dense_spread(const cli::Tool& tool, const DecompOptions& o, const Settin
   try {
     src = named_source(info, file);
     check_order(info.shape, src.where);
-    if (!cp && !s.ranks.empty() && s.ranks.size() != info.shape.size())
-      throw usage_error(fmt::format("--ranks has {} entries for a tensor of order {}", s.ranks.size(),
-                                    info.shape.size()), src.where);
+    if (!cp) check_ranks_length(s, info.shape, src.where);
     src.tensor = reader.read_slab(index, mode, lo, hi);
     src.slab = SlabPlace{mode, lo, info.shape};
     data.emplace(src, nullptr);
   } catch (...) {
     error = std::current_exception();
   }
-  dist::raise_together(comm, error, far());
+  dist::raise_together(comm, error, dist::compute_deadline());
   Shape local = info.shape;
   local[mode] = hi - lo;
   const decomp::DenseView<T> x{data->data(), local};
@@ -337,7 +348,7 @@ Outcome dense_spread(const cli::Tool& tool, const DecompOptions& o, const Settin
       [&](const Decomposition& m) {
         const decomp::ErrorSums mine = decomp::reconstruction_sums(x, decomp::slab_of(m, mode, lo, hi));
         std::vector<double> sums = {mine.diff, mine.norm};
-        comm.allreduce_sum(std::span<double>(sums), far());
+        comm.allreduce_sum(std::span<double>(sums), dist::compute_deadline());
         return decomp::ErrorSums{sums[0], sums[1]}.relative();
       },
       [&](Decomposition m) {
@@ -366,19 +377,11 @@ std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOpt
   const bool lead = comm.rank() == 0;
   if (s.f32 && lead) tool.warning("sparse CP computes in f64; --precision f32 is ignored");
   Job job{o, s, tool, progress, src};
-  std::vector<int64_t> nnz = {mine.nnz()};
-  comm.allreduce_sum(std::span<int64_t>(nnz), dist::Clock::now() + std::chrono::hours(1));
   const Shape shape = mine.shape;
   decomp::SparseDistStats stats;
   decomp::CpResult result = decomp::cp_als_sparse(std::move(mine), cp_options(job, o.rank), comm, &stats);
   if (!lead) return {};
-  Decomposition d = decomp::from_cp(name, shape, DType::kF64, std::move(result));
-  d.seed = s.seed;
-  d.notes["sparse_nnz"] = std::to_string(nnz[0]);
-  d.notes["precision"] = "f64";
-  d.factor_dtype = DType::kF64;
-  const uint64_t coo_bytes = static_cast<uint64_t>(nnz[0]) * (8 * shape.size() + 8);
-  Outcome out{std::move(d), coo_bytes, {}, {}};
+  Outcome out = sparse_outcome(name, shape, stats.nnz_total, s, std::move(result));
   out.spread = stats;
   return {std::move(out)};
 }

@@ -4,9 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <span>
 
 #include "tk/core/error.h"
@@ -198,31 +196,15 @@ template <typename T> class SpreadDenseProblem : public DenseProblem<T> {
 
   void normalise(int mode, CpState<T>& s) override {
     if (mode != 0) return CpProblem<T>::normalise(mode, s);
-    // The Gram matrix of the unscaled rows, summed: its diagonal holds the squared norms.
-    const int64_t rank = this->rank_, rows = this->shape_[0];
-    std::vector<T>& a = s.a[0];
-    std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
-    if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), a.data(), rank, T(0), g.data(), rank);
-    sum(g);
-    for (int64_t r = 0; r < rank; ++r) {
-      s.lambda[r] = std::sqrt(static_cast<double>(g[r * rank + r]));
-      const T scale = s.lambda[r] > 0 ? static_cast<T>(1.0 / s.lambda[r]) : T(0);
-      for (int64_t i = 0; i < rows; ++i) a[i * rank + r] *= scale;
-    }
-    s.grams[0].resize(g.size());
-    for (int64_t r = 0; r < rank; ++r)
-      for (int64_t q = 0; q < rank; ++q) {
-        const double nr = s.lambda[r], nq = s.lambda[q];
-        s.grams[0][r * rank + q] = nr > 0 && nq > 0 ? static_cast<T>(g[r * rank + q] / (nr * nq)) : T(0);
-      }
+    normalise_spread<T>(s, 0, this->shape_[0], this->rank_, sum_);
   }
 
   double total(double v) override {
-    comm_.allreduce_sum(std::span<double>(&v, 1), spread_deadline());
+    comm_.allreduce_sum(std::span<double>(&v, 1), dist::compute_deadline());
     return v;
   }
 
-  // The one-process sketch, with mode 0's QR a Cholesky QR (twice) of its spread rows.
+  // The one-process sketch, with mode 0's QR a Cholesky QR of its spread rows.
   void sketch(Factors<T>& gaussian) override {
     const int64_t rank = this->rank_;
     std::vector<T> m;
@@ -233,14 +215,7 @@ template <typename T> class SpreadDenseProblem : public DenseProblem<T> {
       if (n > 0) {
         if (rows >= rank) linalg::qr(rows, rank, m.data(), nullptr);
       } else if (first_rows_ >= rank) {
-        for (int pass = 0; pass < 2; ++pass) {
-          std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
-          if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), m.data(), rank, T(0), g.data(), rank);
-          sum(g);
-          std::vector<double> wide(g.begin(), g.end()), block(m.begin(), m.end());
-          if (!linalg::cholesky_right_solve(rank, wide.data(), rows, block.data())) break;
-          std::copy(block.begin(), block.end(), m.begin());
-        }
+        cholesky_qr_spread<T>(m, rows, rank, sum_);
       }
       gaussian[n] = m;
     }
@@ -249,14 +224,7 @@ template <typename T> class SpreadDenseProblem : public DenseProblem<T> {
   // Mode 0's rows of every process, on every process (I_0 x R: small next to the slabs).
   Factors<T> collect(Factors<T> a) override {
     const auto* bytes = reinterpret_cast<const uint8_t*>(a[0].data());
-    const std::vector<std::vector<uint8_t>> all =
-        comm_.allgather({bytes, bytes + a[0].size() * sizeof(T)}, spread_deadline());
-    a[0].clear();
-    for (const std::vector<uint8_t>& piece : all) {
-      const size_t before = a[0].size();
-      a[0].resize(before + piece.size() / sizeof(T));
-      std::memcpy(a[0].data() + before, piece.data(), piece.size());
-    }
+    a[0] = dist::concatenated<T>(comm_.allgather({bytes, bytes + a[0].size() * sizeof(T)}, dist::compute_deadline()));
     return a;
   }
 
@@ -265,21 +233,15 @@ template <typename T> class SpreadDenseProblem : public DenseProblem<T> {
     DenseProblem<T>::mttkrp(mode, a, m);
     if (mode == 0) return;
     std::vector<T> partial(m, m + this->shape_[mode] * this->rank_);
-    sum(partial);
+    sum_(partial);
     std::copy(partial.begin(), partial.end(), m);
   }
   bool rows_spread(int mode) const override { return mode == 0; }
 
  private:
-  static dist::Clock::time_point spread_deadline() { return dist::Clock::now() + std::chrono::hours(1); }
-  void sum(std::vector<T>& values) {
-    std::vector<double> wide(values.begin(), values.end());
-    comm_.allreduce_sum(std::span<double>(wide), spread_deadline());
-    std::copy(wide.begin(), wide.end(), values.begin());
-  }
-
   dist::Comm& comm_;
   int64_t first_rows_;  // mode 0's extent in the whole tensor
+  const SumOver<T> sum_ = [this](std::vector<T>& v) { dist::sum_in_double(comm_, v); };
 };
 
 }  // namespace
@@ -290,12 +252,11 @@ template <typename T> Factors<T> gram_init(const T* x, const std::vector<int64_t
   // Gaussian columns instead. Mode 0's start is never used by ALS (its first update
   // reads only the other modes), so a long first mode costs nothing.
   const int64_t size = product(shape, 0, static_cast<int>(shape.size()));
-  const int64_t threads = omp_get_max_threads();
   Factors<T> a;
   for (size_t n = 0; n < shape.size(); ++n) {
     const uint64_t seed = o.seed * 1000003u + n;
     const int64_t dim = shape[n];
-    if (dim > kMaxGramDim || threads * dim * dim > std::max<int64_t>(size / 8, int64_t{1} << 16)) {
+    if (!dense_gram_start_pays(dim, size)) {
       a.push_back(gaussian_matrix<T>(shape[n], o.rank, seed));
       continue;
     }
@@ -311,14 +272,6 @@ template Factors<double> gram_init<double>(const double*, const std::vector<int6
 
 namespace {
 
-dist::Clock::time_point spread_deadline() { return dist::Clock::now() + std::chrono::hours(1); }
-
-template <typename T> void sum_over(dist::Comm& comm, std::vector<T>& values) {
-  std::vector<double> wide(values.begin(), values.end());
-  comm.allreduce_sum(std::span<double>(wide), spread_deadline());
-  std::copy(wide.begin(), wide.end(), values.begin());
-}
-
 // X_(0) X_(0)^T of a tensor whose mode-0 rows are spread over the processes: the other
 // modes' J columns go in chunks; each chunk's rows are gathered from every process, each
 // process adds its own rows' products, and the row blocks are gathered at the end.
@@ -333,28 +286,12 @@ std::vector<T> first_mode_gram(const DenseView<T>& slab, const std::vector<int64
     piece.resize(static_cast<size_t>(rows * w));
     for (int64_t i = 0; i < rows; ++i) std::copy_n(slab.data + i * cols + c0, w, piece.begin() + i * w);
     const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
-    const auto all = comm.allgather({bytes, bytes + piece.size() * sizeof(T)}, spread_deadline());
-    chunk.clear();
-    for (const auto& part : all) {
-      const size_t before = chunk.size();
-      chunk.resize(before + part.size() / sizeof(T));
-      std::memcpy(chunk.data() + before, part.data(), part.size());
-    }
+    chunk = dist::concatenated<T>(comm.allgather({bytes, bytes + piece.size() * sizeof(T)}, dist::compute_deadline()));
     if (rows > 0) linalg::gemm(Op::kNoTrans, Op::kTrans, rows, dim, w, T(1), piece.data(), w, chunk.data(), w, T(1),
                                mine.data(), dim);
   }
   const auto* bytes = reinterpret_cast<const uint8_t*>(mine.data());
-  std::vector<T> g;
-  for (const auto& part : comm.allgather({bytes, bytes + mine.size() * sizeof(T)}, spread_deadline())) {
-    const size_t before = g.size();
-    g.resize(before + part.size() / sizeof(T));
-    std::memcpy(g.data() + before, part.data(), part.size());
-  }
-  return g;
-}
-
-template <typename T> std::vector<T> rows_of(const std::vector<T>& full, int64_t lo, int64_t hi, int64_t cols) {
-  return {full.begin() + lo * cols, full.begin() + hi * cols};
+  return dist::concatenated<T>(comm.allgather({bytes, bytes + mine.size() * sizeof(T)}, dist::compute_deadline()));
 }
 
 // gram_init's start across processes: every mode's Gram matrix summed over the slabs,
@@ -364,13 +301,13 @@ template <typename T>
 Factors<T> spread_gram_init(const DenseView<T>& slab, const std::vector<int64_t>& shape, const CpOptions& o,
                             dist::Comm& comm, int64_t lo) {
   const int64_t size = product(shape, 0, static_cast<int>(shape.size()));
-  const int64_t threads = omp_get_max_threads(), rows = slab.shape[0];
+  const int64_t rows = slab.shape[0];
   Factors<T> a;
   for (size_t n = 0; n < shape.size(); ++n) {
     const uint64_t seed = o.seed * 1000003u + n;
     const int64_t dim = shape[n];
     std::vector<T> full;
-    if (dim > kMaxGramDim || threads * dim * dim > std::max<int64_t>(size / 8, int64_t{1} << 16)) {
+    if (!dense_gram_start_pays(dim, size)) {
       full = gaussian_matrix<T>(dim, o.rank, seed);
     } else if (n == 0 && !o.nonneg) {
       a.emplace_back(static_cast<size_t>(rows * o.rank), T(0));
@@ -381,7 +318,7 @@ Factors<T> spread_gram_init(const DenseView<T>& slab, const std::vector<int64_t>
         g = first_mode_gram(slab, shape, comm);
       } else {
         if (rows > 0) modes::mode_gram(slab.data, slab.shape, n, g.data());
-        sum_over(comm, g);
+        dist::sum_in_double(comm, g);
       }
       full = leading_eigenvectors(dim, g, o.rank, seed);
     }
@@ -403,7 +340,7 @@ CpResult cp_als_spread(const DenseView<T>& slab, const std::vector<int64_t>& sha
   if (slab.shape != local) throw usage_error("cp_als: this process's slab is not its rows of mode 0");
   const double norm_sq = [&] {
     double v = modes::sum_squares(slab.data, nullptr, product(local, 0, static_cast<int>(local.size())));
-    comm.allreduce_sum(std::span<double>(&v, 1), spread_deadline());
+    comm.allreduce_sum(std::span<double>(&v, 1), dist::compute_deadline());
     return v;
   }();
   if (!std::isfinite(norm_sq)) throw invalid_input("the tensor has NaN or Inf entries (mask them to fit around them)");

@@ -1,4 +1,6 @@
 // The CP-ALS loop shared by the dense, masked and sparse front ends (see cp_internal.h).
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -139,6 +141,42 @@ template <typename T> double GramProblem<T>::residual_sq(const CpState<T>& s) {
   for (int64_t r = 0; r < rank_; ++r)
     for (int64_t q = 0; q < rank_; ++q) model_sq += s.lambda[r] * s.lambda[q] * h[r * rank_ + q];
   return std::max(0.0, norm_sq_ - 2 * inner + model_sq);
+}
+
+// ---------------------------------------------------------------- spread rows
+
+template <typename T> void normalise_spread(CpState<T>& s, int mode, int64_t rows, int64_t rank, const SumOver<T>& sum) {
+  std::vector<T>& a = s.a[mode];
+  std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
+  if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), a.data(), rank, T(0), g.data(), rank);
+  sum(g);
+  std::vector<double> scale(static_cast<size_t>(rank));
+  for (int64_t r = 0; r < rank; ++r) {
+    s.lambda[r] = std::sqrt(static_cast<double>(g[r * rank + r]));
+    scale[r] = s.lambda[r] > 0 ? 1.0 / s.lambda[r] : 0.0;
+  }
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t r = 0; r < rank; ++r) a[i * rank + r] *= static_cast<T>(scale[r]);
+  s.grams[mode].resize(g.size());
+  for (int64_t r = 0; r < rank; ++r)
+    for (int64_t q = 0; q < rank; ++q)
+      s.grams[mode][r * rank + q] = static_cast<T>(static_cast<double>(g[r * rank + q]) * scale[r] * scale[q]);
+}
+
+template <typename T> void cholesky_qr_spread(std::vector<T>& m, int64_t rows, int64_t rank, const SumOver<T>& sum) {
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<T> g(static_cast<size_t>(rank * rank), T(0));
+    if (rows > 0) linalg::syrk(Op::kTrans, rank, rows, T(1), m.data(), rank, T(0), g.data(), rank);
+    sum(g);
+    std::vector<double> wide_g(g.begin(), g.end()), wide_m(m.begin(), m.end());
+    if (!linalg::cholesky_right_solve(rank, wide_g.data(), rows, wide_m.data())) return;
+    std::copy(wide_m.begin(), wide_m.end(), m.begin());
+  }
+}
+
+bool dense_gram_start_pays(int64_t dim, int64_t size) {
+  const int64_t threads = omp_get_max_threads();
+  return dim <= kMaxGramDim && threads * dim * dim <= std::max<int64_t>(size / 8, int64_t{1} << 16);
 }
 
 // ---------------------------------------------------------------- options, init
@@ -367,6 +405,8 @@ CpResult run_cp_als(const std::vector<int64_t>& shape, const CpOptions& o, doubl
   template std::vector<T> gram_hadamard<T>(const CpState<T>&, int, int64_t);                                     \
   template void hals_update<T>(int64_t, int64_t, const T*, const T*, T*, int);                                    \
   template class CpProblem<T>;                                                                                    \
+  template void normalise_spread<T>(CpState<T>&, int, int64_t, int64_t, const SumOver<T>&);                      \
+  template void cholesky_qr_spread<T>(std::vector<T>&, int64_t, int64_t, const SumOver<T>&);                     \
   template class GramProblem<T>;                                                                                  \
   template Factors<T> initial_factors<T>(const std::vector<int64_t>&, const CpOptions&, int);                    \
   template std::vector<T> leading_eigenvectors<T>(int64_t, std::vector<T>&, int64_t, uint64_t);                   \

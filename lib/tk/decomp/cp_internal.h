@@ -140,6 +140,30 @@ std::vector<double> sparse_mode_gram(const io::SparseTensor& x, int mode);
 // factors instead of an I_n x I_n Gram matrix.
 inline constexpr int64_t kMaxGramDim = 8192;
 
+// Whether a dense tensor of `size` elements starts mode `dim` from its Gram matrix: not
+// when the matrices (one I_n x I_n per OpenMP thread) would cost more time or memory
+// than the ALS they save (over kMaxGramDim, or over 1/8 of the tensor's size).
+bool dense_gram_start_pays(int64_t dim, int64_t size);
+
+// Rows [lo, hi) of a row-major matrix of `cols` columns.
+template <typename T> std::vector<T> rows_of(const std::vector<T>& full, int64_t lo, int64_t hi, int64_t cols) {
+  return {full.begin() + lo * cols, full.begin() + hi * cols};
+}
+
+// Adds a vector up over the processes that share a problem (dist::sum_in_double).
+template <typename T> using SumOver = std::function<void(std::vector<T>&)>;
+
+// For a mode whose rows are spread over processes, this one holding `rows` of them in
+// s.a[mode]: normalise as CpProblem::normalise does, from the summed Gram matrix of the
+// unscaled rows, whose diagonal holds the squared column norms.
+template <typename T> void normalise_spread(CpState<T>& s, int mode, int64_t rows, int64_t rank, const SumOver<T>& sum);
+
+// Orthonormalise the columns of rows spread over processes (m: this one's `rows` x
+// rank), as the sketch's QR does in one process: a Cholesky QR of the summed Gram matrix,
+// twice for orthogonality to rounding. Householder's Q differs from it in column signs
+// only, which ALS carries through and the final sign rule removes.
+template <typename T> void cholesky_qr_spread(std::vector<T>& m, int64_t rows, int64_t rank, const SumOver<T>& sum);
+
 // Check a sparse tensor's consistency (kInvalidInput) and return ||X||^2.
 double checked_sparse_norm_sq(const io::SparseTensor& x);
 

@@ -25,9 +25,7 @@ using cp_detail::CpState;
 using cp_detail::Factors;
 using dist::Comm;
 
-// A collective that has not completed in an hour means a process died or hangs; every
-// process then stops with the communicator's timeout error rather than waiting forever.
-dist::Clock::time_point deadline() { return dist::Clock::now() + std::chrono::hours(1); }
+using dist::compute_deadline;
 
 template <typename T> void append(std::vector<uint8_t>& out, const T* values, size_t count) {
   const auto* p = reinterpret_cast<const uint8_t*>(values);
@@ -38,6 +36,29 @@ template <typename T> std::vector<T> values_of(const std::vector<uint8_t>& bytes
   std::vector<T> out(bytes.size() / sizeof(T));
   std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;
+}
+
+// A nonzero as the exchanges carry it: its `order` indices, then its value.
+void pack_nonzero(std::vector<uint8_t>& out, const int64_t* idx, int order, double value) {
+  append(out, idx, static_cast<size_t>(order));
+  append(out, &value, 1);
+}
+
+// Every nonzero packed in `pieces`, in order, as a tensor of `shape`.
+io::SparseTensor unpack_nonzeros(const std::vector<std::vector<uint8_t>>& pieces, const std::vector<int64_t>& shape) {
+  const size_t order = shape.size(), record = (order + 1) * 8;
+  io::SparseTensor t;
+  t.shape = shape;
+  for (const std::vector<uint8_t>& piece : pieces)
+    for (size_t at = 0; at + record <= piece.size(); at += record) {
+      const size_t before = t.indices.size();
+      t.indices.resize(before + order);
+      std::memcpy(&t.indices[before], piece.data() + at, order * 8);
+      double value;
+      std::memcpy(&value, piece.data() + at + order * 8, 8);
+      t.values.push_back(value);
+    }
+  return t;
 }
 
 // The factors of `processes`, largest first, each to the mode with the most rows per
@@ -99,7 +120,7 @@ class Layout {
     std::vector<std::vector<uint8_t>> out(static_cast<size_t>(comm_.size()));
     for (size_t dest = 0; dest < out.size(); ++dest)
       for (int64_t slot : send_[n][dest]) append(out[dest], partial + slot * rank_, static_cast<size_t>(rank_));
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), reduce_from_[n], deadline());
+    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), reduce_from_[n], compute_deadline());
     std::fill(own, own + own_rows(n) * rank_, 0.0);
     for (size_t src = 0; src < in.size(); ++src) {
       const std::vector<double> rows = values_of<double>(in[src]);
@@ -115,7 +136,7 @@ class Layout {
     std::vector<std::vector<uint8_t>> out(static_cast<size_t>(comm_.size()));
     for (size_t dest = 0; dest < out.size(); ++dest)
       for (int64_t offset : recv_[n][dest]) append(out[dest], own + offset * rank_, static_cast<size_t>(rank_));
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), spread_from_[n], deadline());
+    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), spread_from_[n], compute_deadline());
     for (size_t src = 0; src < in.size(); ++src) {
       const std::vector<double> rows = values_of<double>(in[src]);
       for (size_t k = 0; k < send_[n][src].size(); ++k)
@@ -158,7 +179,7 @@ class Layout {
     for (int n = 0; n < order_; ++n) {
       std::vector<int64_t> counts(static_cast<size_t>(shape_[n]), 0);
       for (int64_t e = 0; e < mine.nnz(); ++e) ++counts[mine.indices[e * order_ + n]];
-      comm_.allreduce_sum(std::span<int64_t>(counts), deadline());
+      comm_.allreduce_sum(std::span<int64_t>(counts), compute_deadline());
       const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
       std::vector<int64_t>& b = bounds_[n];
       b.assign(1, 0);
@@ -187,25 +208,11 @@ class Layout {
       const int64_t* idx = &mine.indices[e * order_];
       int64_t dest = 0;
       for (int n = 0; n < order_; ++n) dest = dest * grid_[n] + layer_of(n, idx[n]);
-      append(out[dest], idx, static_cast<size_t>(order_));
-      append(out[dest], &mine.values[e], 1);
+      pack_nonzero(out[dest], idx, order_, mine.values[e]);
     }
     std::vector<int64_t>().swap(mine.indices);
     std::vector<double>().swap(mine.values);
-    std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), deadline());
-    io::SparseTensor here;
-    here.shape = shape_;
-    const size_t record = static_cast<size_t>(order_ + 1) * 8;
-    for (const std::vector<uint8_t>& piece : in)
-      for (size_t at = 0; at + record <= piece.size(); at += record) {
-        int64_t idx[64];
-        double value;
-        std::memcpy(idx, piece.data() + at, static_cast<size_t>(order_) * 8);
-        std::memcpy(&value, piece.data() + at + static_cast<size_t>(order_) * 8, 8);
-        here.indices.insert(here.indices.end(), idx, idx + order_);
-        here.values.push_back(value);
-      }
-    return here;
+    return unpack_nonzeros(comm_.alltoallv(std::move(out), compute_deadline()), shape_);
   }
 
   // The touched rows of every mode, and the nonzeros re-indexed by them.
@@ -243,7 +250,7 @@ class Layout {
         send_[n][dest].push_back(slot);
         append(out[dest], &i, 1);
       }
-      std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), deadline());
+      std::vector<std::vector<uint8_t>> in = comm_.alltoallv(std::move(out), compute_deadline());
       for (size_t src = 0; src < processes; ++src)
         for (int64_t i : values_of<int64_t>(in[src])) {
           if (i < own_[n].first || i >= own_[n].second) throw internal_error("a row was sent to a process not owning it");
@@ -300,35 +307,18 @@ class DistProblem : public cp_detail::GramProblem<double> {
   }
 
   void normalise(int mode, CpState<double>& s) override {
-    // The Gram matrix of the unscaled rows, summed: its diagonal holds the squared norms.
-    const int64_t rows = layout_.own_rows(mode);
-    std::vector<double>& a = s.a[mode];
-    std::vector<double> g(static_cast<size_t>(rank_ * rank_), 0.0);
-    if (rows > 0) linalg::syrk(linalg::Op::kTrans, rank_, rows, 1.0, a.data(), rank_, 0.0, g.data(), rank_);
-    layout_.comm().allreduce_sum(std::span<double>(g), deadline());
-    std::vector<double> scale(static_cast<size_t>(rank_));
-    for (int64_t r = 0; r < rank_; ++r) {
-      s.lambda[r] = std::sqrt(g[r * rank_ + r]);
-      scale[r] = s.lambda[r] > 0 ? 1.0 / s.lambda[r] : 0.0;
-    }
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t r = 0; r < rank_; ++r) a[i * rank_ + r] *= scale[r];
-    s.grams[mode].resize(g.size());
-    for (int64_t r = 0; r < rank_; ++r)
-      for (int64_t q = 0; q < rank_; ++q) s.grams[mode][r * rank_ + q] = g[r * rank_ + q] * scale[r] * scale[q];
-    layout_.spread_rows(mode, a.data(), copies_[mode].data());
+    cp_detail::normalise_spread<double>(s, mode, layout_.own_rows(mode), rank_, sum_);
+    layout_.spread_rows(mode, s.a[mode].data(), copies_[mode].data());
   }
 
   bool rows_spread(int /*mode*/) const override { return true; }
 
   double total(double v) override {
-    layout_.comm().allreduce_sum(std::span<double>(&v, 1), deadline());
+    layout_.comm().allreduce_sum(std::span<double>(&v, 1), compute_deadline());
     return v;
   }
 
-  // The one-process sketch with its QR made a Cholesky QR (twice, for orthogonality to
-  // rounding): Q = M R^-1 from the summed Gram matrix M^T M. Householder's Q differs from
-  // it in column signs only, which the ALS carries through and finalise() fixes.
+  // The one-process sketch, its QR a Cholesky QR of the spread rows.
   void sketch(Factors<double>& gaussian) override {
     for (int n = 0; n < layout_.order(); ++n) layout_.spread_rows(n, gaussian[n].data(), copies_[n].data());
     std::vector<double> m;
@@ -336,13 +326,7 @@ class DistProblem : public cp_detail::GramProblem<double> {
       const int64_t rows = layout_.own_rows(n);
       m.resize(static_cast<size_t>(rows * rank_));
       mttkrp(n, gaussian, m.data());
-      if (layout_.shape()[n] >= rank_)
-        for (int pass = 0; pass < 2; ++pass) {
-          std::vector<double> g(static_cast<size_t>(rank_ * rank_), 0.0);
-          if (rows > 0) linalg::syrk(linalg::Op::kTrans, rank_, rows, 1.0, m.data(), rank_, 0.0, g.data(), rank_);
-          layout_.comm().allreduce_sum(std::span<double>(g), deadline());
-          if (!linalg::cholesky_right_solve(rank_, g.data(), rows, m.data())) break;
-        }
+      if (layout_.shape()[n] >= rank_) cp_detail::cholesky_qr_spread<double>(m, rows, rank_, sum_);
       gaussian[n] = m;
       layout_.spread_rows(n, gaussian[n].data(), copies_[n].data());
     }
@@ -353,7 +337,7 @@ class DistProblem : public cp_detail::GramProblem<double> {
     Comm& comm = layout_.comm();
     std::vector<uint8_t> mine;
     for (const std::vector<double>& rows : a) append(mine, rows.data(), rows.size());
-    std::vector<std::vector<uint8_t>> all = comm.gatherv(mine, deadline());
+    std::vector<std::vector<uint8_t>> all = comm.gatherv(mine, compute_deadline());
     if (comm.rank() != 0) return {};
     Factors<double> full(a.size());
     for (int n = 0; n < layout_.order(); ++n) full[n].assign(static_cast<size_t>(layout_.shape()[n] * rank_), 0.0);
@@ -380,6 +364,7 @@ class DistProblem : public cp_detail::GramProblem<double> {
 
  private:
   const Layout& layout_;
+  const cp_detail::SumOver<double> sum_ = [this](std::vector<double>& v) { dist::sum_in_double(layout_.comm(), v); };
   cp_detail::SparseMttkrp mttkrp_;
   Factors<double> copies_;
   std::vector<double> partial_;
@@ -393,10 +378,6 @@ std::vector<double> gaussian_rows(int64_t lo, int64_t hi, int64_t cols, uint64_t
   std::vector<double> out(static_cast<size_t>((hi - lo) * cols));
   for (double& v : out) v = rng.next();
   return out;
-}
-
-std::vector<double> rows_of(const std::vector<double>& full, int64_t lo, int64_t hi, int64_t cols) {
-  return {full.begin() + lo * cols, full.begin() + hi * cols};
 }
 
 // The Gram start of mode n (cp_sparse.cpp's) from nonzeros spread over processes: each
@@ -421,26 +402,12 @@ std::vector<double> gram_start(const Layout& layout, int n, const CpOptions& o) 
       h = (h ^ static_cast<uint64_t>(idx[k])) * 0xff51afd7ed558ccdu;
       h ^= h >> 33;
     }
-    const size_t dest = h % out.size();
-    append(out[dest], idx.data(), idx.size());
-    append(out[dest], &x.values[e], 1);
+    pack_nonzero(out[h % out.size()], idx.data(), order, x.values[e]);
   }
-  std::vector<std::vector<uint8_t>> in = comm.alltoallv(std::move(out), deadline());
-  io::SparseTensor fibres;
-  fibres.shape = layout.shape();
-  const size_t record = static_cast<size_t>(order + 1) * 8;
-  for (const std::vector<uint8_t>& piece : in)
-    for (size_t at = 0; at + record <= piece.size(); at += record) {
-      const size_t before = fibres.indices.size();
-      fibres.indices.resize(before + static_cast<size_t>(order));
-      std::memcpy(&fibres.indices[before], piece.data() + at, static_cast<size_t>(order) * 8);
-      double value;
-      std::memcpy(&value, piece.data() + at + static_cast<size_t>(order) * 8, 8);
-      fibres.values.push_back(value);
-    }
+  const io::SparseTensor fibres = unpack_nonzeros(comm.alltoallv(std::move(out), compute_deadline()), layout.shape());
   std::vector<double> g = cp_detail::sparse_mode_gram(fibres, n);
-  comm.allreduce_sum(std::span<double>(g), deadline());
-  return rows_of(cp_detail::leading_eigenvectors(dim, g, o.rank, seed), lo, hi, o.rank);
+  dist::sum_in_double(comm, g);
+  return cp_detail::rows_of(cp_detail::leading_eigenvectors(dim, g, o.rank, seed), lo, hi, o.rank);
 }
 
 // This process's rows of restart `restart`'s starting factors (cp_detail::initial_factors).
@@ -451,7 +418,7 @@ Factors<double> start_rows(const Layout& layout, const CpOptions& o, int restart
     if (restart == 0 && o.init == CpInit::kGram) {
       a.push_back(gram_start(layout, n, o));
     } else if (restart == 0 && o.init == CpInit::kGiven) {
-      a.push_back(rows_of(o.init_factors[n], lo, hi, o.rank));
+      a.push_back(cp_detail::rows_of(o.init_factors[n], lo, hi, o.rank));
     } else {
       const uint64_t stream = o.seed * 1000003u + static_cast<uint64_t>(restart) * 1009u + static_cast<uint64_t>(n);
       a.push_back(gaussian_rows(lo, hi, o.rank, stream));
@@ -470,19 +437,20 @@ SparseDistStats gather_stats(const Layout& layout) {
   Comm& comm = layout.comm();
   int64_t rows = 0;
   for (int n = 0; n < layout.order(); ++n) rows += layout.touched_rows(n) + layout.own_rows(n);
-  // Sums in the first half, maxima (and negated minima) in the second.
-  std::vector<int64_t> sums = {static_cast<int64_t>(layout.bytes_per_iteration())};
+  // Sums, then maxima (and negated minima).
+  std::vector<int64_t> sums = {static_cast<int64_t>(layout.bytes_per_iteration()), layout.local().nnz()};
   std::vector<int64_t> maxima = {layout.local().nnz(), -layout.local().nnz(),
                                  static_cast<int64_t>(layout.bytes_per_iteration()), rows,
                                  static_cast<int64_t>(peak_rss_bytes())};
-  comm.allreduce_sum(std::span<int64_t>(sums), deadline());
-  comm.allreduce_max(std::span<int64_t>(maxima), deadline());
+  comm.allreduce_sum(std::span<int64_t>(sums), compute_deadline());
+  comm.allreduce_max(std::span<int64_t>(maxima), compute_deadline());
   SparseDistStats s;
   s.grid = layout.grid();
   s.nnz_max = maxima[0];
   s.nnz_min = -maxima[1];
   s.bytes_per_iteration_max = static_cast<uint64_t>(maxima[2]);
   s.bytes_per_iteration_mean = static_cast<double>(sums[0]) / comm.size();
+  s.nnz_total = sums[1];
   s.factor_rows_max = maxima[3];
   s.peak_rss_max = static_cast<uint64_t>(maxima[4]);
   return s;
@@ -500,7 +468,7 @@ io::SparseTensor read_tns_shared(const std::string& path, Comm& comm, const io::
   } catch (...) {
     error = std::current_exception();
   }
-  dist::raise_together(comm, error, deadline());
+  dist::raise_together(comm, error, compute_deadline());
   // What all parts together say: the order (every part with entries must agree), the
   // largest index per mode, and whether any index is 0 (then the file is 0-based).
   std::vector<int64_t> seen(2 + kMaxOrder, -1);
@@ -508,8 +476,8 @@ io::SparseTensor read_tns_shared(const std::string& path, Comm& comm, const io::
   seen[1] = part.order > 0 ? -part.order : INT64_MIN;  // the smallest order with entries
   for (int k = 0; k < part.order; ++k) seen[2 + k] = part.max_index[k];
   std::vector<int64_t> zero = {part.saw_zero ? 1 : 0};
-  comm.allreduce_max(std::span<int64_t>(seen), deadline());
-  comm.allreduce_max(std::span<int64_t>(zero), deadline());
+  comm.allreduce_max(std::span<int64_t>(seen), compute_deadline());
+  comm.allreduce_max(std::span<int64_t>(zero), compute_deadline());
   const int order = static_cast<int>(seen[0]);
   if (order > 0 && -seen[1] != order)
     throw invalid_input("the entries have " + std::to_string(-seen[1]) + " indices in some lines and " +
@@ -554,8 +522,8 @@ CpResult cp_als_sparse(io::SparseTensor mine, const CpOptions& options, Comm& co
   } catch (...) {
     error = std::current_exception();
   }
-  dist::raise_together(comm, error, deadline());
-  comm.allreduce_sum(std::span<double>(&norm_sq, 1), deadline());
+  dist::raise_together(comm, error, compute_deadline());
+  comm.allreduce_sum(std::span<double>(&norm_sq, 1), compute_deadline());
   linalg::SerialBlas serial_blas;
   const std::vector<int64_t> shape = mine.shape;
   const Layout layout(mine, o.rank, comm);

@@ -33,6 +33,7 @@ io::SparseTensor read_tns_shared(const std::string& path, dist::Comm& comm, cons
 struct SparseDistStats {
   std::vector<int64_t> grid;          // processes along each mode
   int64_t nnz_min = 0, nnz_max = 0;   // nonzeros a process holds, after the exchange
+  int64_t nnz_total = 0;              // of the whole tensor
   // Bytes of factor rows one process sends to others in one ALS iteration (the partial
   // MTTKRP rows to their owners, the new rows back), for every mode together: the
   // busiest process, and the mean over processes.

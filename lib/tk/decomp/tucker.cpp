@@ -95,18 +95,13 @@ struct Spread {
   std::vector<int64_t> shape;
 };
 
-dist::Clock::time_point deadline() { return dist::Clock::now() + std::chrono::hours(1); }
-
-// Sum `values` over the processes (in double).
+// Sum `values` over the processes (in double); nothing in one process.
 template <typename T> void sum_over(const Spread& spread, std::vector<T>& values) {
-  if (!spread.comm) return;
-  std::vector<double> wide(values.begin(), values.end());
-  spread.comm->allreduce_sum(std::span<double>(wide), deadline());
-  std::copy(wide.begin(), wide.end(), values.begin());
+  if (spread.comm) dist::sum_in_double(*spread.comm, values);
 }
 
 double sum_over(const Spread& spread, double value) {
-  if (spread.comm) spread.comm->allreduce_sum(std::span<double>(&value, 1), deadline());
+  if (spread.comm) spread.comm->allreduce_sum(std::span<double>(&value, 1), dist::compute_deadline());
   return value;
 }
 
@@ -117,7 +112,7 @@ template <typename T> std::vector<T> gather_slabs(const Spread& spread, const T*
   const int64_t count = modes::element_count(shape);
   const auto* bytes = reinterpret_cast<const uint8_t*>(data);
   const std::vector<std::vector<uint8_t>> all =
-      spread.comm->allgather({bytes, bytes + static_cast<size_t>(count) * sizeof(T)}, deadline());
+      spread.comm->allgather({bytes, bytes + static_cast<size_t>(count) * sizeof(T)}, dist::compute_deadline());
   int64_t outer = 1, inner = 1;
   for (size_t k = 0; k < m; ++k) outer *= shape[k];
   for (size_t k = m + 1; k < shape.size(); ++k) inner *= shape[k];

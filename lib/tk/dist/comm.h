@@ -4,6 +4,7 @@
 // with TK_MPI, is the only file that includes mpi.h.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -51,6 +52,28 @@ class Comm {
   virtual void allreduce_sum(std::span<int64_t> values, Clock::time_point deadline) = 0;
   virtual void allreduce_max(std::span<int64_t> values, Clock::time_point deadline) = 0;
 };
+
+// The deadline the distributed computations give each collective: one that has not
+// completed in an hour means a rank died or hangs, and the waiting ranks stop with the
+// communicator's timeout error instead of waiting forever.
+inline Clock::time_point compute_deadline() { return Clock::now() + std::chrono::hours(1); }
+
+// Replace `values` by their element-wise sum over every rank, added in double whatever T.
+template <typename T> void sum_in_double(Comm& comm, std::vector<T>& values) {
+  std::vector<double> wide(values.begin(), values.end());
+  comm.allreduce_sum(std::span<double>(wide), compute_deadline());
+  std::copy(wide.begin(), wide.end(), values.begin());
+}
+
+// Pieces of bytes (a gather's, in rank order) as one array of T, end to end.
+template <typename T> std::vector<T> concatenated(const std::vector<std::vector<uint8_t>>& pieces) {
+  size_t bytes = 0;
+  for (const auto& piece : pieces) bytes += piece.size();
+  std::vector<T> out(bytes / sizeof(T));
+  auto* at = reinterpret_cast<uint8_t*>(out.data());
+  for (const auto& piece : pieces) at = std::copy(piece.begin(), piece.end(), at);
+  return out;
+}
 
 // Make an error on some ranks an error on all: every rank calls this at the same point
 // with the exception it caught there (nullptr when it has none). When any rank has one,

@@ -78,7 +78,9 @@ SpreadRun run_spread(const io::SparseTensor& x, const CpOptions& o, int processe
     std::lock_guard lock(mutex);
     run.fits[me] = r.fit;
     if (me == 0) run.lead = std::move(r), run.stats = stats;
-    if (me != 0) EXPECT_TRUE(r.factors.empty());
+    if (me != 0) {
+      EXPECT_TRUE(r.factors.empty());
+    }
   });
   return run;
 }

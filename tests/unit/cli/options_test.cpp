@@ -86,22 +86,24 @@ TEST(Device, ParsesCpuCudaAuto) {
   EXPECT_EQ(kind_of([] { device_parse("cuda:"); }), ErrorKind::kUsage);
   EXPECT_EQ(kind_of([] { device_parse("cuda:x"); }), ErrorKind::kUsage);
   EXPECT_EQ(kind_of([] { device_parse("cudax"); }), ErrorKind::kUsage);
-  // No tool has a GPU code path: cuda[:N] is refused (exit 5) with the reason, the
-  // missing backend, device or code path, whichever comes first.
-  EXPECT_EQ(kind_of([] { device_parse("cuda:1"); }), ErrorKind::kUnavailable);
-  const std::string refused = message_of([] { device_parse("cuda"); });
+  // cuda[:N] is refused (exit 5) before any work when the backend or the device is
+  // missing, with the reason; a device that is there is taken.
   std::string why;
   const int count = device::cuda_device_count(&why);
+  EXPECT_EQ(kind_of([count] { device_parse("cuda:" + std::to_string(count)); }), ErrorKind::kUnavailable);
   if (!device::cuda_compiled()) {
-    EXPECT_EQ(refused, "CUDA support not compiled in (--device cuda)");
+    EXPECT_EQ(message_of([] { device_parse("cuda"); }), "CUDA support not compiled in (--device cuda)");
   } else if (count == 0) {
-    EXPECT_EQ(refused, "no CUDA device (" + why + ") (--device cuda)");
+    EXPECT_EQ(message_of([] { device_parse("cuda"); }), "no CUDA device (" + why + ") (--device cuda)");
   } else {
-    EXPECT_EQ(refused, "no GPU code path in this version; --device cpu or auto runs on the CPU (--device cuda)");
+    EXPECT_EQ(device_parse("cuda").kind, Device::Kind::kCuda);
     EXPECT_EQ(message_of([count] { device_parse("cuda:" + std::to_string(count)); }),
               "device " + std::to_string(count) + " not present (" + std::to_string(count) + " CUDA device" +
                   (count == 1 ? "" : "s") + ") (--device cuda:" + std::to_string(count) + ")");
   }
+  EXPECT_EQ(message_of([] { require_no_gpu(Device{Device::Kind::kCuda, 0}, "tinfo"); }),
+            "tinfo has no GPU code path; --device cpu or auto runs it on the CPU (--device cuda:0)");
+  require_no_gpu(Device{Device::Kind::kAuto, 0}, "tinfo");
 #ifdef TK_HAVE_CUDA
   EXPECT_TRUE(device::cuda_compiled());
 #else

@@ -7,6 +7,7 @@
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tk/core/error.h"
+#include "tk/device/device.h"
 #include "tk/quant/dequant_reader.h"
 #include "tquant.h"
 
@@ -39,6 +40,12 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   // Neither tquant's nor GGUF nor compressed-tensors: the reader says what is missing.
   if (!opened) opened = std::make_unique<quant::DequantReader>(std::move(inner), io::input_display_name(args.input), cast);
   quant::DequantReader& reader = *opened;
+  // The GPU decodes the integer schemes: every tensor under --device cuda, under auto
+  // those large enough to pay for their copies there and back.
+  constexpr uint64_t kGpuMinValues = uint64_t{1} << 20;
+  const device::Placement where = device::place(tool.options().device, kGpuMinValues, kGpuMinValues, true, "dequant");
+  const bool asked = tool.options().device.kind == device::Request::Kind::kCuda;
+  reader.decode_on(where.cuda ? where.index : -1, asked ? 0 : kGpuMinValues);
   io::Metadata metadata = reader.metadata();
   tool.stamp(metadata);
   const auto& infos = reader.tensors();

@@ -91,6 +91,11 @@ int main(int argc, char** argv) {
   curve->add_option("--group-size", q.group_size, "Values per group along a row")->type_name("G");
   curve->add_flag("--allow-nonfinite", q.allow_nonfinite, "Leave tensors holding NaN or Inf out");
 
+  tool.set_gpu_work(
+      "quantizing and dequantizing " + tk::quant::gpu_schemes_text() +
+      ", --budget's candidates among them included, the same bytes as the CPU. The other schemes (k-quants, nf4, "
+      "iq4nl, fp8, MX, nvfp4, codebooks and trellis) run on the CPU: named by --scheme or --rule under --device "
+      "cuda they exit 5, as --budget candidates they run there");
   return tool.run(argc, argv, [&] {
     if (dequant->parsed()) return tk::tquant::run_dequant(tool, d);
     if (curve->parsed()) return tk::tquant::run_curve(tool, q, svg);

@@ -189,6 +189,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   session.ct = ct;
   if (session.gguf) check_gguf_output(session);
   if (session.ct) check_ct_output(session);
+  session.check_device();
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
 
   Source src(cli::open_seekable_reader(tool, args.input));
@@ -231,7 +232,8 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;
-    quant::Measured m = quant::quantize_measure(session.scheme(e.scheme), x, e.info.shape, session.options_for(e), !args.dry_run);
+    const quant::QuantOptions o = session.options_for(e);
+    quant::Measured m = quant::quantize_measure(session.scheme(e.scheme), x, e.info.shape, o, !args.dry_run);
     meter.add(x.size());
     if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
     held += m.q.stored_bytes();
@@ -240,7 +242,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
       for (const auto& [suffix, part] : m.q.parts) spilled[suffix] = spill.append(part);
       m.q.parts.clear();
     }
-    results.push_back({&e, std::move(m), std::move(spilled)});
+    results.push_back({&e, std::move(m), std::move(spilled), o.device});
   }
   progress.clear();
 

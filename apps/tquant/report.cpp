@@ -57,6 +57,15 @@ Totals totals_of(const std::vector<Result>& results) {
 
 std::string db_text(double db) { return std::isinf(db) ? "inf" : fmt::format("{:.2f}", db); }
 
+std::string device_of(const Result& r) { return r.device >= 0 ? "cuda:" + std::to_string(r.device) : "cpu"; }
+
+// Weights quantized on each device ("cpu", "cuda:0").
+std::map<std::string, uint64_t> weights_by_device(const std::vector<Result>& results) {
+  std::map<std::string, uint64_t> by;
+  for (const Result& r : results) by[device_of(r)] += shape_numel(r.entry->info.shape);
+  return by;
+}
+
 std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Result>& results, const Totals& t,
                         const std::optional<std::string>& sha256, const QuantArgs& args, uint64_t out_bytes) {
   cli::TextTable table({"tensor", "scheme", "shape", "bpw", "rel_rmse", "sqnr_db", "max_abs", "clipped"});
@@ -75,6 +84,13 @@ std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Re
     text += fmt::format("SQNR dB: median {}, element-weighted {}, worst {} ({}), energy-weighted {}\n",
                         db_text(t.median_db), db_text(t.element_db), db_text(t.worst_db), cli::escape_text(t.worst),
                         db_text(t.sqnr_db()));
+  }
+  // Said where a GPU took part: a run on the CPU alone reads as it always has.
+  const std::map<std::string, uint64_t> by_device = weights_by_device(results);
+  if (by_device.size() > 1 || (by_device.size() == 1 && by_device.begin()->first != "cpu")) {
+    std::string where;
+    for (const auto& [name, weights] : by_device) where += fmt::format("{}{} ({} weights)", where.empty() ? "" : ", ", name, weights);
+    text += "device: " + where + "\n";
   }
   if (args.dry_run) {
     text += "dry run: nothing written\n";
@@ -102,6 +118,7 @@ json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, cons
       const quant::Measured& m = it->second->measured;
       j["action"] = "quantize";
       j["scheme"] = e.scheme;
+      j["device"] = device_of(*it->second);
       j["bytes"] = m.bytes;
       j["bpw"] = m.bpw;
       j["rel_rmse"] = cli::json_number(m.stats.rel_rmse);
@@ -130,6 +147,7 @@ json json_report(const QuantArgs& args, const std::vector<PlanEntry>& plan, cons
                 {"sqnr_db_worst", cli::json_number(t.worst_db)},
                 {"worst_tensor", results.empty() ? json(nullptr) : json(t.worst)},
                 {"weighted_sse", cli::json_number(t.weighted_sse)}}},
+              {"weights_by_device", weights_by_device(results)},
               {"output_bytes", out_bytes},
               {"output_sha256", sha256 ? json(*sha256) : json(nullptr)}};
   if (args.budget) doc["budget_bpw"] = *args.budget;

@@ -19,6 +19,7 @@ struct Result {
   quant::Measured measured;
   // Parts set aside in a PartSpill (measured.q.parts then empty): their offsets there.
   std::map<std::string, uint64_t> spilled;
+  int device = -1;  // the CUDA device that quantized it; -1: the CPU
 };
 
 struct WriteOutcome {

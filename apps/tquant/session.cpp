@@ -35,6 +35,33 @@ const quant::Scheme& Session::scheme(const std::string& spec) {
   return *s;
 }
 
+// Below this many weights the GPU does not gain: copying a tensor there and back and
+// launching the kernels take longer than the CPU's search of it (and a first use pays
+// for the CUDA context, a few hundred ms).
+constexpr uint64_t kGpuMinWeights = uint64_t{1} << 18;
+
+device::Placement Session::place(const quant::Scheme& sc, const quant::QuantOptions& o, uint64_t numel) const {
+  device::Request request = tool.options().device;
+  const bool has_path = sc.gpu_path(o);
+  if (request.kind == device::Request::Kind::kCuda && !has_path) request.kind = device::Request::Kind::kCpu;
+  return device::place(request, numel, kGpuMinWeights, has_path, "scheme " + sc.name());
+}
+
+void Session::check_device() {
+  if (tool.options().device.kind != device::Request::Kind::kCuda) return;
+  std::vector<std::string> named;
+  if (!args.scheme.empty()) named.push_back(args.scheme);
+  for (const std::string& r : args.rules) named.push_back(parse_rule(r).second);
+  for (const std::string& spec : named) {
+    const quant::Scheme& sc = scheme(spec);
+    if (!sc.gpu_path(base)) {
+      throw unavailable("no GPU code path for scheme " + sc.name() + " under these options (the GPU runs " +
+                            quant::gpu_schemes_text() + "); --device cpu or auto runs it on the CPU",
+                        "--device " + device::request_name(tool.options().device));
+    }
+  }
+}
+
 quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& spec) {
   quant::QuantOptions o = base;
   if (e.group_size > 0) o.group_size = e.group_size;
@@ -50,6 +77,10 @@ quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& 
   if (ct) {  // the scales in the tensor's dtype, which compressed-tensors decodes to
     const DType d = e.info.dtype;
     if (args.scale_dtype.empty() && (d == DType::kF16 || d == DType::kBF16 || d == DType::kF32)) o.scale_dtype = d;
+  }
+  if (!spec.empty()) {  // a budgeted tensor has no scheme until the allocation
+    const device::Placement where = place(scheme(spec), o, shape_numel(e.info.shape));
+    o.device = where.cuda ? where.index : -1;
   }
   return o;
 }

@@ -9,6 +9,7 @@
 
 #include "cli/progress.h"
 #include "plan.h"
+#include "tk/device/device.h"
 #include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
 #include "tk/quant/allocation.h"
@@ -53,6 +54,13 @@ struct Session {
   bool ct = false;
 
   const quant::Scheme& scheme(const std::string& spec);
+  // Where quantizing `numel` weights with `scheme` under `o` runs (--device): on the GPU
+  // where the scheme has a path for these options, else the CPU. A budget's candidates
+  // without one run on the CPU under --device cuda too (a named scheme is refused first,
+  // check_device).
+  device::Placement place(const quant::Scheme& scheme, const quant::QuantOptions& o, uint64_t numel) const;
+  // --device cuda[:N] with a --scheme or --rule scheme that has no GPU path: kUnavailable.
+  void check_device();
   // base + the entry's group size + the tensor's importance vector, for the entry's
   // scheme or for `spec`; for GGUF, with the layout of the scheme's ggml twin.
   quant::QuantOptions options_for(const PlanEntry& e) { return options_for(e, e.scheme); }

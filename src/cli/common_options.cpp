@@ -22,8 +22,7 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->type_name("N")
       ->check(CLI::NonNegativeNumber);
   app.add_option_function<std::string>("--device", [&o](const std::string& d) { o.device_text = d; },
-                                       "Compute device: auto (the default) or cpu, both the CPU; cuda[:N] exits 5 "
-                                       "(no tool has a GPU path yet)")
+                                       device_help({}))
       ->type_name("DEV");
   app.add_option_function<uint64_t>("--seed", [&o](uint64_t s) { o.seed = s; }, "Seed for randomised algorithms")
       ->type_name("N");
@@ -35,6 +34,13 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
                         "More detail on stderr; repeatable");
   app.add_flag_function("--progress,!--no-progress", [&o](int64_t n) { o.progress = n > 0; },
                         "Show progress on stderr (default: when stderr is a terminal)");
+}
+
+std::string device_help(const std::string& gpu_work) {
+  if (gpu_work.empty()) return "Compute device: cpu or auto (the default), both the CPU here; cuda[:N] exits 5";
+  return "Compute device: cpu, cuda[:N] (that GPU, or exit 5 without it) or auto (the default: the GPU when "
+         "present and the work is large enough to gain, else the CPU). On the GPU: " +
+         gpu_work;
 }
 
 void apply_common_options(CommonOptions& o, bool stderr_is_terminal) {

@@ -38,6 +38,9 @@ struct CommonOptions {
 // Repeatable flags append, so flags given before and after a subcommand name combine.
 void add_common_options(CLI::App& app, CommonOptions& options);
 
+// --device's help: what runs on the GPU (empty: nothing, the tool computes on the CPU).
+std::string device_help(const std::string& gpu_work);
+
 // Validate and act on the parsed flags: parse --device (kUsage, or kUnavailable for
 // CUDA in a build without it), set the OpenMP thread count, decide whether progress is
 // shown (explicit flag, else stderr is a terminal and not -q).

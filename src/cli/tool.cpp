@@ -103,6 +103,15 @@ void Tool::set_examples(const std::vector<std::pair<std::string, std::string>>& 
   app_.footer(text + "\n" + kExitCodesHelp);
 }
 
+void Tool::set_gpu_work(const std::string& what) {
+  gpu_work_ = what;
+  const std::string text = device_help(what);
+  app_.get_option("--device")->description(text);
+  for (CLI::App* sub : app_.get_subcommands({})) {
+    if (CLI::Option* o = sub->get_option_no_throw("--device")) o->description(text);
+  }
+}
+
 CLI::App* Tool::add_subcommand(const std::string& name, const std::string& description) {
   CLI::App* sub = app_.add_subcommand(name, description);
   sub->set_help_flag("-h,--help", "Print this help");
@@ -154,6 +163,7 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
       throw;
     }
     apply_common_options(options_, stderr_is_terminal());
+    if (gpu_work_.empty()) require_no_gpu(options_.device, name_);
     io::Metadata probe;
     metadata_edit(probe, output_);  // a bad --set-metadata fails before any work, not at the write
     return body();

@@ -39,6 +39,11 @@ class Tool {
   // with what it does. The exit codes follow them.
   void set_examples(const std::vector<std::pair<std::string, std::string>>& examples);
 
+  // What this tool runs on a GPU, in words for --device's help ("int2..int8
+  // quantization"); call after the subcommands are added. A tool that never calls it
+  // refuses --device cuda[:N] (exit 5) rather than run on the CPU under a GPU's name.
+  void set_gpu_work(const std::string& what);
+
   // The flags of a data output, shared like the common ones; valid inside run().
   OutputOptions& output_options() { return output_; }
   const OutputOptions& output_options() const { return output_; }
@@ -82,6 +87,7 @@ class Tool {
   void print_error(std::string_view text) const;
 
   std::string name_;
+  std::string gpu_work_;
   CLI::App app_;
   CommonOptions options_;
   OutputOptions output_;

@@ -16,8 +16,9 @@ namespace tk::quant {
 
 namespace {
 
-// The values of q as a tensor of `dtype`; errors of the data located at `where`.
-Tensor dequantize_as(const Quantized& q, DType dtype, const std::string& where) {
+// The values of q as a tensor of `dtype`, decoded on `device` (-1: the CPU); errors of
+// the data located at `where`.
+Tensor dequantize_as(const Quantized& q, DType dtype, const std::string& where, int device) {
   std::unique_ptr<Scheme> scheme;
   try {
     scheme = make_scheme(q.scheme);
@@ -32,7 +33,7 @@ Tensor dequantize_as(const Quantized& q, DType dtype, const std::string& where) 
   if (n > part_bits * 64 + 64) throw invalid_input("shape too large for its parts", where);
   std::vector<float> values(n);
   try {
-    dequantize_view(*scheme, q, values.data());
+    dequantize_view(*scheme, q, values.data(), false, device);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kInvalidInput) throw;
     throw invalid_input(e.message(), where);
@@ -190,7 +191,10 @@ Tensor DequantReader::read(size_t index) {
   const Slot& s = slots_.at(index);
   const io::TensorInfo& info = infos_[index];
   try {
-    if (s.record && !s.parts.empty()) return dequantize_as(collect(index), info.dtype, "tensor '" + info.name + "'");
+    if (s.record && !s.parts.empty()) {
+      const int device = shape_numel(info.shape) >= device_min_values_ ? device_ : -1;
+      return dequantize_as(collect(index), info.dtype, "tensor '" + info.name + "'", device);
+    }
     Tensor t = fetch(s.input_index);
     if (t.dtype() == info.dtype) return t;
     Tensor out = Tensor::empty(info.dtype, t.shape());

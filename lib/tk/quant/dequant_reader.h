@@ -51,6 +51,12 @@ class DequantReader final : public io::TensorReader {
   const LayoutRecord* record(size_t index) const { return slots_.at(index).record; }
   // Bytes the tensor takes in the file (the sum of its parts for a quantized one).
   uint64_t stored_bytes(size_t index) const { return slots_.at(index).stored; }
+  // Decode tensors of at least `min_values` values on CUDA device `device` where their
+  // scheme has a GPU decoder (-1: the CPU, the default); the same values either way.
+  void decode_on(int device, uint64_t min_values = 0) {
+    device_ = device;
+    device_min_values_ = min_values;
+  }
   size_t quantized_count() const { return records_.size(); }
   // The quantized tensor `index` as tensorkit's Quantized, parts included, to repack it
   // (tconvert to GGUF or compressed-tensors). Throws kUsage for a tensor stored densely
@@ -58,6 +64,8 @@ class DequantReader final : public io::TensorReader {
   Quantized quantized(size_t index);
 
  private:
+  int device_ = -1;
+  uint64_t device_min_values_ = 0;
   struct Slot {
     size_t input_index = 0;
     const LayoutRecord* record = nullptr;

@@ -21,74 +21,6 @@ namespace {
 
 constexpr int64_t kChunk = 256;
 
-// The fixed reduction order of 8 lanes, shared by both versions.
-inline double reduce8(const float* a) {
-  return static_cast<double>(((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])));
-}
-// What MAXPS / MINPS compute (the second operand when equal or unordered), so that the
-// sign of a zero comes out the same in both versions.
-inline float max_ps(float a, float b) { return a > b ? a : b; }
-inline float min_ps(float a, float b) { return a < b ? a : b; }
-inline float clamp_ps(float v, float lo, float hi) { return min_ps(max_ps(v, lo), hi); }
-
-TrialSums trial_symmetric_ref(const float* x, const float* w, int64_t n, float iscale, float lo, float hi) {
-  TrialSums out;
-  for (int64_t c = 0; c < n; c += kChunk) {
-    float lx[8] = {}, l2[8] = {};
-    const int64_t end = std::min(n, c + kChunk);
-    for (int64_t i = c; i < end; ++i) {
-      const float l = clamp_ps(std::nearbyint(iscale * x[i]), lo, hi);
-      const float t = w[i] * l;
-      lx[i % 8] += t * x[i];
-      l2[i % 8] += t * l;
-    }
-    out.lx += reduce8(lx);
-    out.l2 += reduce8(l2);
-  }
-  return out;
-}
-
-TrialSums trial_asymmetric_ref(const float* x, const float* w, int64_t n, float iscale, float min, float hi) {
-  TrialSums out;
-  for (int64_t c = 0; c < n; c += kChunk) {
-    float lx[8] = {}, l2[8] = {}, l1[8] = {};
-    const int64_t end = std::min(n, c + kChunk);
-    for (int64_t i = c; i < end; ++i) {
-      const float l = clamp_ps(std::nearbyint(iscale * (x[i] - min)), 0.0f, hi);
-      const float t = w[i] * l;
-      lx[i % 8] += t * x[i];
-      l2[i % 8] += t * l;
-      l1[i % 8] += t;
-    }
-    out.lx += reduce8(lx);
-    out.l2 += reduce8(l2);
-    out.l += reduce8(l1);
-  }
-  return out;
-}
-
-GroupStats group_stats_ref(const float* x, const float* w, int64_t n) {
-  GroupStats s;
-  s.max = x[0];
-  s.min = x[0];
-  for (int64_t c = 0; c < n; c += kChunk) {
-    float sw[8] = {}, swx[8] = {}, swx2[8] = {};
-    const int64_t end = std::min(n, c + kChunk);
-    for (int64_t i = c; i < end; ++i) {
-      const float t = w[i] * x[i];
-      sw[i % 8] += w[i];
-      swx[i % 8] += t;
-      swx2[i % 8] += t * x[i];
-      s.max = max_ps(s.max, x[i]);
-      s.min = min_ps(s.min, x[i]);
-    }
-    s.sw += reduce8(sw);
-    s.swx += reduce8(swx);
-    s.swx2 += reduce8(swx2);
-  }
-  return s;
-}
-
 #if TK_X86
 TK_BEGIN_AVX2
 inline __m256 round_even(__m256 v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
@@ -391,19 +323,6 @@ void group_stats_lanes_avx2(const float* xt, const float* wt, int64_t n, GroupSt
 }
 TK_END_TARGET
 #endif
-
-// The first value of largest magnitude (scalar in both versions: the rule is "first").
-float first_amax(const float* x, int64_t n) {
-  float best = 0, best_abs = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a > best_abs) {
-      best_abs = a;
-      best = x[i];
-    }
-  }
-  return best;
-}
 
 // Call fn(std::integral_constant<int, B>) for B = bits (1..8), so that the byte moves
 // of a bit width have a constant size and compile to single loads and stores.
@@ -820,11 +739,7 @@ GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference
   else
 #endif
     s = group_stats_ref(x, w, n);
-  // min_ps/max_ps keep the first of two equal zeros; normalise so both versions agree.
-  if (s.max == 0) s.max = 0.0f;
-  if (s.min == 0) s.min = 0.0f;
-  s.amax_signed = first_amax(x, n);
-  return s;
+  return normalised_stats(s, x, n);
 }
 
 void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, int offset, uint8_t* codes,
@@ -833,10 +748,7 @@ void codes_symmetric(const float* x, int64_t n, float inv, float lo, float hi, i
 #if TK_X86
   if (!reference && use_avx2()) i = codes_symmetric_avx2(x, n, inv, lo, hi, offset, codes);
 #endif
-  for (; i < n; ++i) {
-    const float l = clamp_ps(std::nearbyint(x[i] * inv), lo, hi);
-    codes[i] = static_cast<uint8_t>(static_cast<int>(l) + offset);
-  }
+  for (; i < n; ++i) codes[i] = code_symmetric(x[i], inv, lo, hi, offset);
 }
 
 void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi, uint8_t* codes,
@@ -845,10 +757,7 @@ void codes_asymmetric(const float* x, int64_t n, float inv, float min, float hi,
 #if TK_X86
   if (!reference && use_avx2()) i = codes_asymmetric_avx2(x, n, inv, min, hi, codes);
 #endif
-  for (; i < n; ++i) {
-    const float l = clamp_ps(std::nearbyint((x[i] - min) * inv), 0.0f, hi);
-    codes[i] = static_cast<uint8_t>(static_cast<int>(l));
-  }
+  for (; i < n; ++i) codes[i] = code_asymmetric(x[i], inv, min, hi);
 }
 
 void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool reference) {

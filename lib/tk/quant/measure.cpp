@@ -31,7 +31,7 @@ Measured quantize_measure(const Scheme& scheme, const std::vector<float>& x, con
   const int64_t view = choose_view_cols(scheme, shape, options);
   m.q = quantize_view(scheme, x.data(), shape, view, options);
   std::vector<float> y(x.size());
-  dequantize_view(scheme, m.q, y.data());
+  dequantize_view(scheme, m.q, y.data(), false, options.device);
   const int64_t cols = shape.empty() ? 1 : shape.back();
   const int64_t rows = view == 0 ? 0 : static_cast<int64_t>(x.size()) / view;
   m.stats = measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), cols, options.importance);

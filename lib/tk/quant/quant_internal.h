@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tk/quant/group_search.h"
 #include "tk/quant/scheme.h"
 
 namespace tk::quant::detail {
@@ -77,12 +78,7 @@ bool is_scale_dtype(DType dtype);
 void pack_bits(const uint8_t* codes, int64_t n, int bits, uint8_t* out, bool reference);
 void unpack_bits(const uint8_t* in, int64_t n, int bits, uint8_t* codes, bool reference);
 
-// Weighted sums of a trial quantization (see the lane order above).
-struct TrialSums {
-  double lx = 0;  // sum w * x * L
-  double l2 = 0;  // sum w * L * L
-  double l = 0;   // sum w * L (asymmetric only)
-};
+// Weighted sums of a trial quantization (TrialSums, group_search.h).
 // Symmetric: L = clamp(round(iscale * x), lo, hi).
 TrialSums trial_symmetric(const float* x, const float* w, int64_t n, float iscale, float lo, float hi,
                           bool reference);
@@ -138,12 +134,7 @@ void expand_sub_scales(const uint8_t* q, int64_t supers, int subs, int bias, con
 void decode_packed_table(const uint8_t* packed, int64_t n, int bits, const float* table, int64_t group,
                          const float* scales, float* y, bool reference);
 
-// Weighted sums of the group itself, in the same lane order.
-struct GroupStats {
-  double sw = 0, swx = 0, swx2 = 0;
-  float max = 0, min = 0;  // largest and smallest value
-  float amax_signed = 0;   // the first value of largest magnitude, with its sign
-};
+// Weighted sums of the group itself (GroupStats, group_search.h), in the same lane order.
 GroupStats group_stats(const float* x, const float* w, int64_t n, bool reference);
 // The stats of eight groups in lanes (wt null: unit weights), equal to group_stats'.
 void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* out, bool reference);
@@ -152,18 +143,13 @@ void group_stats_lanes(const float* xt, const float* wt, int64_t n, GroupStats* 
 // Symmetric codes in [-nmax, nmax - 1]; returns d with x ~ d * L (0 for an all-zero
 // group). `fast`: the absmax scale max / -nmax. Candidates iscale = -(nmax + 0.1 k) /
 // amax for |k| <= tries, and the same mirrored towards nmax - 1.
-constexpr int kSymmetricTries = 9;
 float search_symmetric(const float* x, const float* w, int64_t n, int nmax, bool fast, bool reference,
                        int tries = kSymmetricTries);
 // The same with the group's stats already computed.
 float search_symmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax, bool fast,
                        bool reference, int tries);
 // Asymmetric codes in [0, nmax]; x ~ d * L + m. `nonpositive_min` keeps m <= 0.
-struct AffineScale {
-  float d = 0, m = 0;
-};
 // Candidates iscale = (nmax - 1 + 0.1 k) / (max - min) for 0 <= k <= steps.
-constexpr int kAsymmetricSteps = 20;
 AffineScale search_asymmetric(const float* x, const float* w, int64_t n, int nmax, bool nonpositive_min,
                               bool fast, bool reference, int steps = kAsymmetricSteps);
 AffineScale search_asymmetric(const GroupStats& s, const float* x, const float* w, int64_t n, int nmax,
@@ -174,22 +160,6 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
                             bool reference, int tries, float* d);
 void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* wt, int64_t n, int nmax,
                              bool nonpositive_min, bool fast, bool reference, int steps, AffineScale* out);
-// Weighted squared error of codes from the scale (symmetric or asymmetric), from the
-// group's sums (swx2, swx, sw) and the codes' (lx, l2, l). Inline: the lanes searches
-// evaluate them in vector loops.
-inline double error_symmetric(double swx2, double lx, double l2, double d) {
-  return swx2 - 2 * d * lx + d * d * l2;
-}
-inline double error_asymmetric(double swx2, double swx, double sw, double lx, double l2, double l, double d,
-                               double m) {
-  return swx2 - 2 * d * lx - 2 * m * swx + d * d * l2 + 2 * d * m * l + m * m * sw;
-}
-inline double error_symmetric(const GroupStats& s, const TrialSums& t, double d) {
-  return error_symmetric(s.swx2, t.lx, t.l2, d);
-}
-inline double error_asymmetric(const GroupStats& s, const TrialSums& t, double d, double m) {
-  return error_asymmetric(s.swx2, s.swx, s.sw, t.lx, t.l2, t.l, d, m);
-}
 
 // Run fn(i) for i in [0, n) over OpenMP threads; each i writes its own outputs.
 template <typename Fn> void parallel_for(int64_t n, Fn&& fn) {

@@ -23,6 +23,8 @@ std::vector<std::string> scheme_names() {
   return names;
 }
 
+std::string gpu_schemes_text() { return "int2..int8 with group or channel scales"; }
+
 namespace {
 
 [[noreturn]] void unknown_scheme(std::string_view spec) {

@@ -51,6 +51,10 @@ struct QuantOptions {
   // Asymmetric integer schemes: the offset as an integer zero point z per group, y =
   // (code - z) d, as compressed-tensors stores it, instead of a float min.
   bool integer_zero_point = false;
+  // The CUDA device that quantize() and the dequantize_on() of its output run on where
+  // the scheme has a GPU path for these options (gpu_path), the same bytes as the CPU's;
+  // -1: the CPU.
+  int device = -1;
 };
 
 // One quantized tensor. `parts` are plain tensors stored as NAME.<suffix> in the output
@@ -102,6 +106,18 @@ class Scheme {
   // The scalar reference of dequantize(); the same values bit for bit. Schemes without
   // a separate optimised decoder need not override it.
   virtual void dequantize_reference(const Quantized& q, float* out) const { dequantize(q, out); }
+  // Whether quantize() under these options, and dequantize_on() of what it makes, have a
+  // GPU path (taken when options.device >= 0). False for the CPU-only schemes.
+  virtual bool gpu_path(const QuantOptions& options) const {
+    (void)options;
+    return false;
+  }
+  // dequantize() on CUDA device `device` where this scheme decodes q there, else on the
+  // CPU: the same values either way.
+  virtual void dequantize_on(const Quantized& q, float* out, int device) const {
+    (void)device;
+    dequantize(q, out);
+  }
 };
 
 // The scheme for a spec such as "int4", "nf4", "mxfp4", "kmeans:3", "vq:4:8". Throws
@@ -109,6 +125,8 @@ class Scheme {
 std::unique_ptr<Scheme> make_scheme(std::string_view spec);
 // Every scheme family with its syntax, for --help and error messages.
 std::vector<std::string> scheme_names();
+// What runs on the GPU (Scheme::gpu_path), in words, for --help and error messages.
+std::string gpu_schemes_text();
 
 // Error of an approximation y of x (n values, optional per-column weights over rows of
 // length cols): what the report and the budget solver use.

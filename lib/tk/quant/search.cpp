@@ -17,120 +17,6 @@
 namespace tk::quant::detail {
 namespace {
 
-constexpr int kRefits = 2;
-
-// One group's symmetric search, step by step (candidates, then each one's sums, then
-// the refits), so that eight groups can be searched side by side in lanes.
-class SymmetricSearch {
- public:
-  static constexpr int kMaxCandidates = 2 * (2 * kSymmetricTries + 1);
-
-  // The candidate iscales and their count; 0 when the scale is already final (an
-  // all-zero group, or `fast`: the absmax scale).
-  int start(const GroupStats& s, int nmax, bool fast, int tries, float* iscales) {
-    const float amax = s.amax_signed;
-    best_d_ = 0;
-    best_score_ = -1;
-    if (amax == 0) return 0;
-    best_d_ = amax / static_cast<float>(-nmax);
-    if (fast) return 0;
-    // Both orientations: amax towards the extra negative level -nmax (ggml's choice) and
-    // towards nmax - 1; with few levels the better one differs from group to group.
-    tries = std::clamp(tries, 0, kSymmetricTries);
-    const int side = 2 * tries + 1;
-    for (int k = 0; k < side; ++k) {
-      const float step = 0.1f * static_cast<float>(k - tries);
-      iscales[k] = -(static_cast<float>(nmax) + step) / amax;
-      iscales[side + k] = (static_cast<float>(nmax - 1) + step) / amax;
-    }
-    return 2 * side;
-  }
-
-  // Score: the error reduction lx^2 / l2 of the least-squares scale lx / l2.
-  void consider(const TrialSums& t) {
-    if (t.l2 <= 0) return;
-    const double score = t.lx * t.lx / t.l2;
-    if (score > best_score_) {
-      best_score_ = score;
-      best_d_ = static_cast<float>(t.lx / t.l2);
-    }
-  }
-
-  float best() const { return best_d_; }
-
- private:
-  float best_d_ = 0;
-  double best_score_ = -1;
-};
-
-// One group's asymmetric search, step by step: a first trial at the min-max scale, the
-// candidates, then the refits.
-class AsymmetricSearch {
- public:
-  static constexpr int kMaxCandidates = kAsymmetricSteps + 1;
-
-  // False when the scale is already final (a flat group, or `fast`).
-  bool start(const GroupStats& s, int nmax, bool nonpositive_min, bool fast) {
-    s_ = &s;
-    nonpositive_min_ = nonpositive_min;
-    min_ = (nonpositive_min && s.min > 0) ? 0.0f : s.min;
-    range_ = s.max - min_;
-    if (s.max == min_) {
-      best_ = {0, min_};
-      return false;
-    }
-    best_ = {range_ / static_cast<float>(nmax), min_};
-    return !fast;
-  }
-  // The iscale and min of the next trial of the best scale (the first trial and refits).
-  float best_iscale() const { return 1.0f / best_.d; }
-  void first(const TrialSums& t) { best_err_ = error_asymmetric(*s_, t, best_.d, best_.m); }
-
-  // Candidates iscale = (nmax - 1 + 0.1 k) / (max - min), all at the group's min.
-  int candidates(int nmax, int steps, float* iscales, float* mins) const {
-    const int count = std::clamp(steps, 0, kAsymmetricSteps) + 1;
-    for (int k = 0; k < count; ++k) {
-      iscales[k] = (static_cast<float>(nmax) - 1.0f + 0.1f * static_cast<float>(k)) / range_;
-      mins[k] = min_;
-    }
-    return count;
-  }
-
-  // The least-squares fit's error is swx2 - gain / det, so a candidate can only win when
-  // gain > (swx2 - best_err) * det: most are turned down without a division.
-  void consider(const TrialSums& t) {
-    const GroupStats& s = *s_;
-    const double det = s.sw * t.l2 - t.l * t.l;
-    if (!(det > 0)) return;
-    const double d_num = s.sw * t.lx - s.swx * t.l, m_num = t.l2 * s.swx - t.l * t.lx;
-    const double bound = s.swx2 - best_err_;
-    double d, m;
-    if (nonpositive_min_ && m_num > 0) {
-      if (!(t.lx > 0 && t.lx * t.lx > bound * t.l2)) return;
-      d = t.lx / t.l2;
-      m = 0;
-    } else {
-      if (!(d_num > 0 && t.lx * d_num + s.swx * m_num > bound * det)) return;
-      d = d_num / det;
-      m = m_num / det;
-    }
-    const double err = error_asymmetric(s, t, d, m);
-    if (err < best_err_ && d > 0) {
-      best_err_ = err;
-      best_ = {static_cast<float>(d), static_cast<float>(m)};
-    }
-  }
-
-  AffineScale best() const { return best_; }
-
- private:
-  const GroupStats* s_ = nullptr;
-  bool nonpositive_min_ = false;
-  float min_ = 0, range_ = 0;
-  AffineScale best_;
-  double best_err_ = 0;
-};
-
 // out[g] = num / den[g] where active[g], else 0: in one vector division where AVX2 is
 // there (the same quotients).
 static_assert(sizeof(bool) == 1, "divide_lanes reads eight bools as eight bytes");
@@ -209,48 +95,30 @@ void consider_asymmetric_avx2(const LaneSums& t, const bool* active, bool nonpos
 TK_END_TARGET
 #endif
 
-// Room for the sums of N trials, left uninitialised: the batch kernels set every entry
-// they fill (zeroing 38 entries per group took a quarter of a search's own time).
-template <int N> union TrialBuffer {
-  TrialBuffer() {}
-  TrialSums at[N];
-};
-
-// One group's searches. Compiled as they stand and, inlined, into the _avx2 twins below,
-// where their candidate loops vectorise for AVX2 (the same values: no step is reordered
-// or fused).
+// One group's searches with the CPU's trial kernels. Compiled as they stand and, inlined,
+// into the _avx2 twins below, where their candidate loops vectorise for AVX2 (the same
+// values: no step is reordered or fused).
 [[gnu::always_inline]] inline float symmetric_search(const GroupStats& s, const float* x, const float* w, int64_t n,
                                                      int nmax, bool fast, bool reference, int tries) {
-  SymmetricSearch search;
-  float iscales[SymmetricSearch::kMaxCandidates];
-  TrialBuffer<SymmetricSearch::kMaxCandidates> sums;
-  const int count = search.start(s, nmax, fast, tries, iscales);
-  if (count == 0) return search.best();
   const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
-  trial_symmetric_batch(x, w, n, iscales, count, lo, hi, sums.at, reference);
-  for (int k = 0; k < count; ++k) search.consider(sums.at[k]);
-  for (int r = 0; r < kRefits && search.best() != 0; ++r) {
-    search.consider(trial_symmetric(x, w, n, 1.0f / search.best(), lo, hi, reference));
-  }
-  return search.best();
+  return detail::symmetric_search(
+      s, nmax, fast, tries,
+      [&](float iscale, float) { return trial_symmetric(x, w, n, iscale, lo, hi, reference); },
+      [&](const float* iscales, const float*, int count, TrialSums* out) {
+        trial_symmetric_batch(x, w, n, iscales, count, lo, hi, out, reference);
+      });
 }
 
 [[gnu::always_inline]] inline AffineScale asymmetric_search(const GroupStats& s, const float* x, const float* w,
                                                             int64_t n, int nmax, bool nonpositive_min, bool fast,
                                                             bool reference, int steps) {
-  AsymmetricSearch search;
-  if (!search.start(s, nmax, nonpositive_min, fast)) return search.best();
   const float hi = static_cast<float>(nmax);
-  search.first(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
-  float iscales[AsymmetricSearch::kMaxCandidates], mins[AsymmetricSearch::kMaxCandidates];
-  TrialBuffer<AsymmetricSearch::kMaxCandidates> sums;
-  const int count = search.candidates(nmax, steps, iscales, mins);
-  trial_asymmetric_batch(x, w, n, iscales, mins, count, hi, sums.at, reference);
-  for (int k = 0; k < count; ++k) search.consider(sums.at[k]);
-  for (int r = 0; r < kRefits; ++r) {
-    search.consider(trial_asymmetric(x, w, n, search.best_iscale(), search.best().m, hi, reference));
-  }
-  return search.best();
+  return detail::asymmetric_search(
+      s, nmax, nonpositive_min, fast, steps,
+      [&](float iscale, float min) { return trial_asymmetric(x, w, n, iscale, min, hi, reference); },
+      [&](const float* iscales, const float* mins, int count, TrialSums* out) {
+        trial_asymmetric_batch(x, w, n, iscales, mins, count, hi, out, reference);
+      });
 }
 
 #if TK_X86
@@ -335,7 +203,7 @@ void search_symmetric_lanes(const GroupStats* s, const float* xt, const float* w
     trial_symmetric_lanes(xt, wt, n, v, lo, hi, sums, reference);
     consider(nonzero);
   }
-  for (int r = 0; r < kRefits; ++r) {
+  for (int r = 0; r < kSearchRefits; ++r) {
     bool active[kLanes];
     any = false;
     for (int g = 0; g < kLanes; ++g) {
@@ -423,7 +291,7 @@ void search_asymmetric_lanes(const GroupStats* s, const float* xt, const float* 
       trial_asymmetric_lanes(xt, wt, n, v, min, hi, t, reference);
       consider();
     }
-    for (int r = 0; r < kRefits; ++r) {
+    for (int r = 0; r < kSearchRefits; ++r) {
       trial_best();
       consider();
     }

@@ -12,8 +12,12 @@
 #include <cmath>
 
 #include "tk/core/error.h"
+#include "tk/device/device.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/affine.h"
+#endif
 
 namespace tk::quant {
 namespace {
@@ -57,6 +61,12 @@ class IntScheme final : public Scheme {
     return static_cast<double>(stored_bytes(l, o)) * 8.0 / numel;
   }
 
+  // On the GPU: scales per group or row (a per-tensor scale is one search over the whole
+  // tensor, which one GPU thread would run alone).
+  bool gpu_path(const QuantOptions& o) const override {
+    return device::cuda_compiled() && granularity(o) != Granularity::kTensor;
+  }
+
   Quantized quantize(const float* x, const Shape& shape, const QuantOptions& o) const override {
     if (!is_scale_dtype(o.scale_dtype)) throw usage_error("int schemes store scales as f16, bf16 or f32");
     const Layout l = layout_for(shape, o);
@@ -87,22 +97,29 @@ class IntScheme final : public Scheme {
       store_scale(scales, 0, tensor_scale.d);
       if (!o.symmetric) store_offset(0, tensor_scale);
     }
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
-      const float* xr = in.data + r * l.padded_cols;
-      for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
-        const int64_t c0 = gi * l.group;
-        AffineScale s = tensor_scale;
-        if (g != Granularity::kTensor) {
-          s = fit_scale(xr + c0, in.weights.data() + c0, l.group, o);
-          store_scale(scales, r * l.groups_per_row + gi, s.d);
-          if (!o.symmetric) store_offset(r * l.groups_per_row + gi, s);
+    if (o.device >= 0 && gpu_path(o)) {
+      quantize_gpu(in, l, o, codes, [&](uint64_t i, const AffineScale& s) {
+        store_scale(scales, i, s.d);
+        if (!o.symmetric) store_offset(i, s);
+      });
+    } else {
+      parallel_for(l.rows, [&](int64_t r) {
+        std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
+        const float* xr = in.data + r * l.padded_cols;
+        for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
+          const int64_t c0 = gi * l.group;
+          AffineScale s = tensor_scale;
+          if (g != Granularity::kTensor) {
+            s = fit_scale(xr + c0, in.weights.data() + c0, l.group, o);
+            store_scale(scales, r * l.groups_per_row + gi, s.d);
+            if (!o.symmetric) store_offset(r * l.groups_per_row + gi, s);
+          }
+          encode(xr + c0, l.group, s, o, row_codes.data() + c0);
         }
-        encode(xr + c0, l.group, s, o, row_codes.data() + c0);
-      }
-      pack_bits(row_codes.data(), l.padded_cols, bits_,
-                codes.mutable_data() + r * l.padded_cols * bits_ / 8, o.reference);
-    });
+        pack_bits(row_codes.data(), l.padded_cols, bits_,
+                  codes.mutable_data() + r * l.padded_cols * bits_ / 8, o.reference);
+      });
+    }
     q.parts["codes"] = codes;
     q.parts["scales"] = scales;
     if (!o.symmetric) q.parts[zero_points ? "zeros" : "mins"] = mins;
@@ -111,8 +128,15 @@ class IntScheme final : public Scheme {
 
   void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  // Every stored layout decodes on the GPU but integer zero points (compressed-tensors'
+  // rounding, a CPU loop).
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device_decodes(q) ? device : -1);
+  }
 
  private:
+  static bool device_decodes(const Quantized& q) { return device::cuda_compiled() && !q.params.count("zero_point"); }
+
   int nmax() const { return 1 << (bits_ - 1); }
   int top() const { return (1 << bits_) - 1; }
 
@@ -149,6 +173,11 @@ class IntScheme final : public Scheme {
     } else {
       s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference);
     }
+    return stored_scale(s, o);
+  }
+
+  // A searched scale as stored: rounded to the scale dtype, or as d and a zero point.
+  AffineScale stored_scale(AffineScale s, const QuantOptions& o) const {
     s.d = round_to_scale_dtype(s.d, o.scale_dtype);
     if (!o.symmetric && o.integer_zero_point) return with_zero_point(s, o.scale_dtype);
     s.m = round_to_scale_dtype(s.m, o.scale_dtype);
@@ -185,8 +214,10 @@ class IntScheme final : public Scheme {
     return fit_scale(in.data, w.data(), static_cast<int64_t>(w.size()), o);
   }
 
+  static float inverse(float d) { return d == 0 ? 0.0f : 1.0f / d; }
+
   void encode(const float* x, int64_t n, const AffineScale& s, const QuantOptions& o, uint8_t* codes) const {
-    const float inv = s.d == 0 ? 0.0f : 1.0f / s.d;
+    const float inv = inverse(s.d);
     if (o.symmetric) {
       codes_symmetric(x, n, inv, static_cast<float>(-nmax()), static_cast<float>(nmax() - 1), nmax(), codes,
                       o.reference);
@@ -195,7 +226,30 @@ class IntScheme final : public Scheme {
     }
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+  // quantize()'s scales and codes on device o.device: the same searches, roundings and
+  // codes as the CPU's (the device runs group_search.h), stored through `store`.
+  template <typename Store>
+  void quantize_gpu(const PaddedInput& in, const Layout& l, const QuantOptions& o, Tensor& codes,
+                    Store&& store) const {
+#ifdef TK_HAVE_CUDA
+    gpu::AffineGroups groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, l.group);
+    const std::vector<AffineScale> found = groups.search(o.symmetric, o.symmetric ? nmax() : top(), o.fast);
+    std::vector<float> inv(found.size()), mins(o.symmetric ? 0 : found.size());
+    for (size_t i = 0; i < found.size(); ++i) {
+      const AffineScale s = stored_scale(found[i], o);
+      store(i, s);
+      inv[i] = inverse(s.d);
+      if (!o.symmetric) mins[i] = s.m;
+    }
+    groups.encode(inv.data(), o.symmetric ? nullptr : mins.data(), o.symmetric ? nmax() : top(), bits_,
+                  codes.mutable_data());
+#else
+    (void)in, (void)l, (void)codes, (void)store;
+    throw unavailable("CUDA support not compiled in", "--device cuda:" + std::to_string(o.device));
+#endif
+  }
+
+  void decode(const Quantized& q, float* out, bool reference, int device = -1) const {
     const Granularity g = parse_granularity(param(q, "granularity"));
     const bool symmetric = param_int(q, "symmetric", 0, 1) == 1;
     if (param_int(q, "bits", 2, 8) != bits_) throw invalid_input("bits do not match the scheme", q.scheme);
@@ -219,6 +273,10 @@ class IntScheme final : public Scheme {
     }
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
+    if (device >= 0) {
+      decode_gpu(q, l, g, scales, mins, offset, out, device);
+      return;
+    }
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
     // Rows are decoded a few at a time so that the scratch below is allocated once per task.
     parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
@@ -244,6 +302,27 @@ class IntScheme final : public Scheme {
         if (!in_place) std::copy(row.begin(), row.begin() + l.cols, out + r * l.cols);
       }
     });
+  }
+
+  // decode() on device `device`: the scales as f32 (exact), then every row there.
+  void decode_gpu(const Quantized& q, const Layout& l, Granularity g, const Tensor& scales, const Tensor* mins,
+                  int offset, float* out, int device) const {
+#ifdef TK_HAVE_CUDA
+    const auto groups = static_cast<uint64_t>(l.rows * l.groups_per_row);
+    std::vector<float> d(groups), m(mins ? groups : 0);
+    if (g == Granularity::kTensor) {
+      std::fill(d.begin(), d.end(), load_scale(scales, 0));
+      if (mins) std::fill(m.begin(), m.end(), load_scale(*mins, 0));
+    } else {
+      load_scales(scales, 0, groups, d.data());
+      if (mins) load_scales(*mins, 0, groups, m.data());
+    }
+    gpu::decode_affine(device, q.parts.at("codes").data(), l.rows, l.padded_cols, l.cols, bits_, offset, l.group,
+                       d.data(), mins ? m.data() : nullptr, out);
+#else
+    (void)q, (void)l, (void)g, (void)scales, (void)mins, (void)offset, (void)out;
+    throw unavailable("CUDA support not compiled in", "--device cuda:" + std::to_string(device));
+#endif
   }
 
   // y = (code - z) d, as compressed-tensors decodes: the difference of integers times the

@@ -78,11 +78,18 @@ Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape
   return q;
 }
 
-void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference) {
+void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference, int device) {
+  auto decode = [&](const Quantized& viewed) {
+    if (reference) {
+      scheme.dequantize_reference(viewed, out);
+    } else if (device >= 0) {
+      scheme.dequantize_on(viewed, out, device);
+    } else {
+      scheme.dequantize(viewed, out);
+    }
+  };
   auto it = q.params.find(kViewParam);
-  if (it == q.params.end()) {
-    return reference ? scheme.dequantize_reference(q, out) : scheme.dequantize(q, out);
-  }
+  if (it == q.params.end()) return decode(q);
   const auto numel = static_cast<int64_t>(shape_numel(q.shape));
   const int64_t view_cols = detail::param_int(q, kViewParam, 1, std::max<int64_t>(1, numel));
   const int64_t cols = last_dim(q.shape);
@@ -91,7 +98,7 @@ void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool 
   }
   Quantized viewed = q;
   viewed.shape = Shape{numel / view_cols, view_cols};
-  reference ? scheme.dequantize_reference(viewed, out) : scheme.dequantize(viewed, out);
+  decode(viewed);
 }
 
 }  // namespace tk::quant

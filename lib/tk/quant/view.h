@@ -40,8 +40,9 @@ std::vector<float> repeat_columns(const float* values, int64_t cols, int64_t vie
 Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape, int64_t view_cols,
                         const QuantOptions& options);
 
-// Dequantize a result of quantize_view (or of the scheme itself). Throws kInvalidInput
+// Dequantize a result of quantize_view (or of the scheme itself), with `device` >= 0 on
+// that CUDA device where the scheme decodes q there (dequantize_on). Throws kInvalidInput
 // when `view_cols` does not divide the tensor.
-void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference = false);
+void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference = false, int device = -1);
 
 }  // namespace tk::quant

@@ -78,6 +78,19 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// pack8 is what the GPU packs with: the same stream as pack_bits, for every width.
+TEST(QuantKernels, Pack8EqualsPackBits) {
+  std::mt19937 rng(11);
+  for (int bits = 1; bits <= 8; ++bits) {
+    std::vector<uint8_t> codes(64);
+    for (uint8_t& c : codes) c = static_cast<uint8_t>(rng() & ((1u << bits) - 1));
+    std::vector<uint8_t> want(codes.size() * bits / 8), got(want.size());
+    pack_bits(codes.data(), static_cast<int64_t>(codes.size()), bits, want.data(), true);
+    for (size_t i = 0; i < codes.size(); i += 8) pack8(codes.data() + i, bits, got.data() + i / 8 * bits);
+    EXPECT_EQ(got, want) << bits << " bits";
+  }
+}
+
 TEST(QuantKernels, UnpackBitsEqualsReference) {
   for (int bits = 1; bits <= 8; ++bits) {
     for (const int64_t n : {8, 16, 24, 256, 264, 4096}) {

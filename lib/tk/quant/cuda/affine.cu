@@ -1,0 +1,154 @@
+#include "tk/quant/cuda/affine.h"
+
+#include "tk/device/cuda/runtime.h"
+
+namespace tk::quant::gpu {
+namespace {
+
+using device::cuda::blocks_for;
+using device::cuda::check_launch;
+using device::cuda::DeviceArray;
+using device::cuda::kBlock;
+using device::cuda::Stream;
+
+// One thread per group: the reference search, operation for operation.
+__global__ void search_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
+                              bool symmetric, int nmax, bool fast, detail::AffineScale* out) {
+  const int64_t groups_per_row = padded_cols / group;
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= rows * groups_per_row) return;
+  const float* xg = x + (g / groups_per_row) * padded_cols + (g % groups_per_row) * group;
+  const float* wg = w + (g % groups_per_row) * group;
+  const detail::GroupStats s = detail::normalised_stats(detail::group_stats_ref(xg, wg, group), xg, group);
+  if (symmetric) {
+    const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
+    const float d = detail::symmetric_search(
+        s, nmax, fast, detail::kSymmetricTries,
+        [&](float iscale, float) { return detail::trial_symmetric_ref(xg, wg, group, iscale, lo, hi); },
+        [&](const float* iscales, const float*, int count, detail::TrialSums* sums) {
+          for (int k = 0; k < count; ++k) sums[k] = detail::trial_symmetric_ref(xg, wg, group, iscales[k], lo, hi);
+        });
+    out[g] = {d, 0.0f};
+  } else {
+    const float hi = static_cast<float>(nmax);
+    out[g] = detail::asymmetric_search(
+        s, nmax, false, fast, detail::kAsymmetricSteps,
+        [&](float iscale, float min) { return detail::trial_asymmetric_ref(xg, wg, group, iscale, min, hi); },
+        [&](const float* iscales, const float* mins, int count, detail::TrialSums* sums) {
+          for (int k = 0; k < count; ++k) {
+            sums[k] = detail::trial_asymmetric_ref(xg, wg, group, iscales[k], mins[k], hi);
+          }
+        });
+  }
+}
+
+// One thread per 8 values (one group holds them all): their codes, packed.
+__global__ void encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group, const float* inv,
+                              const float* mins, int nmax, int bits, uint8_t* packed) {
+  const int64_t per_row = padded_cols / 8;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows * per_row) return;
+  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  const int64_t g = r * (padded_cols / group) + c / group;
+  const float* xr = x + r * padded_cols + c;
+  uint8_t codes[8];
+  if (mins == nullptr) {
+    const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
+    for (int i = 0; i < 8; ++i) codes[i] = detail::code_symmetric(xr[i], inv[g], lo, hi, nmax);
+  } else {
+    for (int i = 0; i < 8; ++i) codes[i] = detail::code_asymmetric(xr[i], inv[g], mins[g], static_cast<float>(nmax));
+  }
+  detail::pack8(codes, bits, packed + r * (padded_cols * bits / 8) + c / 8 * bits);
+}
+
+// One thread per 8 codes: unpacked, scaled, and the columns inside the row written.
+__global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
+                              int offset, int64_t group, const float* d, const float* m, float* out) {
+  const int64_t per_row = padded_cols / 8;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows * per_row) return;
+  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  const int64_t g = r * (padded_cols / group) + c / group;
+  const uint8_t* p = packed + r * (padded_cols * bits / 8) + c / 8 * bits;
+  uint64_t v = 0;
+  for (int k = 0; k < bits; ++k) v |= static_cast<uint64_t>(p[k]) << (8 * k);
+  const float dg = d[g], mg = m ? m[g] : 0.0f;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (int i = 0; i < 8 && c + i < cols; ++i) {
+    const int code = static_cast<int>((v >> (i * bits)) & mask);
+    out[r * cols + c + i] = static_cast<float>(code - offset) * dg + mg;
+  }
+}
+
+}  // namespace
+
+struct AffineGroups::State {
+  device::cuda::DeviceScope scope;
+  Stream stream;
+  DeviceArray<float> x, w;
+  int64_t rows, padded_cols, group;
+  State(int device, int64_t r, int64_t pc, int64_t g)
+      : scope(device), x(static_cast<size_t>(r * pc)), w(static_cast<size_t>(pc)), rows(r), padded_cols(pc),
+        group(g) {}
+  int64_t groups() const { return rows * (padded_cols / group); }
+};
+
+AffineGroups::AffineGroups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols,
+                           int64_t group)
+    : state_(std::make_unique<State>(device, rows, padded_cols, group)) {
+  state_->x.upload(x, state_->stream);
+  state_->w.upload(weights, state_->stream);
+}
+
+AffineGroups::~AffineGroups() = default;
+
+std::vector<detail::AffineScale> AffineGroups::search(bool symmetric, int nmax, bool fast) {
+  State& s = *state_;
+  std::vector<detail::AffineScale> out(static_cast<size_t>(s.groups()));
+  if (out.empty()) return out;
+  DeviceArray<detail::AffineScale> found(out.size());
+  search_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows, s.padded_cols,
+                                                                        s.group, symmetric, nmax, fast, found.data());
+  check_launch("scale search");
+  found.download(out.data(), s.stream);
+  s.stream.synchronize();
+  return out;
+}
+
+void AffineGroups::encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed) {
+  State& s = *state_;
+  const int64_t threads = s.rows * (s.padded_cols / 8);
+  if (threads == 0) return;
+  DeviceArray<float> d_inv(static_cast<size_t>(s.groups())), d_mins(mins ? d_inv.size() : 0);
+  DeviceArray<uint8_t> d_packed(static_cast<size_t>(s.rows * (s.padded_cols * bits / 8)));
+  d_inv.upload(inv, s.stream);
+  if (mins) d_mins.upload(mins, s.stream);
+  encode_kernel<<<blocks_for(threads), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols, s.group,
+                                                                     d_inv.data(), mins ? d_mins.data() : nullptr,
+                                                                     nmax, bits, d_packed.data());
+  check_launch("encode");
+  d_packed.download(packed, s.stream);
+  s.stream.synchronize();
+}
+
+void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
+                   int offset, int64_t group, const float* d, const float* m, float* out) {
+  const int64_t threads = rows * (padded_cols / 8);
+  if (threads == 0) return;
+  device::cuda::DeviceScope scope(device);
+  Stream stream;
+  const size_t groups = static_cast<size_t>(rows * (padded_cols / group));
+  DeviceArray<uint8_t> d_packed(static_cast<size_t>(rows * (padded_cols * bits / 8)));
+  DeviceArray<float> d_d(groups), d_m(m ? groups : 0), d_out(static_cast<size_t>(rows * cols));
+  d_packed.upload(packed, stream);
+  d_d.upload(d, stream);
+  if (m) d_m.upload(m, stream);
+  decode_kernel<<<blocks_for(threads), kBlock, 0, stream.get()>>>(d_packed.data(), rows, padded_cols, cols, bits,
+                                                                  offset, group, d_d.data(), m ? d_m.data() : nullptr,
+                                                                  d_out.data());
+  check_launch("decode");
+  d_out.download(out, stream);
+  stream.synchronize();
+}
+
+}  // namespace tk::quant::gpu

@@ -1,0 +1,41 @@
+// The integer schemes on a CUDA device: the error-minimising scale search of every group,
+// the codes from the stored scales, and decoding, each the same bits as the CPU's
+// reference (group_search.h runs on both). Only CUDA builds compile this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tk/quant/group_search.h"
+
+namespace tk::quant::gpu {
+
+// A zero-padded rows x padded_cols f32 input copied to device `device`, each row cut into
+// groups of `group` values (a multiple of 8), with one error weight per column.
+class AffineGroups {
+ public:
+  AffineGroups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols, int64_t group);
+  ~AffineGroups();
+  AffineGroups(const AffineGroups&) = delete;
+  AffineGroups& operator=(const AffineGroups&) = delete;
+
+  // Every group's scale (row-major over rows, then groups), as search_symmetric (codes in
+  // [-nmax, nmax - 1]) or search_asymmetric (codes in [0, nmax], min free) give it.
+  std::vector<detail::AffineScale> search(bool symmetric, int nmax, bool fast);
+
+  // The codes from each group's stored scale as 1 / d (`inv`, 0 for d = 0) and, when
+  // asymmetric, its min, packed `bits` wide: rows * padded_cols * bits / 8 bytes.
+  void encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Decode packed rows of padded_cols codes into out (rows x cols, cols <= padded_cols):
+// y = float(code - offset) * d[g] + m[g], m null: + 0 (decode_packed_affine's values).
+void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
+                   int offset, int64_t group, const float* d, const float* m, float* out);
+
+}  // namespace tk::quant::gpu

@@ -1,0 +1,107 @@
+// tquant's GPU path against the CPU: the same bytes from quantize, the same values from
+// dequantize, for every integer width, granularity, offset form and scale dtype.
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gpu_test.h"
+#include "tk/quant/scheme.h"
+
+namespace tk::quant {
+namespace {
+
+// Rows of normal values with the cases that decide scales: an outlier per row, an
+// all-zero group, a constant group, and a width that needs padding.
+std::vector<float> sample(int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (float& v : x) v = normal(rng);
+  for (int64_t r = 0; r < rows; ++r) x[static_cast<size_t>(r * cols + (r * 7) % cols)] = 0.5f * (r % 2 ? 1 : -1);
+  for (int64_t c = 0; c < std::min<int64_t>(cols, 64); ++c) x[static_cast<size_t>(c)] = 0.0f;
+  if (rows > 1) {
+    for (int64_t c = 0; c < std::min<int64_t>(cols, 64); ++c) x[static_cast<size_t>(cols + c)] = 0.125f;
+  }
+  return x;
+}
+
+void expect_same_parts(const Quantized& a, const Quantized& b, const std::string& what) {
+  ASSERT_EQ(a.params, b.params) << what;
+  ASSERT_EQ(a.parts.size(), b.parts.size()) << what;
+  for (const auto& [name, part] : a.parts) {
+    const Tensor& other = b.parts.at(name);
+    ASSERT_EQ(part.nbytes(), other.nbytes()) << what << " " << name;
+    EXPECT_EQ(std::memcmp(part.data(), other.data(), part.nbytes()), 0) << what << ": part " << name << " differs";
+  }
+}
+
+struct Case {
+  Granularity granularity;
+  int64_t group;
+  bool symmetric;
+  bool zero_point;
+  DType scale_dtype;
+  bool fast;
+  bool importance;
+};
+
+TEST(GpuQuant, IntSchemesGiveTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 96, cols = 1000;  // 1000: padded to the group
+  const std::vector<float> x = sample(rows, cols, 7);
+  std::vector<float> importance(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.5f + static_cast<float>(c % 13) / 7.0f;
+  const std::vector<Case> cases = {
+      {Granularity::kGroup, 32, true, false, DType::kF16, false, false},
+      {Granularity::kGroup, 64, false, false, DType::kF16, false, false},
+      {Granularity::kGroup, 128, false, true, DType::kF16, false, false},
+      {Granularity::kGroup, 32, true, false, DType::kBF16, false, true},
+      {Granularity::kGroup, 256, false, false, DType::kF32, false, true},
+      {Granularity::kGroup, 32, true, false, DType::kF16, true, false},
+      {Granularity::kGroup, 32, false, false, DType::kF16, true, false},
+      {Granularity::kChannel, 0, true, false, DType::kF16, false, false},
+      {Granularity::kChannel, 0, false, false, DType::kF32, false, true},
+  };
+  for (int bits = 2; bits <= 8; ++bits) {
+    const auto scheme = make_scheme("int" + std::to_string(bits));
+    for (const Case& c : cases) {
+      QuantOptions o;
+      o.granularity = c.granularity;
+      o.group_size = c.group;
+      o.symmetric = c.symmetric;
+      o.integer_zero_point = c.zero_point;
+      o.scale_dtype = c.scale_dtype;
+      o.fast = c.fast;
+      o.importance = c.importance ? importance.data() : nullptr;
+      const std::string what = "int" + std::to_string(bits) + " group " + std::to_string(c.group) +
+                               (c.symmetric ? " symmetric" : " asymmetric") + (c.zero_point ? " zero points" : "") +
+                               (c.fast ? " fast" : "") + (c.importance ? " importance" : "");
+      ASSERT_TRUE(scheme->gpu_path(o)) << what;
+      const Quantized cpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
+      o.device = 0;
+      const Quantized gpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
+      expect_same_parts(cpu, gpu, what);
+      std::vector<float> y_cpu(x.size()), y_gpu(x.size(), -1.0f);
+      scheme->dequantize(cpu, y_cpu.data());
+      scheme->dequantize_on(cpu, y_gpu.data(), 0);
+      EXPECT_EQ(std::memcmp(y_cpu.data(), y_gpu.data(), x.size() * sizeof(float)), 0) << what << ": dequantized";
+    }
+  }
+}
+
+TEST(GpuQuant, EmptyAndOneValueTensors) {
+  TK_REQUIRE_GPU();
+  const auto scheme = make_scheme("int4");
+  QuantOptions o;
+  for (const Shape& shape : {Shape{0, 32}, Shape{1}, Shape{3, 5}}) {
+    std::vector<float> x(static_cast<size_t>(shape_numel(shape)), 0.25f);
+    if (!x.empty()) x[0] = -1.0f;
+    o.device = -1;
+    const Quantized cpu = scheme->quantize(x.data(), shape, o);
+    o.device = 0;
+    expect_same_parts(cpu, scheme->quantize(x.data(), shape, o), "shape " + shape_to_string(shape));
+  }
+}
+
+}  // namespace
+}  // namespace tk::quant

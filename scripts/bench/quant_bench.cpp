@@ -1,6 +1,6 @@
 // tk_bench_quant [--rows R] [--cols C] [--seed S] [--schemes LIST] [--dist gauss|t4|both]
 //                [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json]
-//                [--decode-rounds N]
+//                [--decode-rounds N] [--device N]
 //
 // Quantization schemes of tk/quant on seeded R x C f32 matrices (default 4096 x 4096):
 // Gaussian N(0, 0.02^2) and Student-t with nu = 4 rescaled to the same RMS (0.02). For
@@ -26,6 +26,11 @@
 // windows, and the medians over the windows whose probe ran within 15% of the run's
 // fastest ("core to itself": the per-thread speed of an unshared core) and over the
 // others ("core shared"), with their counts.
+//
+// --device N quantizes and dequantizes on CUDA device N where the scheme has a GPU path
+// (Scheme::gpu_path; the others run on the CPU, and the JSON says which): from host
+// memory to host memory, the copies there and back timed with the kernels, as tquant
+// runs them.
 #include <omp.h>
 #include <time.h>
 
@@ -64,13 +69,14 @@ struct Args {
   tk::quant::ScaleRule rule = tk::quant::ScaleRule::kDefault;
   bool json = false;
   int decode_rounds = 0;  // > 0: the interleaved cache-decoding mode
+  int device = -1;        // --device N: that CUDA device
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "tk_bench_quant: error: %s\nusage: tk_bench_quant [--rows R] [--cols C] [--seed S] [--schemes LIST] "
                "[--dist gauss|t4|both] [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json] "
-               "[--decode-rounds N]\n",
+               "[--decode-rounds N] [--device N]\n",
                why.c_str());
   std::exit(2);
 }
@@ -106,6 +112,7 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--reps") a.reps = static_cast<int>(parse_int(value(), 1, 100, arg));
     else if (arg == "--threads") a.threads = static_cast<int>(parse_int(value(), 1, 1024, arg));
     else if (arg == "--decode-rounds") a.decode_rounds = static_cast<int>(parse_int(value(), 1, 100000, arg));
+    else if (arg == "--device") a.device = static_cast<int>(parse_int(value(), -1, 1024, arg));
     else if (arg == "--fast") a.fast = true;
     else if (arg == "--json") a.json = true;
     else if (arg == "--dist") {
@@ -165,6 +172,7 @@ tk::quant::QuantOptions quant_options(const Args& a) {
   tk::quant::QuantOptions o;
   o.fast = a.fast;
   o.scale_rule = a.rule;
+  o.device = a.device;
   return o;
 }
 
@@ -200,13 +208,14 @@ void run_one(const Args& a, const std::string& spec, const std::string& dist, co
   tk::quant::Quantized q;
   const auto [q_wall, q_cpu] = time_runs([&] { q = scheme->quantize(x.data(), shape, o); }, a.reps);
   std::vector<float> y(x.size());
-  const auto [d_wall, d_cpu] = time_runs([&] { scheme->dequantize(q, y.data()); }, a.reps);
+  const bool gpu = o.device >= 0 && scheme->gpu_path(o);
+  const auto [d_wall, d_cpu] = time_runs([&] { scheme->dequantize_on(q, y.data(), gpu ? o.device : -1); }, a.reps);
   // Cache-resident decoding: 16 rows (256 KB of f32 at 4096 columns), 64 times a run.
   const int64_t block_rows = std::min(kBlockRows, a.rows);
   const tk::quant::Quantized qb = scheme->quantize(x.data(), tk::Shape{block_rows, a.cols}, o);
   std::vector<float> yb(static_cast<size_t>(block_rows * a.cols));
   const auto [c_wall, c_cpu] = time_runs([&] {
-    for (int k = 0; k < kBlockRepeats; ++k) scheme->dequantize(qb, yb.data());
+    for (int k = 0; k < kBlockRepeats; ++k) scheme->dequantize_on(qb, yb.data(), gpu ? o.device : -1);
   }, a.reps);
   const double block_bytes = static_cast<double>(yb.size() * sizeof(float)) * kBlockRepeats;
   const double dc_gbs = block_bytes / c_wall / 1e9, dc_cpu_gbs = block_bytes / c_cpu / 1e9;
@@ -219,7 +228,8 @@ void run_one(const Args& a, const std::string& spec, const std::string& dist, co
                      {"bpw", bpw}, {"sqnr_db", err.sqnr_db}, {"rel_rmse", err.rel_rmse}, {"max_abs", err.max_abs},
                      {"quantize_mb_s", q_mbs}, {"dequantize_gb_s", dq_gbs}, {"quantize_cpu_mb_s", q_cpu_mbs},
                      {"dequantize_cpu_gb_s", dq_cpu_gbs}, {"dequantize_cache_gb_s", dc_gbs},
-                     {"dequantize_cache_cpu_gb_s", dc_cpu_gbs}, {"runs", a.reps}};
+                     {"dequantize_cache_cpu_gb_s", dc_cpu_gbs}, {"runs", a.reps},
+                     {"device", gpu ? "cuda:" + std::to_string(o.device) : "cpu"}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%-12s %-6s %8.4f %9.3f %12.1f %12.2f %12.1f %12.2f %12.2f %12.2f\n", spec.c_str(), dist.c_str(), bpw,

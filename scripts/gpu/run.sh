@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# On a GPU machine: unpack .gpu/bundle.tar.gz (scripts/gpu/bundle.sh), run the gpu tests
+# and the GPU benchmarks, and leave their results in OUT_DIR (default $OUT, else
+# ./gpu-out): device.txt, gpu_tests.json and .log, and one JSON per benchmark. Every
+# step runs even when one before it failed; the exit status is the tests'.
+#
+#   scripts/gpu/run.sh [OUT_DIR] [--quick]   --quick: smaller benchmark sizes
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-${OUT:-$PWD/gpu-out}}
+quick=${2:-}
+mkdir -p "$out"
+dir=$(mktemp -d)
+tar -xzf "$root/.gpu/bundle.tar.gz" -C "$dir" || { echo "run.sh: no bundle: run scripts/gpu/bundle.sh first" >&2; exit 2; }
+# CUDA's libraries: the toolkit's, else the ones PyTorch's wheels bring.
+cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
+wheel_libs=$(python3 -c 'import glob, os, nvidia; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + "/**/lib*.so*", recursive=True)})))' 2>/dev/null)
+export LD_LIBRARY_PATH="$dir/lib:${cuda_libs}:${wheel_libs}:${LD_LIBRARY_PATH:-}"
+export PATH="$dir/bin:$PATH"
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } >"$out/device.txt" 2>&1
+ldd "$dir/bin/tk_gpu_test" | grep "not found" >>"$out/device.txt"
+
+"$dir/bin/tk_gpu_test" --gtest_output="json:$out/gpu_tests.json" >"$out/gpu_tests.log" 2>&1
+status=$?
+tail -5 "$out/gpu_tests.log"
+
+size=8192
+[ "$quick" = --quick ] && size=2048
+python3 "$root/scripts/gpu/quant_bench.py" --bench "$dir/bin/tk_bench_quant" --size "$size" --out "$out/quant_bench.json"
+for extra in ckpt_stall.py tdecomp_bench.py; do
+  if [ -f "$root/scripts/gpu/$extra" ]; then
+    python3 "$root/scripts/gpu/$extra" --bin "$dir/bin" --lib "$dir/lib" --out "$out/${extra%.py}.json" ${quick:+--quick}
+  fi
+done
+rm -rf "$dir"
+exit $status

@@ -18,6 +18,7 @@
 #include "tk/codec/lossy.h"
 #include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
+#include "tk/device/device.h"
 #include "tk/io/transfer.h"
 
 namespace tk::tcompress {
@@ -73,6 +74,19 @@ std::optional<codec::LossyOptions> lossy_options(const CompressOptions& o, const
   l.threads = common.threads;
   std::string why;
   if (!codec::lossy_available(l.method, &why)) throw unavailable(why);
+  // The GPU's hardware encoder codes video: on the device asked for, else (auto) on
+  // device 0 when it opens there.
+  const device::Request& asked = common.device;
+  const bool video = l.method != codec::LossyMethod::kQuant;
+  if (asked.kind == device::Request::Kind::kCuda) {
+    const std::string where = "--device " + device::request_name(asked);
+    if (!video) throw unavailable("--lossy quant has no GPU code path; --device cpu or auto runs it on the CPU", where);
+    if (!codec::lossy_gpu_available(l.method, asked.index, &why)) throw unavailable(why, where);
+    l.gpu = asked.index;
+  } else if (asked.kind == device::Request::Kind::kAuto && video && device::cuda_device_count() > 0 &&
+             codec::lossy_gpu_available(l.method, 0)) {
+    l.gpu = 0;
+  }
   return l;
 }
 
@@ -251,7 +265,8 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (base)
     what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
   if (lossy)
-    what += fmt::format(" ({} lossy, {}{})", lossy_count, codec::lossy_method_name(lossy->method),
+    what += fmt::format(" ({} lossy, {}{}{})", lossy_count, codec::lossy_method_name(lossy->method),
+                        lossy->gpu >= 0 ? fmt::format(" by {} on cuda:{}", codec::lossy_encoder_name(lossy->method, lossy->gpu), lossy->gpu) : "",
                         lossy_summary(lossy_tensors, o.min_sqnr));
   tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
                            cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),
@@ -268,7 +283,11 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
                 {r.digest.name(), r.digest.hex()},
                 {"records", entries_json(r.entries)}};
     if (base) doc["base"] = {{"path", o.base}, {"sha256", codec::sha256_hex(base->sha256())}};
-    if (lossy) doc["lossy"] = lossy_json(lossy_tensors);
+    if (lossy) {
+      doc["lossy"] = lossy_json(lossy_tensors);
+      doc["lossy_encoder"] = codec::lossy_encoder_name(lossy->method, lossy->gpu);
+      doc["lossy_device"] = lossy->gpu >= 0 ? "cuda:" + std::to_string(lossy->gpu) : "cpu";
+    }
     cli::write_json(doc, *common.json);
   }
   return cli::kExitOk;

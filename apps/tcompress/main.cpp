@@ -1,6 +1,7 @@
 // tcompress: .tkz containers (lossless byte-grouped, BitX delta, lossy) and the model store.
 #include "store.h"
 #include "tcompress.h"
+#include "tk/device/device.h"
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tcompress",
@@ -62,7 +63,15 @@ int main(int argc, char** argv) {
 
   tk::tcompress::StoreCommand* store = tk::tcompress::add_store_command(tool);
 
+  tool.set_gpu_work(
+      "encoding --video through the GPU's hardware encoder, NVENC (hevc_nvenc, h264_nvenc, av1_nvenc where "
+      "libavcodec has it), as LLM.265 does. Decoding, the lossless modes and --lossy quant run on the CPU");
   return tool.run(argc, argv, [&] {
+    if (tool.options().device.kind == tk::device::Request::Kind::kCuda &&
+        (tk::tcompress::store_parsed(store) || o.decompress || o.list || o.video.empty())) {
+      throw tk::unavailable("tcompress runs on the GPU only to encode --video; --device cpu or auto runs the rest",
+                            "--device " + tk::device::request_name(tool.options().device));
+    }
     if (tk::tcompress::store_parsed(store)) return tk::tcompress::run_store(tool, store);
     if (o.decompress && o.list) throw tk::usage_error("-d and -l exclude each other");
     const bool extract = o.decompress && (!tool.options().tensors.empty() || !tool.options().exclude.empty());

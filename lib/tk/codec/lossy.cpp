@@ -446,6 +446,18 @@ bool lossy_available(LossyMethod method, std::string* why) {
   return video_available(video_codec_of(method), why);
 }
 
+bool lossy_gpu_available(LossyMethod method, int gpu, std::string* why) {
+  if (method == LossyMethod::kQuant) {
+    if (why) *why = "--lossy quant runs on the CPU";
+    return false;
+  }
+  return video_gpu_available(video_codec_of(method), gpu, why);
+}
+
+std::string lossy_encoder_name(LossyMethod method, int gpu) {
+  return method == LossyMethod::kQuant ? "quant" : video_encoder_name(video_codec_of(method), gpu);
+}
+
 std::vector<uint8_t> lossy_encode(const Tensor& tensor, const LossyOptions& options, LossyReport* report) {
   const auto start = std::chrono::steady_clock::now();
   check_options(tensor, options);

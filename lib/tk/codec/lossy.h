@@ -31,6 +31,7 @@ struct LossyOptions {
   uint64_t seed = 0;       // rotation signs
   int bit_depth = 8;       // video luma depth, 8 or 10
   int threads = 0;
+  int gpu = -1;            // video: the CUDA device whose NVENC encodes (-1: software)
 };
 
 struct LossyReport {
@@ -46,6 +47,11 @@ struct LossyReport {
 // Is `method` usable here? False when libavcodec lacks the encoder (the message of a
 // kUnavailable error names the missing encoder library).
 bool lossy_available(LossyMethod method, std::string* why = nullptr);
+// Whether CUDA device `gpu` encodes `method` (the video methods, through NVENC); false
+// with the reason otherwise.
+bool lossy_gpu_available(LossyMethod method, int gpu, std::string* why = nullptr);
+// The encoder that codes `method` ("libx265", "hevc_nvenc" with gpu >= 0, "quant").
+std::string lossy_encoder_name(LossyMethod method, int gpu = -1);
 
 // Encode a float tensor (F32, F16, BF16, F64). Throws kUnavailable when the encoder is
 // missing, kUsage for a non-float tensor or bad options. Fills `report` when given.

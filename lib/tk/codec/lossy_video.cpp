@@ -110,8 +110,8 @@ VideoPayload video_payload_encode(const float* matrix, uint64_t rows, uint64_t p
   std::vector<uint16_t> planes(frames * samples);
   to_luma(matrix, v.scales, rows, padded_cols, v, 0, frames, planes.data());
 
-  VideoParams params{codec, v.bit_depth, static_cast<int>(v.width), static_cast<int>(v.height), options.crf,
-                     options.threads};
+  VideoParams params{codec,       v.bit_depth,     static_cast<int>(v.width), static_cast<int>(v.height),
+                     options.crf, options.threads, options.gpu};
   if (options.crf >= 0) {
     v.crf = options.crf;
     v.packets = video_encode(params, planes.data(), frames);

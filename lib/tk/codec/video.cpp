@@ -12,6 +12,7 @@ extern "C" {
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -25,12 +26,14 @@ struct CodecEntry {
   std::vector<const char*> encoders;
   std::vector<const char*> decoders;
   const char* library;  // named when no encoder is found
+  const char* gpu_encoder;  // NVENC's
 };
 
 const CodecEntry& entry(VideoCodec codec) {
-  static const CodecEntry kHevc{"hevc", {"libx265"}, {"hevc"}, "libx265"};
-  static const CodecEntry kAv1{"av1", {"libsvtav1", "libaom-av1"}, {"libdav1d", "libaom-av1"}, "libsvtav1 or libaom"};
-  static const CodecEntry kH264{"h264", {"libx264"}, {"h264"}, "libx264"};
+  static const CodecEntry kHevc{"hevc", {"libx265"}, {"hevc"}, "libx265", "hevc_nvenc"};
+  static const CodecEntry kAv1{"av1",        {"libsvtav1", "libaom-av1"}, {"libdav1d", "libaom-av1"},
+                               "libsvtav1 or libaom", "av1_nvenc"};
+  static const CodecEntry kH264{"h264", {"libx264"}, {"h264"}, "libx264", "h264_nvenc"};
   switch (codec) {
     case VideoCodec::kHevc: return kHevc;
     case VideoCodec::kAv1: return kAv1;
@@ -49,7 +52,12 @@ void quiet_logs() {
   });
 }
 
-const AVCodec* find_encoder(VideoCodec codec, const char** name = nullptr) {
+const AVCodec* find_encoder(VideoCodec codec, int gpu, const char** name = nullptr) {
+  if (gpu >= 0) {
+    const char* n = entry(codec).gpu_encoder;
+    if (name) *name = n;
+    return avcodec_find_encoder_by_name(n);
+  }
   for (const char* n : entry(codec).encoders)
     if (const AVCodec* c = avcodec_find_encoder_by_name(n)) {
       if (name) *name = n;
@@ -71,12 +79,14 @@ bool supports(const AVCodec* codec, AVPixelFormat format) {
   return false;
 }
 
-// Gray when the encoder takes it, else 4:2:0 with neutral chroma.
+// Gray when the encoder takes it, else 4:2:0 with neutral chroma (planar, or P010's
+// interleaved chroma and high-aligned samples at 10 bits, which is what NVENC takes).
 AVPixelFormat input_format(const AVCodec* codec, int bit_depth) {
   const AVPixelFormat gray = bit_depth == 8 ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_GRAY10LE;
   const AVPixelFormat yuv = bit_depth == 8 ? AV_PIX_FMT_YUV420P : AV_PIX_FMT_YUV420P10LE;
   if (supports(codec, gray)) return gray;
   if (supports(codec, yuv)) return yuv;
+  if (bit_depth == 10 && supports(codec, AV_PIX_FMT_P010LE)) return AV_PIX_FMT_P010LE;
   return AV_PIX_FMT_NONE;
 }
 
@@ -108,10 +118,18 @@ std::string av_message(int code) {
 // control gives the frames after the first far fewer bits in an all-intra stream
 // (x265 at CRF 24, 1024-row frames: 24.3 dB for one frame, 11.5 dB over four), and
 // the tensor's frames should all be coded alike.
-AVDictionary* encoder_options(const std::string& name, int crf) {
+AVDictionary* encoder_options(const std::string& name, int crf, int gpu) {
   AVDictionary* d = nullptr;
   const std::string q = std::to_string(crf);
-  if (name == "libx265") {
+  if (name.find("_nvenc") != std::string::npos) {
+    // A constant QP on every frame, as with x264/x265; the GOP of one frame (set on the
+    // context) makes each an intra frame. AV1's QP scale is 0..255 where CRF's is 0..63.
+    av_dict_set(&d, "rc", "constqp", 0);
+    av_dict_set(&d, "qp", (name == "av1_nvenc" ? std::to_string(crf * 4) : q).c_str(), 0);
+    av_dict_set(&d, "preset", "p4", 0);
+    av_dict_set(&d, "tune", "hq", 0);
+    av_dict_set(&d, "gpu", std::to_string(gpu).c_str(), 0);
+  } else if (name == "libx265") {
     av_dict_set(&d, "preset", "fast", 0);
     av_dict_set(&d, "tune", "psnr", 0);
     const std::string params = "keyint=1:min-keyint=1:bframes=0:scenecut=0:log-level=none:qp=" + q;
@@ -152,8 +170,21 @@ void fill_frame(AVFrame* f, const uint16_t* plane, int bit_depth) {
     uint8_t* dst = f->data[0] + static_cast<ptrdiff_t>(y) * f->linesize[0];
     if (bit_depth == 8)
       for (int x = 0; x < w; ++x) dst[x] = static_cast<uint8_t>(src[x]);
+    else if (f->format == AV_PIX_FMT_P010LE)
+      for (int x = 0; x < w; ++x) {
+        const uint16_t v = static_cast<uint16_t>(src[x] << 6);
+        std::memcpy(dst + 2 * x, &v, 2);
+      }
     else
       std::memcpy(dst, src, static_cast<size_t>(w) * 2);
+  }
+  if (f->format == AV_PIX_FMT_P010LE) {  // one plane of interleaved U and V
+    const uint16_t mid = 512 << 6;
+    for (int y = 0; y < (h + 1) / 2; ++y) {
+      uint8_t* row = f->data[1] + static_cast<ptrdiff_t>(y) * f->linesize[1];
+      for (int x = 0; x < 2 * ((w + 1) / 2); ++x) std::memcpy(row + 2 * x, &mid, 2);
+    }
+    return;
   }
   const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(f->format));
   for (int c = 1; c < desc->nb_components; ++c) {
@@ -175,7 +206,7 @@ void fill_frame(AVFrame* f, const uint16_t* plane, int bit_depth) {
 
 bool video_available(VideoCodec codec, std::string* why) {
   const CodecEntry& e = entry(codec);
-  if (find_encoder(codec) == nullptr) {
+  if (find_encoder(codec, -1) == nullptr) {
     if (why) *why = std::string("no ") + e.codec + " encoder in libavcodec (" + e.library + " missing)";
     return false;
   }
@@ -186,25 +217,28 @@ bool video_available(VideoCodec codec, std::string* why) {
   return true;
 }
 
-std::string video_encoder_name(VideoCodec codec) {
+std::string video_encoder_name(VideoCodec codec, int gpu) {
   const char* name = "";
-  find_encoder(codec, &name);
-  return name;
+  return find_encoder(codec, gpu, &name) ? name : "";
 }
 
 int video_crf_max(VideoCodec codec) { return codec == VideoCodec::kAv1 ? 63 : 51; }
 
-std::vector<std::vector<uint8_t>> video_encode(const VideoParams& params, const uint16_t* planes, uint64_t frames) {
-  quiet_logs();
-  check_params(params);
-  std::string why;
-  if (!video_available(params.codec, &why)) throw unavailable(why);
-  const char* name = "";
-  const AVCodec* codec = find_encoder(params.codec, &name);
+namespace {
+
+// An open encoder for `params` (its name in `name`): the software one, or device
+// params.gpu's NVENC. Throws kUnavailable when there is none or it does not open.
+ContextPtr open_encoder(const VideoParams& params, const char** name) {
+  const AVCodec* codec = find_encoder(params.codec, params.gpu, name);
+  if (codec == nullptr) {
+    std::string why;
+    if (params.gpu >= 0) throw unavailable(std::string("no ") + *name + " encoder in libavcodec");
+    video_available(params.codec, &why);
+    throw unavailable(why);
+  }
   const AVPixelFormat format = input_format(codec, params.bit_depth);
   if (format == AV_PIX_FMT_NONE)
-    throw unavailable(std::string(name) + " does not take " + std::to_string(params.bit_depth) + "-bit frames");
-
+    throw unavailable(std::string(*name) + " does not take " + std::to_string(params.bit_depth) + "-bit frames");
   ContextPtr ctx(avcodec_alloc_context3(codec));
   if (!ctx) throw unavailable("out of memory allocating a video encoder");
   ctx->width = params.width;
@@ -216,13 +250,49 @@ std::vector<std::vector<uint8_t>> video_encode(const VideoParams& params, const 
   ctx->max_b_frames = 0;
   ctx->thread_count = params.threads;
   ctx->color_range = AVCOL_RANGE_JPEG;
-  AVDictionary* options = encoder_options(name, params.crf);
+  AVDictionary* options = encoder_options(*name, params.crf, params.gpu);
   const int opened = avcodec_open2(ctx.get(), codec, &options);
   av_dict_free(&options);
-  if (opened < 0)
-    throw unavailable(std::string(name) + " cannot open a " + std::to_string(params.width) + "x" +
-                      std::to_string(params.height) + " " + av_get_pix_fmt_name(format) + " encoder: " +
+  if (opened < 0) {
+    const std::string on = params.gpu >= 0 ? " on CUDA device " + std::to_string(params.gpu) : "";
+    throw unavailable(std::string(*name) + " cannot open a " + std::to_string(params.width) + "x" +
+                      std::to_string(params.height) + " " + av_get_pix_fmt_name(format) + " encoder" + on + ": " +
                       av_message(opened));
+  }
+  return ctx;
+}
+
+}  // namespace
+
+bool video_gpu_available(VideoCodec codec, int gpu, std::string* why) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::string> known;  // "" when it opened
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::pair<int, int> key{static_cast<int>(codec), gpu};
+  auto it = known.find(key);
+  if (it == known.end()) {
+    quiet_logs();
+    std::string reason;
+    try {
+      const char* name = "";
+      open_encoder(VideoParams{codec, 8, 256, 256, 23, 0, gpu}, &name);
+    } catch (const Error& e) {
+      reason = e.message();
+    }
+    it = known.emplace(key, reason).first;
+  }
+  if (why) *why = it->second;
+  return it->second.empty();
+}
+
+std::vector<std::vector<uint8_t>> video_encode(const VideoParams& params, const uint16_t* planes, uint64_t frames) {
+  quiet_logs();
+  check_params(params);
+  std::string why;
+  if (!video_available(params.codec, &why)) throw unavailable(why);
+  const char* name = "";
+  ContextPtr ctx = open_encoder(params, &name);
+  const AVPixelFormat format = ctx->pix_fmt;
 
   FramePtr frame(av_frame_alloc());
   PacketPtr packet(av_packet_alloc());

@@ -1,8 +1,10 @@
 // Intra-only video coding of luma planes through FFmpeg's libavcodec, for the lossy
 // tensor codec: every frame is a keyframe (no inter prediction, no B-frames), and
 // decoding reads the luma plane as coded, without colour conversion. Encoders tried, in
-// order: hevc: libx265; av1: libsvtav1, libaom-av1; h264: libx264. Encoders that take
-// gray input get it; the others get 4:2:0 with neutral chroma.
+// order: hevc: libx265; av1: libsvtav1, libaom-av1; h264: libx264. With a GPU asked for
+// (VideoParams::gpu), the GPU's hardware encoder instead (NVENC: hevc_nvenc, av1_nvenc,
+// h264_nvenc), as LLM.265 codes tensors; decoding stays in software. Encoders that take
+// gray input get it; the others get 4:2:0 with neutral chroma (P010 for NVENC at 10 bits).
 #pragma once
 
 #include <cstdint>
@@ -21,14 +23,21 @@ struct VideoParams {
   int height = 0;
   int crf = 23;       // 0 .. video_crf_max(codec); lower is better quality
   int threads = 0;    // encoder threads; 0: the encoder's default
+  int gpu = -1;       // the CUDA device whose NVENC encodes; -1: the software encoders
 };
 
 // Is an encoder (and a decoder) for `codec` in this libavcodec? Otherwise false, and
 // `why` names the missing library.
 bool video_available(VideoCodec codec, std::string* why = nullptr);
 
-// The libavcodec encoder used for `codec` ("libx265", ...), or "" when none is present.
-std::string video_encoder_name(VideoCodec codec);
+// The libavcodec encoder used for `codec` ("libx265", ...), or "" when none is present;
+// with `gpu` >= 0 the NVENC one ("hevc_nvenc").
+std::string video_encoder_name(VideoCodec codec, int gpu = -1);
+
+// Whether CUDA device `gpu`'s NVENC opens an encoder for `codec` (an NVENC encoder in
+// this libavcodec, and a driver with the encoding library); otherwise false with the
+// reason in `why`. The answer is kept per codec and device.
+bool video_gpu_available(VideoCodec codec, int gpu, std::string* why = nullptr);
 
 // Largest CRF of the codec's scale: 51 for hevc/h264, 63 for av1.
 int video_crf_max(VideoCodec codec);

@@ -27,6 +27,9 @@ class Buffer {
   // Refer to memory owned by the caller, which must outlive every copy of the Buffer.
   static Buffer borrow(void* data, size_t bytes);
   static Buffer borrow_const(const void* data, size_t bytes);
+  // Share `storage`: `bytes` of writable memory at storage.get() from another allocator
+  // (pinned host memory), released by storage's deleter with the last copy.
+  static Buffer wrap(std::shared_ptr<void> storage, size_t bytes);
   // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped.
   static Buffer map_file(const std::string& path);
   // Map the whole regular file open at `fd` read-only (the caller keeps and closes

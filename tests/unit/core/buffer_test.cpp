@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,28 @@ TEST(Buffer, BorrowConstIsReadOnly) {
   EXPECT_EQ(r.data()[1], 2);
   EXPECT_EQ(kind_of([&] { r.mutable_data(); }), ErrorKind::kInternal);
   EXPECT_EQ(kind_of([&] { r.slice(1, 2).mutable_data(); }), ErrorKind::kInternal);
+}
+
+TEST(Buffer, WrapReleasesWithTheLastCopy) {
+  bool released = false;
+  auto* bytes = new uint8_t[256];
+  Buffer slice;
+  {
+    Buffer b = Buffer::wrap(std::shared_ptr<void>(bytes, [&](void* p) {
+                              delete[] static_cast<uint8_t*>(p);
+                              released = true;
+                            }),
+                            256);
+    EXPECT_EQ(b.data(), bytes);
+    EXPECT_EQ(b.size(), 256u);
+    EXPECT_TRUE(b.writable());
+    EXPECT_TRUE(b.sole_owner());
+    slice = b.slice(64, 128);
+  }
+  EXPECT_FALSE(released);
+  slice.mutable_data()[0] = 7;
+  slice = Buffer();
+  EXPECT_TRUE(released);
 }
 
 TEST(Buffer, MapFile) {

@@ -62,6 +62,12 @@ std::string shard_name(size_t index) {
   return buf;
 }
 
+// Only memory the caller lent can be device memory. Asking the CUDA runtime about any
+// other would start it (a context on the GPU) in a process that may never use it.
+bool in_device_memory(const Tensor& t) {
+  return t.nbytes() > 0 && t.buffer().borrowed() && device::is_device_pointer(t.data());
+}
+
 // One tensor of a save on its way to disk.
 struct Pending {
   TensorEntry entry;
@@ -258,7 +264,7 @@ SaveHandle Engine::save_async(uint64_t step, std::vector<NamedTensor> tensors, M
   std::vector<DeviceBytes> device_sources;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i].tensor;
-    if (t.nbytes() > 0 && device::is_device_pointer(t.data())) {
+    if (in_device_memory(t)) {
       on_device.push_back(i);
       device_sources.push_back({t.data(), t.nbytes()});
     }
@@ -705,7 +711,7 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
                         tensor_where(step, it->name));
     if (!t.buffer().writable()) throw usage_error("restore target is read-only", tensor_where(step, it->name));
     matched[i] = it;
-    on_device[i] = t.nbytes() > 0 && device::is_device_pointer(t.data());
+    on_device[i] = in_device_memory(t);
   }
   std::vector<std::exception_ptr> errors(targets.size());
 #pragma omp parallel for schedule(dynamic) num_threads(options_.threads)

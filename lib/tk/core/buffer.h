@@ -48,6 +48,8 @@ class Buffer {
   // True when this Buffer is the only one referring to its storage (no copies, no
   // slices alive): its memory may then be reused. False for borrowed memory.
   bool sole_owner() const { return storage_ && storage_.use_count() == 1; }
+  // True when no storage of its own keeps the memory alive: borrowed memory (or none).
+  bool borrowed() const { return !storage_; }
   bool empty() const { return size_ == 0; }
 
  private:

@@ -58,6 +58,8 @@ TEST(Buffer, SliceBounds) {
 TEST(Buffer, BorrowConstIsReadOnly) {
   uint8_t raw[4] = {1, 2, 3, 4};
   Buffer w = Buffer::borrow(raw, 4);
+  EXPECT_TRUE(w.borrowed());
+  EXPECT_FALSE(Buffer::allocate(4).borrowed());
   w.mutable_data()[0] = 9;
   EXPECT_EQ(raw[0], 9);
   Buffer r = Buffer::borrow_const(raw, 4);
@@ -81,6 +83,7 @@ TEST(Buffer, WrapReleasesWithTheLastCopy) {
     EXPECT_EQ(b.size(), 256u);
     EXPECT_TRUE(b.writable());
     EXPECT_TRUE(b.sole_owner());
+    EXPECT_FALSE(b.borrowed());
     slice = b.slice(64, 128);
   }
   EXPECT_FALSE(released);

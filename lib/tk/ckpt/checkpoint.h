@@ -76,6 +76,10 @@ struct Options {
   int threads = 2;
 };
 
+// Tensors whose data is in CUDA device memory are copied in either mode (docs/
+// CHECKPOINT.md, Tensors in GPU memory): into pinned staging on the checkpointer's own
+// stream, queued after the work on the device's legacy default stream, which in turn
+// waits on the device for the copies; save_async does not wait for them.
 enum class Snapshot {
   kCopy,    // copy into the staging pool; the caller may modify its tensors on return
   kBorrow,  // no copy; the caller must not modify the tensors until wait() returns
@@ -212,7 +216,7 @@ class Checkpointer {
   // Throws kInvalidInput naming the tensor on a mismatch or a missing shard.
   virtual std::vector<NamedTensor> restore(uint64_t step) const = 0;
   // Read step `step` into the caller's tensors, matched by name; each must be writable
-  // and have the stored dtype and shape. Tensors of the step not listed are skipped;
+  // and have the stored dtype and shape; device memory is filled through host memory. Tensors of the step not listed are skipped;
   // a listed name the step lacks is kInvalidInput.
   virtual void restore_into(uint64_t step, std::span<NamedTensor> targets) const = 0;
   // Read tensors `names` of step `step` one after another, in that order, each in

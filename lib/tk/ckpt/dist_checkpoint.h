@@ -55,7 +55,7 @@ struct DistSlice {
   Shape global_shape;
   Shape offsets;   // empty: all 0
   Shape shape;     // empty: the global shape
-  uint8_t* data = nullptr;
+  uint8_t* data = nullptr;  // host memory only
   uint64_t nbytes = 0;
   bool replicated = false;  // whole, held alike by every rank passing it: saved once, by the lowest
 };

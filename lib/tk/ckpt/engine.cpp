@@ -24,6 +24,7 @@
 #include <variant>
 
 #include "tk/ckpt/checkpoint.h"
+#include "tk/ckpt/device_copier.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
 #include "tk/ckpt/shard_writer.h"
@@ -33,6 +34,7 @@
 #include "tk/codec/lossless.h"
 #include "tk/core/clock.h"
 #include "tk/core/error.h"
+#include "tk/device/device.h"
 #include "tk/io/safetensors.h"
 
 namespace tk::ckpt {
@@ -60,6 +62,12 @@ std::string shard_name(size_t index) {
   return buf;
 }
 
+// Only memory the caller lent can be device memory. Asking the CUDA runtime about any
+// other would start it (a context on the GPU) in a process that may never use it.
+bool in_device_memory(const Tensor& t) {
+  return t.nbytes() > 0 && t.buffer().borrowed() && device::is_device_pointer(t.data());
+}
+
 // One tensor of a save on its way to disk.
 struct Pending {
   TensorEntry entry;
@@ -72,7 +80,9 @@ struct Job {
   uint64_t step = 0;
   std::vector<NamedTensor> tensors;
   Metadata metadata;
-  Buffer staging;  // copy-mode snapshot storage, returned to the pool when done
+  Buffer staging;  // snapshot storage, returned to `staging_pool` when done
+  StagingPool* staging_pool = nullptr;
+  std::unique_ptr<DeviceCopies> device_copies;  // the copies into `staging` from device memory
   double stall_seconds = 0;
 };
 
@@ -107,11 +117,17 @@ class Engine final : public Checkpointer {
   GcReport apply_retention();
   void flusher_loop();
   void load_incremental_state();
+  DeviceCopier& device_copier() const;
 
   Options options_;
   std::unique_ptr<fs::DirLock> lock_;
   std::unique_ptr<fs::DirLock> durable_lock_;
   StagingPool pool_;
+  // Made at the first tensor in device memory, so that a run on the CPU never starts
+  // the CUDA runtime; its pinned staging pool is apart from the pageable one.
+  mutable std::mutex device_mutex_;
+  mutable std::unique_ptr<DeviceCopier> device_copier_;
+  StagingPool pinned_pool_{[this](uint64_t bytes) { return device_copier().allocate_pinned(bytes); }};
 
   mutable std::mutex mutex_;
   std::condition_variable work_cv_;   // worker: a job arrived or stop
@@ -153,6 +169,7 @@ Engine::Engine(std::string dir, const Options& options) : Checkpointer(std::move
   if (options_.threads < 1) options_.threads = 1;
   if (options_.full_every < 1) options_.full_every = 1;
   pool_.set_limit(options_.staging_limit);
+  pinned_pool_.set_limit(options_.staging_limit);
   if (options_.read_only) {
     if (!fs::exists(dir_)) throw errno_error("no such checkpoint directory", dir_, ENOENT);
     check_checkpoint_dir(dir_);
@@ -208,6 +225,16 @@ void Engine::load_incremental_state() {
   }
 }
 
+DeviceCopier& Engine::device_copier() const {
+  std::lock_guard<std::mutex> lock(device_mutex_);
+  if (!device_copier_) {
+    device_copier_ = make_device_copier();
+    // Only a CUDA build sees device pointers (tk::device::is_device_pointer).
+    if (!device_copier_) throw internal_error("a device pointer in a build without CUDA");
+  }
+  return *device_copier_;
+}
+
 void Engine::remember_holders(const StepInfo& step) {
   holder_.clear();
   for (const auto& e : step.entries)
@@ -231,27 +258,61 @@ SaveHandle Engine::save_async(uint64_t step, std::vector<NamedTensor> tensors, M
   Job job;
   job.step = step;
   job.metadata = std::move(metadata);
-  if (snapshot == Snapshot::kCopy) {
-    // One staging buffer for the whole save, each tensor at a 64-byte aligned offset.
-    std::vector<uint64_t> offsets;
-    uint64_t total = 0;
-    for (const auto& t : tensors) {
-      offsets.push_back(total);
-      total += (t.tensor.nbytes() + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  // Tensors in device memory are copied whatever the snapshot mode (the writer reads
+  // host memory): queued here on the copier's stream, waited for by the worker.
+  std::vector<size_t> on_device;
+  std::vector<DeviceBytes> device_sources;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i].tensor;
+    if (in_device_memory(t)) {
+      on_device.push_back(i);
+      device_sources.push_back({t.data(), t.nbytes()});
     }
-    job.staging = pool_.acquire(total);
-    std::vector<NamedTensor> copies;
-    copies.reserve(tensors.size());
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const Tensor& src = tensors[i].tensor;
-      Buffer slice = job.staging.slice(offsets[i], src.nbytes());
-      snapshot_copy(slice.mutable_data(), src.data(), src.nbytes());
-      copies.push_back({std::move(tensors[i].name), Tensor(src.dtype(), src.shape(), slice)});
-    }
-    job.tensors = std::move(copies);
-  } else {
-    job.tensors = std::move(tensors);
   }
+  const bool copy_host = snapshot == Snapshot::kCopy;
+  if (copy_host || !on_device.empty()) {
+    // One staging buffer for the whole save, each copied tensor at a 64-byte aligned
+    // offset: the device's tensors first, as the copier lays them out, then the host's.
+    // Pinned when a tensor is in device memory, so that its copy runs without the host.
+    uint64_t total = 0;
+    for (const DeviceBytes& d : device_sources) total += staged_size(d.nbytes);
+    std::vector<uint64_t> host_offsets(tensors.size());
+    std::vector<bool> is_device(tensors.size());
+    for (size_t i : on_device) is_device[i] = true;
+    if (copy_host) {
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (is_device[i]) continue;
+        host_offsets[i] = total;
+        total += staged_size(tensors[i].tensor.nbytes());
+      }
+    }
+    job.staging_pool = on_device.empty() ? &pool_ : &pinned_pool_;
+    job.staging = job.staging_pool->acquire(total);
+    if (!on_device.empty()) {
+      try {
+        QueuedCopies queued = device_copier().queue(device_sources, job.staging);
+        job.device_copies = std::move(queued.copies);
+        for (size_t k = 0; k < on_device.size(); ++k) {
+          Tensor& t = tensors[on_device[k]].tensor;
+          t = Tensor(t.dtype(), t.shape(), std::move(queued.slices[k]));
+        }
+      } catch (...) {
+        job.staging_pool->release(std::move(job.staging));
+        throw;
+      }
+    }
+    // The host's copies run while the device's are under way.
+    if (copy_host) {
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        if (is_device[i]) continue;
+        Tensor& t = tensors[i].tensor;
+        Buffer slice = job.staging.slice(host_offsets[i], t.nbytes());
+        snapshot_copy(slice.mutable_data(), t.data(), t.nbytes());
+        t = Tensor(t.dtype(), t.shape(), std::move(slice));
+      }
+    }
+  }
+  job.tensors = std::move(tensors);
   std::lock_guard<std::mutex> lock(mutex_);
   job.handle = next_handle_++;
   job.stall_seconds = seconds_since(t0);
@@ -300,7 +361,8 @@ void Engine::worker_loop() {
       outcome = std::current_exception();
     }
     job.tensors.clear();  // drop the slices before the staging buffer goes back
-    if (!job.staging.empty()) pool_.release(std::move(job.staging));
+    job.device_copies.reset();  // waits for copies still writing into it (after a failure)
+    if (!job.staging.empty()) job.staging_pool->release(std::move(job.staging));
     bool failed = std::holds_alternative<std::exception_ptr>(outcome);
     std::optional<uint64_t> committed = failed ? latest() : std::nullopt;
     {
@@ -449,6 +511,7 @@ SaveStats Engine::process(Job& job) {
   SaveStats stats;
   stats.step = job.step;
   stats.stall_seconds = job.stall_seconds;
+  if (job.device_copies) job.device_copies->wait();  // the snapshot's bytes from the device
 
   bool full = !options_.incremental || !last_full_ || since_full_ + 1 >= options_.full_every;
   std::vector<Pending> pending = encode(job, last_full_ ? &*last_full_ : nullptr, full);
@@ -636,6 +699,7 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
   const auto& entries = reader.manifest().info.entries;
   const auto by_name = entries_by_name(entries);
   std::vector<const TensorEntry*> matched(targets.size());
+  std::vector<char> on_device(targets.size());  // read by the threads below: not vector<bool>
   for (size_t i = 0; i < targets.size(); ++i) {
     auto found = by_name.find(targets[i].name);
     if (found == by_name.end()) throw invalid_input("no tensor '" + targets[i].name + "' in step " + std::to_string(step), dir_);
@@ -647,12 +711,21 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
                         tensor_where(step, it->name));
     if (!t.buffer().writable()) throw usage_error("restore target is read-only", tensor_where(step, it->name));
     matched[i] = it;
+    on_device[i] = in_device_memory(t);
   }
   std::vector<std::exception_ptr> errors(targets.size());
 #pragma omp parallel for schedule(dynamic) num_threads(options_.threads)
   for (size_t i = 0; i < targets.size(); ++i) {
     try {
-      reader.read(*matched[i], {targets[i].tensor.mutable_data(), matched[i]->nbytes});
+      const uint64_t nbytes = matched[i]->nbytes;
+      if (on_device[i]) {
+        // Checked in host memory first: the device buffer only ever gets verified bytes.
+        Buffer host = Buffer::allocate(nbytes);
+        reader.read(*matched[i], {host.mutable_data(), nbytes});
+        device_copier().upload(targets[i].tensor.mutable_data(), host.data(), nbytes);
+      } else {
+        reader.read(*matched[i], {targets[i].tensor.mutable_data(), nbytes});
+      }
     } catch (...) {
       errors[i] = std::current_exception();
     }

@@ -38,7 +38,7 @@ Buffer StagingPool::acquire(uint64_t bytes) {
     }
     if (held_ + size <= limit() || lent_ == 0) {
       lock.unlock();
-      Buffer b = Buffer::allocate(size);
+      Buffer b = allocate_(size);
       lock.lock();
       held_ += size;
       lent_ += size;

@@ -1,11 +1,13 @@
 // The staging pool behind copy-mode snapshots: large aligned buffers reused from save
-// to save, so that a snapshot costs one memcpy and no page faults once warm. Internal
-// to lib/tk/ckpt.
+// to save, so that a snapshot costs one memcpy and no page faults once warm (and, for
+// tensors in device memory, no pinning of fresh pages). Internal to lib/tk/ckpt.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "tk/core/buffer.h"
@@ -14,6 +16,11 @@ namespace tk::ckpt {
 
 class StagingPool {
  public:
+  // Where the buffers come from: Buffer::allocate, or pinned host memory for copies
+  // from a device (DeviceCopier::allocate_pinned).
+  using Allocate = std::function<Buffer(uint64_t bytes)>;
+  explicit StagingPool(Allocate allocate = Buffer::allocate) : allocate_(std::move(allocate)) {}
+
   // At most `bytes` held in all (0: twice the largest request so far). A request larger
   // than the limit is still served when nothing else is held.
   void set_limit(uint64_t bytes) { limit_ = bytes; }
@@ -31,6 +38,7 @@ class StagingPool {
  private:
   uint64_t limit() const { return limit_ ? limit_ : 2 * largest_; }
 
+  Allocate allocate_;
   mutable std::mutex mutex_;
   std::condition_variable released_;
   std::vector<Buffer> free_;

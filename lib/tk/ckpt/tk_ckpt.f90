@@ -54,6 +54,7 @@ module tk_ckpt
     type(c_ptr) :: dtype = c_null_ptr
     integer(c_int32_t) :: ndim = 0
     type(c_ptr) :: shape = c_null_ptr
+    ! c_loc of the array: host memory or, in a CUDA build, device memory (tk_ckpt.h)
     type(c_ptr) :: data = c_null_ptr
     integer(c_int64_t) :: nbytes = 0
   end type tk_ckpt_tensor

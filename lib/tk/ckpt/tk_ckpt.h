@@ -14,6 +14,12 @@
  * - Nothing here exits, prints or lets an exception escape.
  * - Tensors are row-major (C order). A Fortran array a(n1, n2) is the tensor of shape
  *   [n2, n1]. Dtypes are safetensors names: "F32", "BF16", "I64", "U8", ...
+ * - Tensor data may live in CUDA device memory (told apart with
+ *   cudaPointerGetAttributes). A save copies it to pinned host memory on a stream of
+ *   its own, after the work queued so far on the device's legacy default stream, and
+ *   work queued there afterwards waits for the copies on the device; a restore fills
+ *   it. Work on non-blocking streams must be finished before the save and must not
+ *   write the tensors before tk_ckpt_wait returns (docs/CHECKPOINT.md).
  * - Strings are NUL-terminated UTF-8. Counts are size_t, steps and byte counts
  *   uint64_t.
  * - A handle is used by one thread at a time; different handles are independent.
@@ -64,7 +70,8 @@ enum {
 enum {
   /* Do not copy: the caller must not modify the tensors' memory, nor free it, until
    * tk_ckpt_wait() for this save returns. Without it the data is copied into the
-   * staging pool and the caller may reuse its memory once save_async returns. */
+   * staging pool and the caller may reuse its memory once save_async returns. Device
+   * memory is copied either way; its copies are queued, not waited for. */
   TK_CKPT_BORROW = 1
 };
 
@@ -95,7 +102,8 @@ typedef struct tk_ckpt_tensor {
   const char* dtype;     /* safetensors dtype name, e.g. "F32", "BF16" */
   int32_t ndim;          /* 0 for a scalar */
   const int64_t* shape;  /* ndim dimensions, row-major (outermost first) */
-  void* data;            /* nbytes of tensor data; read by saves, written by restores */
+  void* data;            /* nbytes of tensor data; read by saves, written by restores;
+                          host memory or, in a CUDA build, device memory */
   uint64_t nbytes;       /* must equal the size that dtype and shape imply */
 } tk_ckpt_tensor;
 

@@ -73,7 +73,8 @@ typedef struct tk_dckpt_slice {
   const int64_t* global_shape;  /* ndim dimensions of the whole tensor */
   const int64_t* offsets;       /* ndim offsets of the box (NULL: all 0) */
   const int64_t* shape;         /* ndim extents of the box (NULL: the global shape) */
-  void* data;                   /* the box's bytes; read by saves, written by restores */
+  void* data;                   /* the box's bytes; read by saves, written by restores;
+                                   host memory only */
   uint64_t nbytes;              /* must equal the size dtype and shape imply */
   /* Nonzero: every rank that passes this tensor holds the same whole tensor (offsets
    * 0, shape = global shape); it is saved once, by the lowest of those ranks. Ignored

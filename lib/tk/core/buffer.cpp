@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "tk/core/error.h"
 
@@ -67,6 +68,15 @@ Buffer Buffer::borrow(void* data, size_t bytes) {
 Buffer Buffer::borrow_const(const void* data, size_t bytes) {
   Buffer b = borrow(const_cast<void*>(data), bytes);
   b.writable_ = false;
+  return b;
+}
+
+Buffer Buffer::wrap(std::shared_ptr<void> storage, size_t bytes) {
+  Buffer b;
+  b.data_ = static_cast<uint8_t*>(storage.get());
+  b.size_ = bytes;
+  b.storage_ = std::move(storage);
+  b.writable_ = true;
   return b;
 }
 

@@ -27,6 +27,9 @@ class Buffer {
   // Refer to memory owned by the caller, which must outlive every copy of the Buffer.
   static Buffer borrow(void* data, size_t bytes);
   static Buffer borrow_const(const void* data, size_t bytes);
+  // Share `storage`: `bytes` of writable memory at storage.get() from another allocator
+  // (pinned host memory), released by storage's deleter with the last copy.
+  static Buffer wrap(std::shared_ptr<void> storage, size_t bytes);
   // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped.
   static Buffer map_file(const std::string& path);
   // Map the whole regular file open at `fd` read-only (the caller keeps and closes
@@ -45,6 +48,8 @@ class Buffer {
   // True when this Buffer is the only one referring to its storage (no copies, no
   // slices alive): its memory may then be reused. False for borrowed memory.
   bool sole_owner() const { return storage_ && storage_.use_count() == 1; }
+  // True when no storage of its own keeps the memory alive: borrowed memory (or none).
+  bool borrowed() const { return !storage_; }
   bool empty() const { return size_ == 0; }
 
  private:

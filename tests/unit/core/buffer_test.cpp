@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,8 @@ TEST(Buffer, SliceBounds) {
 TEST(Buffer, BorrowConstIsReadOnly) {
   uint8_t raw[4] = {1, 2, 3, 4};
   Buffer w = Buffer::borrow(raw, 4);
+  EXPECT_TRUE(w.borrowed());
+  EXPECT_FALSE(Buffer::allocate(4).borrowed());
   w.mutable_data()[0] = 9;
   EXPECT_EQ(raw[0], 9);
   Buffer r = Buffer::borrow_const(raw, 4);
@@ -64,6 +67,29 @@ TEST(Buffer, BorrowConstIsReadOnly) {
   EXPECT_EQ(r.data()[1], 2);
   EXPECT_EQ(kind_of([&] { r.mutable_data(); }), ErrorKind::kInternal);
   EXPECT_EQ(kind_of([&] { r.slice(1, 2).mutable_data(); }), ErrorKind::kInternal);
+}
+
+TEST(Buffer, WrapReleasesWithTheLastCopy) {
+  bool released = false;
+  auto* bytes = new uint8_t[256];
+  Buffer slice;
+  {
+    Buffer b = Buffer::wrap(std::shared_ptr<void>(bytes, [&](void* p) {
+                              delete[] static_cast<uint8_t*>(p);
+                              released = true;
+                            }),
+                            256);
+    EXPECT_EQ(b.data(), bytes);
+    EXPECT_EQ(b.size(), 256u);
+    EXPECT_TRUE(b.writable());
+    EXPECT_TRUE(b.sole_owner());
+    EXPECT_FALSE(b.borrowed());
+    slice = b.slice(64, 128);
+  }
+  EXPECT_FALSE(released);
+  slice.mutable_data()[0] = 7;
+  slice = Buffer();
+  EXPECT_TRUE(released);
 }
 
 TEST(Buffer, MapFile) {

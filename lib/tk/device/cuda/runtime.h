@@ -53,6 +53,7 @@ class Event {
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
   void record(const Stream& stream);
   // Whether the work before the record has finished (false while it runs).
   bool done() const;

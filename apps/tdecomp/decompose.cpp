@@ -209,14 +209,14 @@ device::Placement placement(const cli::Tool& tool, const decomp::DecomposeOption
                  [&] { return decomp::placement(request, options, elements); });
 }
 
-// --budget: search ranks and factor dtype (budget.h).
+// --budget: search ranks and factor dtype (budget.h) with the method's options `m`.
 template <typename T>
-Outcome run_budget(const Job& job, const decomp::DenseView<T>& x, const device::Placement& where) {
-  decomp::DecomposeOptions m = method_options(job);
-  m.device = where;
+Outcome run_budget(const Job& job, const decomp::DenseView<T>& x, const decomp::DecomposeOptions& m) {
   decomp::BudgetChoice choice = decomp::decompose_within_budget(x, source_of(job.source), m, *job.s.budget);
   choice.model.notes["budget_bytes"] = std::to_string(*job.s.budget);
-  return Outcome{std::move(choice.model), job.source.tensor.nbytes(), std::move(choice.candidates), {}};
+  Outcome out{std::move(choice.model), job.source.tensor.nbytes(), std::move(choice.candidates), {}};
+  out.device = m.device;
+  return out;
 }
 
 template <typename T> Outcome decompose_dense(const Job& job) {
@@ -255,11 +255,7 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   decomp::DecomposeOptions m = method_options(job);
   if (m.method == decomp::Method::kCp) m.cp.mask = observed;
   m.device = placement(job.tool, m, shape_numel(shape));
-  if (job.s.budget) {
-    Outcome out = run_budget(job, x, m.device);
-    out.device = m.device;
-    return out;
-  }
+  if (job.s.budget) return run_budget(job, x, m);
 
   if (m.method == decomp::Method::kCp && !o.init_file.empty()) load_init_file(job, m.cp);
   Decomposition d = decomp::decompose(x, source_of(src), m);

@@ -137,8 +137,8 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
   return sub;
 }
 
-// --device as a subcommand has it: dense CP-ALS and Tucker run on a GPU, the rest on
-// the CPU.
+// --device as a subcommand has it: dense CP-ALS, Tucker and TT-SVD run on a GPU, the
+// rest on the CPU.
 void describe_device(CLI::App* sub, const std::string& gpu_work) {
   sub->get_option("--device")
       ->description(!gpu_work.empty()
@@ -146,7 +146,7 @@ void describe_device(CLI::App* sub, const std::string& gpu_work) {
                               " on that GPU; auto (the default) takes GPU 0 for tensors of 2^24 elements or more, "
                               "else the CPU; cpu"
                         : "Compute device: cpu or auto (the default), both the CPU; cuda[:N] exits 5 (no GPU path: "
-                          "cp and tucker have one)");
+                          "cp, tucker and tt have one)");
 }
 
 }  // namespace
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
       {"tdecomp cp data.safetensors --rank 10 -o cp.safetensors", "CP-ALS"},
       {"tdecomp cp trade.tns --rank 16 -o cp.safetensors", "Sparse CP on FROSTT coordinates"},
       {"tdecomp tucker field.h5 --tol 1e-3 -o tk.h5", "Tucker with a guaranteed relative error"},
-      {"tdecomp tucker field.h5 --ranks 64,64,64 --device cuda -o tk.h5", "Tucker on the GPU (CP too)"},
+      {"tdecomp tucker field.h5 --ranks 64,64,64 --device cuda -o tk.h5", "Tucker on the GPU (CP and TT too)"},
       {"mpirun -np 16 tdecomp cp big.tns --rank 16 -o cp.safetensors",
        "CP and Tucker across MPI ranks"},
       {"tdecomp reconstruct cp.safetensors -o dense.safetensors", "The dense tensors again"},
@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
   tool.app().require_subcommand(1);
   describe_device(cp, "dense CP-ALS (not --mask or .tns input)");
   describe_device(tucker, "ST-HOSVD and HOOI");
-  for (CLI::App* sub : {tt, tt_round, rescal, rank_cmd, reconstruct}) describe_device(sub, "");
+  describe_device(tt, "TT-SVD");
+  for (CLI::App* sub : {tt_round, rescal, rank_cmd, reconstruct}) describe_device(sub, "");
 
   return tool.run(argc, argv, [&] {
     for (CLI::App* sub : {cp, tucker, tt, rescal})

@@ -1,6 +1,6 @@
 // Tucker on the GPU against the CPU on the same input: every mode operation path (first,
 // middle in one and in several batches, last mode), fixed ranks, --tol and HOOI, in f64
-// and f32, and the placement decompose() follows (CP's too).
+// and f32, and the placement decompose() follows (every method's).
 //
 // Bounds, stated once: the reported relative error differs from the CPU's by at most
 // 1e-10 + 1e-8 e (f64) or 1e-4 (f32, absolute), e the CPU's error. Both sides run the
@@ -138,9 +138,11 @@ TEST(TuckerGpu, DecomposeRunsWherePlaced) {
   const TuckerResult cpu = tucker(DenseView<double>{x.data(), shape}, options.tucker);
   expect_close_f64(on_gpu.rel_error, cpu.rel_error);
   // What has no GPU path: refused by name under cuda, the CPU under auto.
-  options.method = Method::kTt;
+  options.method = Method::kRescal;
   EXPECT_THROW(placement(cuda0, options, 1), Error);
   EXPECT_FALSE(placement(automatic, options, kGpuMinElements).cuda);
+  options.method = Method::kTt;
+  EXPECT_TRUE(placement(automatic, options, kGpuMinElements).cuda);
   options.method = Method::kCp;
   EXPECT_TRUE(placement(automatic, options, kGpuMinElements).cuda);
   const uint8_t observed = 1;

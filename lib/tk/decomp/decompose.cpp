@@ -7,6 +7,7 @@
 #include "tk/core/error.h"
 #ifdef TK_HAVE_CUDA
 #include "tk/decomp/cuda/cp.h"
+#include "tk/decomp/cuda/tt.h"
 #include "tk/decomp/cuda/tucker.h"
 #endif
 
@@ -20,7 +21,7 @@ std::string without_gpu_path(const DecomposeOptions& options) {
   switch (options.method) {
     case Method::kCp: return options.cp.mask ? "masked CP-ALS" : "";
     case Method::kTucker: return "";
-    case Method::kTt: return "TT-SVD";
+    case Method::kTt: return "";
     case Method::kRescal: return "RESCAL";
   }
   return "";
@@ -43,6 +44,13 @@ TuckerResult tucker_on(const device::Placement& where, const DenseView<T>& x, co
   return tucker(x, options);
 }
 
+template <typename T> TtResult tt_on(const device::Placement& where, const DenseView<T>& x, const TtOptions& options) {
+#ifdef TK_HAVE_CUDA
+  if (where.cuda) return cuda::tt_svd(x, options, where.index);
+#endif
+  return tt_svd(x, options);
+}
+
 template <typename T>
 Decomposition decompose_any(const DenseView<T>& x, const DecomposeSource& src, const DecomposeOptions& o) {
   Decomposition d;
@@ -52,7 +60,7 @@ Decomposition decompose_any(const DenseView<T>& x, const DecomposeSource& src, c
       d.seed = o.cp.seed;
       break;
     case Method::kTucker: d = from_tucker(src.name, src.shape, src.dtype, tucker_on(o.device, x, o.tucker)); break;
-    case Method::kTt: d = from_tt(src.name, src.shape, src.dtype, tt_svd(x, o.tt)); break;
+    case Method::kTt: d = from_tt(src.name, src.shape, src.dtype, tt_on(o.device, x, o.tt)); break;
     case Method::kRescal:
       if constexpr (std::is_same_v<T, double>) {
         d = from_rescal(src.name, src.shape, src.dtype, rescal(x, o.rescal));
@@ -97,7 +105,7 @@ BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src
       p.at_tol = [&](double tol) {
         TtOptions t = o.tt;
         t.tol = tol;
-        return from_tt(src.name, src.shape, src.dtype, tt_svd(x, t));
+        return from_tt(src.name, src.shape, src.dtype, tt_on(o.device, x, t));
       };
       break;
     case Method::kRescal: throw usage_error("--budget is not available for RESCAL");

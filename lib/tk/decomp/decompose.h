@@ -42,8 +42,8 @@ struct DecomposeOptions {
 constexpr uint64_t kGpuMinElements = uint64_t(1) << 24;
 
 // Where decompose() runs options.method on a tensor of `elements` values
-// (device::place): dense CP-ALS (unmasked) and Tucker (ST-HOSVD and HOOI) have a GPU
-// path; masked CP, TT and RESCAL do not, so cuda[:N] throws kUnavailable naming them
+// (device::place): dense CP-ALS (unmasked), Tucker (ST-HOSVD and HOOI) and TT-SVD have
+// a GPU path; masked CP and RESCAL do not, so cuda[:N] throws kUnavailable naming them
 // and auto takes the CPU.
 device::Placement placement(const device::Request& request, const DecomposeOptions& options, uint64_t elements);
 

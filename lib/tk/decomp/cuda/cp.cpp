@@ -21,6 +21,7 @@
 #include "tk/decomp/cp_internal.h"
 #include "tk/decomp/cuda/modes.h"
 #include "tk/decomp/modes.h"
+#include "tk/linalg/blas.h"
 
 namespace tk::decomp::cuda {
 

@@ -13,6 +13,7 @@
 #include "tk/decomp/cuda/modes.h"
 #include "tk/decomp/modes.h"
 #include "tk/decomp/tucker_internal.h"
+#include "tk/linalg/blas.h"
 
 namespace tk::decomp::cuda {
 
@@ -106,6 +107,9 @@ template <typename T> TuckerResult tucker_any(const DenseView<T>& x, const Tucke
   tucker_rules::validate_options(x.shape, options);
   const double norm2 = modes::sum_squares(x.data, modes::element_count(x.shape));
   modes::check_finite_norm(norm2, "tucker");
+  // The host's share (a reconstruction, when the error is too small for the norms) runs
+  // as on the CPU path: OpenMP splits the mode products, BLAS calls stay serial.
+  linalg::SerialBlas serial_blas;
   const device::cuda::DeviceScope scope(device);
   DeviceTucker<T> gpu(x);
   double error = 0;

@@ -1,5 +1,6 @@
 #include "tk/linalg/cuda/blas.h"
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
@@ -30,6 +31,33 @@ int int_size(int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
+// Read cuSOLVER's devInfo (waiting for the stream): 0, or the routine failed.
+void check_info(const Handles& h, const int* info, const char* what) {
+  int host_info = 0;
+  device::cuda::check(cudaMemcpyAsync(&host_info, info, sizeof(int), cudaMemcpyDeviceToHost, h.stream()), what);
+  device::cuda::check(cudaStreamSynchronize(h.stream()), what);
+  if (host_info < 0) throw runtime_error(std::string(what) + ": argument " + std::to_string(-host_info) + " was invalid");
+  if (host_info > 0)
+    throw runtime_error(std::string(what) + ": " + std::to_string(host_info) + " off-diagonal elements did not converge");
+}
+
+template <typename T, typename GeqrfSize, typename Geqrf, typename OrgqrSize, typename Orgqr>
+void qr_any(const Handles& h, int64_t m64, int64_t n64, T* a, GeqrfSize geqrf_size, Geqrf geqrf, OrgqrSize orgqr_size,
+            Orgqr orgqr) {
+  const int m = int_size(m64, "geqrf"), n = int_size(n64, "geqrf");
+  if (m < n) throw internal_error("qr: fewer rows than columns");
+  device::cuda::DeviceArray<T> tau(static_cast<size_t>(n));
+  device::cuda::DeviceArray<int> info(1);
+  int lwork_qr = 0, lwork_q = 0;
+  check(geqrf_size(h.solver(), m, n, a, m, &lwork_qr), "geqrf_bufferSize");
+  check(orgqr_size(h.solver(), m, n, n, a, m, tau.data(), &lwork_q), "orgqr_bufferSize");
+  device::cuda::DeviceArray<T> work(static_cast<size_t>(std::max(lwork_qr, lwork_q)));
+  check(geqrf(h.solver(), m, n, a, m, tau.data(), work.data(), lwork_qr, info.data()), "geqrf");
+  check_info(h, info.data(), "geqrf");
+  check(orgqr(h.solver(), m, n, n, a, m, tau.data(), work.data(), lwork_q, info.data()), "orgqr");
+  check_info(h, info.data(), "orgqr");
+}
+
 template <typename T, typename BufferSize, typename Solve>
 void syevd_any(const Handles& h, int64_t n64, T* a, T* w, BufferSize buffer_size, Solve solve, const char* what) {
   const int n = int_size(n64, what);
@@ -40,14 +68,7 @@ void syevd_any(const Handles& h, int64_t n64, T* a, T* w, BufferSize buffer_size
   check(solve(h.solver(), CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, n, a, n, w, work.data(), lwork,
               info.data()),
         what);
-  int host_info = 0;
-  device::cuda::check(cudaMemcpyAsync(&host_info, info.data(), sizeof(int), cudaMemcpyDeviceToHost, h.stream()),
-                      what);
-  device::cuda::check(cudaStreamSynchronize(h.stream()), what);
-  if (host_info != 0)
-    throw runtime_error(std::string(what) + ": " +
-                        (host_info > 0 ? std::to_string(host_info) + " off-diagonal elements did not converge"
-                                       : "argument " + std::to_string(-host_info) + " was invalid"));
+  check_info(h, info.data(), what);
 }
 
 }  // namespace
@@ -116,6 +137,24 @@ void syrk_lower(const Handles& h, Op op_a, int64_t n, int64_t k, float alpha, co
                 float beta, float* c, int64_t ldc) {
   check(cublasSsyrk_64(h.blas(), CUBLAS_FILL_MODE_LOWER, op_of(op_a), n, k, &alpha, a, lda, &beta, c, ldc),
         "cublasSsyrk");
+}
+
+double nrm2(const Handles& h, int64_t n, const double* x) {
+  double norm = 0;
+  check(cublasDnrm2_64(h.blas(), n, x, 1, &norm), "cublasDnrm2");
+  return norm;
+}
+double nrm2(const Handles& h, int64_t n, const float* x) {
+  float norm = 0;
+  check(cublasSnrm2_64(h.blas(), n, x, 1, &norm), "cublasSnrm2");
+  return norm;
+}
+
+void qr(const Handles& h, int64_t m, int64_t n, double* a) {
+  qr_any(h, m, n, a, cusolverDnDgeqrf_bufferSize, cusolverDnDgeqrf, cusolverDnDorgqr_bufferSize, cusolverDnDorgqr);
+}
+void qr(const Handles& h, int64_t m, int64_t n, float* a) {
+  qr_any(h, m, n, a, cusolverDnSgeqrf_bufferSize, cusolverDnSgeqrf, cusolverDnSorgqr_bufferSize, cusolverDnSorgqr);
 }
 
 void syevd(const Handles& h, int64_t n, double* a, double* w) {

@@ -67,6 +67,16 @@ void syrk_lower(const Handles& h, Op op_a, int64_t n, int64_t k, double alpha, c
 void syrk_lower(const Handles& h, Op op_a, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                 float beta, float* c, int64_t ldc);
 
+// The Euclidean norm of n values (unit stride); waits for the stream.
+double nrm2(const Handles& h, int64_t n, const double* x);
+double nrm2(const Handles& h, int64_t n, const float* x);
+
+// Thin QR of the m x n matrix `a` (m >= n, leading dimension m): on return `a` holds Q,
+// m x n with orthonormal columns (geqrf, then orgqr). Waits for the stream to read
+// cuSOLVER's status.
+void qr(const Handles& h, int64_t m, int64_t n, double* a);
+void qr(const Handles& h, int64_t m, int64_t n, float* a);
+
 // Eigen-decomposition of the symmetric n x n matrix `a` (leading dimension n, only its
 // lower triangle read), overwritten by the eigenvectors as columns; eigenvalues into
 // the device array `w`, ascending. Divide and conquer (syevd); waits for the stream to

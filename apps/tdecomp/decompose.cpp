@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/device.h"
 #include "cli/display_text.h"
 #include "cli/input.h"
 #include "cli/number_format.h"
@@ -200,11 +201,22 @@ decomp::DecomposeSource source_of(const Source& src) {
   return {src.name, src.tensor.shape(), src.tensor.dtype()};
 }
 
-// --budget: search ranks and factor dtype (budget.h).
-template <typename T> Outcome run_budget(const Job& job, const decomp::DenseView<T>& x) {
-  decomp::BudgetChoice choice = decomp::decompose_within_budget(x, source_of(job.source), method_options(job), *job.s.budget);
+// Where this run's --device puts `options` for a tensor of `elements` values; a refusal
+// names the flag.
+device::Placement placement(const cli::Tool& tool, const decomp::DecomposeOptions& options, uint64_t elements) {
+  const device::Request& request = tool.options().device;
+  return located("--device " + cli::device_name(request),
+                 [&] { return decomp::placement(request, options, elements); });
+}
+
+// --budget: search ranks and factor dtype (budget.h) with the method's options `m`.
+template <typename T>
+Outcome run_budget(const Job& job, const decomp::DenseView<T>& x, const decomp::DecomposeOptions& m) {
+  decomp::BudgetChoice choice = decomp::decompose_within_budget(x, source_of(job.source), m, *job.s.budget);
   choice.model.notes["budget_bytes"] = std::to_string(*job.s.budget);
-  return Outcome{std::move(choice.model), job.source.tensor.nbytes(), std::move(choice.candidates), {}};
+  Outcome out{std::move(choice.model), job.source.tensor.nbytes(), std::move(choice.candidates), {}};
+  out.device = m.device;
+  return out;
 }
 
 template <typename T> Outcome decompose_dense(const Job& job) {
@@ -240,13 +252,12 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   const uint8_t* observed = mask.empty() ? nullptr : mask.data();
   ComputeData<T> data(src, observed);
   decomp::DenseView<T> x{data.data(), shape};
-  if (job.s.budget) return run_budget(job, x);
-
   decomp::DecomposeOptions m = method_options(job);
-  if (m.method == decomp::Method::kCp) {
-    m.cp.mask = observed;
-    if (!o.init_file.empty()) load_init_file(job, m.cp);
-  }
+  if (m.method == decomp::Method::kCp) m.cp.mask = observed;
+  m.device = placement(job.tool, m, shape_numel(shape));
+  if (job.s.budget) return run_budget(job, x, m);
+
+  if (m.method == decomp::Method::kCp && !o.init_file.empty()) load_init_file(job, m.cp);
   Decomposition d = decomp::decompose(x, source_of(src), m);
   if (m.method == decomp::Method::kCp) {
     d.notes["init"] = o.init_file.empty() ? o.init : "file";
@@ -254,7 +265,9 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   } else if (m.method == decomp::Method::kTucker) {
     d.notes["algorithm"] = o.tucker_method;
   }
-  return stored(job, x, observed, std::move(d));
+  Outcome out = stored(job, x, observed, std::move(d));
+  out.device = m.device;
+  return out;
 }
 
 // Sparse CP's result as reported and stored: its source is `nnz` coordinates and values.
@@ -406,6 +419,14 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
   if (spread_dense && s.budget) throw usage_error("under mpirun, " + o.method + " takes no --budget");
   if (spread_dense && (!o.mask.empty() || !o.init_file.empty()))
     throw usage_error("under mpirun, cp takes neither --mask nor --init-file");
+  // --device cuda for work without a GPU path is refused before anything is read.
+  const device::Request& request = tool.options().device;
+  if (spread_cp || spread_dense) cli::require_no_gpu(request, "a decomposition across MPI ranks");
+  if (input.is_tns() && o.method == "cp" && !s.budget && o.mask.empty()) cli::require_no_gpu(request, "sparse CP");
+  if (!o.mask.empty()) cli::require_no_gpu(request, "masked CP-ALS");
+  decomp::DecomposeOptions method;
+  method.method = method_of(o.method);
+  placement(tool, method, 0);
   const bool lead = !comm || comm->rank() == 0;
   if (spread_cp) {
     outcomes = decompose_tns_spread(tool, o, s, *comm, progress);

@@ -137,6 +137,18 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
   return sub;
 }
 
+// --device as a subcommand has it: dense CP-ALS, Tucker and TT-SVD run on a GPU, the
+// rest on the CPU.
+void describe_device(CLI::App* sub, const std::string& gpu_work) {
+  sub->get_option("--device")
+      ->description(!gpu_work.empty()
+                        ? "Compute device: cuda[:N] runs " + gpu_work +
+                              " on that GPU; auto (the default) takes GPU 0 for tensors of 2^24 elements or more, "
+                              "else the CPU; cpu"
+                        : "Compute device: cpu or auto (the default), both the CPU; cuda[:N] exits 5 (no GPU path: "
+                          "cp, tucker and tt have one)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,6 +158,7 @@ int main(int argc, char** argv) {
       {"tdecomp cp data.safetensors --rank 10 -o cp.safetensors", "CP-ALS"},
       {"tdecomp cp trade.tns --rank 16 -o cp.safetensors", "Sparse CP on FROSTT coordinates"},
       {"tdecomp tucker field.h5 --tol 1e-3 -o tk.h5", "Tucker with a guaranteed relative error"},
+      {"tdecomp tucker field.h5 --ranks 64,64,64 --device cuda -o tk.h5", "Tucker on the GPU (CP and TT too)"},
       {"mpirun -np 16 tdecomp cp big.tns --rank 16 -o cp.safetensors",
        "CP and Tucker across MPI ranks"},
       {"tdecomp reconstruct cp.safetensors -o dense.safetensors", "The dense tensors again"},
@@ -164,6 +177,13 @@ int main(int argc, char** argv) {
   reconstruct->add_option("--dtype", rec.dtype, "dtype of the rebuilt tensors (default: each one's original)")
       ->type_name("DT");
   tool.app().require_subcommand(1);
+  // The tool's --device, then each subcommand's own (rank, reconstruct and the others
+  // refuse cuda where they run).
+  tool.set_gpu_work("dense CP-ALS, Tucker (ST-HOSVD, HOOI) and TT-SVD, through cuBLAS and cuSOLVER");
+  describe_device(cp, "dense CP-ALS (not --mask or .tns input)");
+  describe_device(tucker, "ST-HOSVD and HOOI");
+  describe_device(tt, "TT-SVD");
+  for (CLI::App* sub : {tt_round, rescal, rank_cmd, reconstruct}) describe_device(sub, "");
 
   return tool.run(argc, argv, [&] {
     for (CLI::App* sub : {cp, tucker, tt, rescal})

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/device.h"
 #include "cli/input.h"
 #include "cli/display_text.h"
 #include "cli/number_format.h"
@@ -101,6 +102,7 @@ void write_text_file(const std::string& path, const std::string& text) {
 
 int run_rank(cli::Tool& tool, const RankOptions& o) {
   const cli::CommonOptions& common = tool.options();
+  cli::require_no_gpu(common.device, "tdecomp rank");
   const auto [lo, hi] = range_parse(o.range);
   SweepKey key;
   key.method = o.method;

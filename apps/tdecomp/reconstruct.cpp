@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/device.h"
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
@@ -97,6 +98,7 @@ void check_output(const cli::Tool& tool, const std::string& input, const std::st
 
 int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   const cli::CommonOptions& common = tool.options();
+  cli::require_no_gpu(common.device, "tdecomp reconstruct");
   const io::FileFormat format = cli::output_format(o.output, o.format);
   check_output(tool, o.input, o.output);
   if (common.json && *common.json == "-" && o.output == "-")
@@ -158,6 +160,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
 }
 
 int run_tt_round(cli::Tool& tool, const DecompOptions& o) {
+  cli::require_no_gpu(tool.options().device, "tdecomp tt-round");
   Settings s = settings_parse(tool, o);
   auto reader = cli::open_reader(tool, o.input);
   const std::string file = io::input_display_name(o.input);

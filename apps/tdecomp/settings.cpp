@@ -54,7 +54,9 @@ json common_json(const Outcome& o, const char* stored) {
           {"seconds", d.seconds},
           {"bytes_in", o.source_bytes},
           {"bytes_out", o.stored_bytes()},
-          {"compression_ratio", cli::json_number(ratio(o))}};
+          {"compression_ratio", cli::json_number(ratio(o))},
+          {"device", o.device.name()},
+          {"device_reason", o.device.reason}};
 }
 
 // A kept tensor: exact, stored in its own dtype; the decomposition's size when one was
@@ -188,7 +190,7 @@ void report_decompositions(const cli::Tool& tool, const std::string& command, co
   const cli::CommonOptions& common = tool.options();
   if (!common.quiet && common.text_report()) {
     cli::TextTable table({"tensor", "method", "shape", "ranks", "factors", "rel_error", "fit", "iters", "ms/iter",
-                          "seconds", "ratio"});
+                          "seconds", "ratio", "device"});
     for (const auto& o : outcomes) {
       const auto& d = o.model;
       // A kept tensor: "kept" for its ranks, its own dtype, exact.
@@ -198,7 +200,7 @@ void report_decompositions(const cli::Tool& tool, const std::string& command, co
                      dtype_name(o.kept ? d.dtype : d.factor_dtype), fmt::format("{:.3e}", error),
                      fmt::format("{:.6f}", 1.0 - error),
                      std::to_string(d.iterations), fmt::format("{:.2f}", 1e3 * seconds_per_iteration(d)),
-                     fmt::format("{:.3f}", d.seconds), fmt::format("{:.2f}", ratio(o))});
+                     fmt::format("{:.3f}", d.seconds), fmt::format("{:.2f}", ratio(o)), o.device.name()});
     }
     std::string text = table.render();
     for (const auto& o : outcomes)

@@ -15,6 +15,7 @@
 #include "tk/decomp/budget.h"
 #include "tk/decomp/format.h"
 #include "tk/decomp/sparse_dist.h"
+#include "tk/device/device.h"
 
 namespace tk::tdecomp {
 
@@ -44,6 +45,7 @@ struct Outcome {
   std::vector<decomp::BudgetCandidate> budget;
   std::optional<Tensor> kept;
   std::optional<decomp::SparseDistStats> spread = std::nullopt;  // sparse CP across MPI ranks
+  device::Placement device = {};       // where it was computed, and why there under --device auto
 
   uint64_t stored_bytes() const { return kept ? kept->nbytes() : model.stored_bytes(); }
 };

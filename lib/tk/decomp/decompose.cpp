@@ -1,24 +1,66 @@
 #include "tk/decomp/decompose.h"
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "tk/core/error.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/decomp/cuda/cp.h"
+#include "tk/decomp/cuda/tt.h"
+#include "tk/decomp/cuda/tucker.h"
+#endif
 
 namespace tk::decomp {
 
 namespace {
+
+// What of `options` has no GPU path, as the refusal of --device cuda names it; empty
+// when all of it has one.
+std::string without_gpu_path(const DecomposeOptions& options) {
+  switch (options.method) {
+    case Method::kCp: return options.cp.mask ? "masked CP-ALS" : "";
+    case Method::kTucker: return "";
+    case Method::kTt: return "";
+    case Method::kRescal: return "RESCAL";
+  }
+  return "";
+}
+
+// The one seam between the CPU and the GPU decompositions.
+template <typename T>
+CpResult cp_on(const device::Placement& where, const DenseView<T>& x, const CpOptions& options) {
+#ifdef TK_HAVE_CUDA
+  if (where.cuda) return cuda::cp_als(x, options, where.index);
+#endif
+  return cp_als(x, options);
+}
+
+template <typename T>
+TuckerResult tucker_on(const device::Placement& where, const DenseView<T>& x, const TuckerOptions& options) {
+#ifdef TK_HAVE_CUDA
+  if (where.cuda) return cuda::tucker(x, options, where.index);
+#endif
+  return tucker(x, options);
+}
+
+template <typename T> TtResult tt_on(const device::Placement& where, const DenseView<T>& x, const TtOptions& options) {
+#ifdef TK_HAVE_CUDA
+  if (where.cuda) return cuda::tt_svd(x, options, where.index);
+#endif
+  return tt_svd(x, options);
+}
 
 template <typename T>
 Decomposition decompose_any(const DenseView<T>& x, const DecomposeSource& src, const DecomposeOptions& o) {
   Decomposition d;
   switch (o.method) {
     case Method::kCp:
-      d = from_cp(src.name, src.shape, src.dtype, cp_als(x, o.cp));
+      d = from_cp(src.name, src.shape, src.dtype, cp_on(o.device, x, o.cp));
       d.seed = o.cp.seed;
       break;
-    case Method::kTucker: d = from_tucker(src.name, src.shape, src.dtype, tucker(x, o.tucker)); break;
-    case Method::kTt: d = from_tt(src.name, src.shape, src.dtype, tt_svd(x, o.tt)); break;
+    case Method::kTucker: d = from_tucker(src.name, src.shape, src.dtype, tucker_on(o.device, x, o.tucker)); break;
+    case Method::kTt: d = from_tt(src.name, src.shape, src.dtype, tt_on(o.device, x, o.tt)); break;
     case Method::kRescal:
       if constexpr (std::is_same_v<T, double>) {
         d = from_rescal(src.name, src.shape, src.dtype, rescal(x, o.rescal));
@@ -47,7 +89,7 @@ BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src
       p.at_rank = [&](int rank) {
         CpOptions c = o.cp;
         c.rank = rank;
-        Decomposition d = from_cp(src.name, src.shape, src.dtype, cp_als(x, c));
+        Decomposition d = from_cp(src.name, src.shape, src.dtype, cp_on(o.device, x, c));
         d.seed = c.seed;
         return d;
       };
@@ -56,14 +98,14 @@ BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src
       p.at_tol = [&](double tol) {
         TuckerOptions t = o.tucker;
         t.tol = tol;
-        return from_tucker(src.name, src.shape, src.dtype, tucker(x, t));
+        return from_tucker(src.name, src.shape, src.dtype, tucker_on(o.device, x, t));
       };
       break;
     case Method::kTt:
       p.at_tol = [&](double tol) {
         TtOptions t = o.tt;
         t.tol = tol;
-        return from_tt(src.name, src.shape, src.dtype, tt_svd(x, t));
+        return from_tt(src.name, src.shape, src.dtype, tt_on(o.device, x, t));
       };
       break;
     case Method::kRescal: throw usage_error("--budget is not available for RESCAL");
@@ -72,6 +114,11 @@ BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src
 }
 
 }  // namespace
+
+device::Placement placement(const device::Request& request, const DecomposeOptions& options, uint64_t elements) {
+  const std::string what = without_gpu_path(options);
+  return device::place(request, elements, kGpuMinElements, what.empty(), what);
+}
 
 Decomposition decompose(const DenseView<double>& x, const DecomposeSource& source, const DecomposeOptions& options) {
   return decompose_any(x, source, options);

@@ -1,7 +1,7 @@
 // One entry point for the four methods on a dense tensor: the method's options in, a
 // Decomposition (format.h) out, and the storage-budget search (budget.h) set up for
-// the method. The tools add what is theirs: reading, masks, initial models read from
-// files, progress, and writing.
+// the method; where each runs (placement). The tools add what is theirs: reading,
+// masks, initial models read from files, progress, and writing.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "tk/decomp/budget.h"
 #include "tk/decomp/decomp.h"
 #include "tk/decomp/format.h"
+#include "tk/device/device.h"
 
 namespace tk::decomp {
 
@@ -30,9 +31,24 @@ struct DecomposeOptions {
   TuckerOptions tucker;
   TtOptions tt;
   RescalOptions rescal;
+  device::Placement device;  // where it runs (placement()); the CPU by default
 };
 
-// Decompose `x` by options.method. CP and RESCAL models record their options' seed.
+// Under --device auto, tensors of at least this many elements are decomposed on a GPU.
+// Below it the CPU's ST-HOSVD, or a few CP-ALS iterations, take a fraction of a second,
+// about what a GPU spends before its first product: creating the CUDA context and the
+// cuBLAS and cuSOLVER handles, and uploading the tensor (scripts/gpu/tdecomp_bench.sh
+// measures both sides).
+constexpr uint64_t kGpuMinElements = uint64_t(1) << 24;
+
+// Where decompose() runs options.method on a tensor of `elements` values
+// (device::place): dense CP-ALS (unmasked), Tucker (ST-HOSVD and HOOI) and TT-SVD have
+// a GPU path; masked CP and RESCAL do not, so cuda[:N] throws kUnavailable naming them
+// and auto takes the CPU.
+device::Placement placement(const device::Request& request, const DecomposeOptions& options, uint64_t elements);
+
+// Decompose `x` by options.method on options.device. CP and RESCAL models record their
+// options' seed.
 // RESCAL computes in f64: the f32 overload throws kUsage for it.
 Decomposition decompose(const DenseView<double>& x, const DecomposeSource& source, const DecomposeOptions& options);
 Decomposition decompose(const DenseView<float>& x, const DecomposeSource& source, const DecomposeOptions& options);

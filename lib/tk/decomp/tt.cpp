@@ -53,17 +53,10 @@ using tt_detail::difference_allowance;
 using tt_detail::difference_tail;
 using tt_detail::project_and_sum;
 using tt_detail::project_by_difference;
+using tt_detail::rank_cap;
 using tt_detail::ProjectionSums;
 using tt_detail::rounding_gamma;
 using tt_detail::SquaredSum;
-
-void validate_tt_options(const TtOptions& options, const char* what) {
-  if (!(options.tol >= 0 && options.tol < 1))
-    throw usage_error(std::string(what) + ": the tolerance must be in (0,1)");
-  if (options.max_rank < 0) throw usage_error(std::string(what) + ": the maximum rank must be positive");
-  if (options.tol == 0 && options.max_rank == 0)
-    throw usage_error(std::string(what) + ": give a tolerance, a maximum rank or both");
-}
 
 // A TT-SVD of fewer elements takes a few milliseconds: too little to split among
 // threads, whose synchronisation would cost more than it saves (16^5 ran slower on two
@@ -85,10 +78,6 @@ class SequentialScope {
  private:
   int saved_;  // 0: inactive
 };
-
-int64_t rank_cap(const TtOptions& options, int64_t largest) {
-  return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
-}
 
 // Uninitialised storage for a carried matrix (Q^T C), written whole before it is read:
 // Buffer::allocate, which places matrices of 2 MiB or more in transparent huge pages (a
@@ -459,7 +448,7 @@ template <typename T> TtResult tt_svd_impl(const DenseView<T>& x, const TtOption
   const Clock::time_point start = Clock::now();
   linalg::SerialBlas serial_blas;  // the parallel work is the OpenMP loops over blocks
   SequentialScope small(modes::element_count(x.shape) < kParallelElements);
-  validate_tt_options(options, "tt");
+  tt_detail::validate_options(options, "tt");
   modes::validate_dense_shape(x.shape, "tt");
   const size_t d = x.shape.size();
   // ||X||^2: for double input the trace of the first Gram matrix (no extra pass over X);
@@ -569,12 +558,28 @@ void orthogonalize_right_to_left(TtResult& tt) {
 
 }  // namespace
 
+namespace tt_detail {
+
+void validate_options(const TtOptions& options, const char* what) {
+  if (!(options.tol >= 0 && options.tol < 1))
+    throw usage_error(std::string(what) + ": the tolerance must be in (0,1)");
+  if (options.max_rank < 0) throw usage_error(std::string(what) + ": the maximum rank must be positive");
+  if (options.tol == 0 && options.max_rank == 0)
+    throw usage_error(std::string(what) + ": give a tolerance, a maximum rank or both");
+}
+
+int64_t rank_cap(const TtOptions& options, int64_t largest) {
+  return options.max_rank > 0 ? std::min(options.max_rank, largest) : largest;
+}
+
+}  // namespace tt_detail
+
 TtResult tt_svd(const DenseView<double>& x, const TtOptions& options) { return tt_svd_impl(x, options); }
 TtResult tt_svd(const DenseView<float>& x, const TtOptions& options) { return tt_svd_impl(x, options); }
 
 TtResult tt_round(const TtResult& tt, const TtOptions& options) {
   const Clock::time_point start = Clock::now();
-  validate_tt_options(options, "tt-round");
+  tt_detail::validate_options(options, "tt-round");
   validate_tt(tt);
   TtResult out = tt;
   orthogonalize_right_to_left(out);

@@ -13,11 +13,14 @@
 // a k-term dot product computed in double, in any order, with or without FMA, is within
 // gamma_k |a|^T |b| of the exact one, and a sum of nonnegative terms each passing through
 // at most k roundings is within gamma_k of its exact value (Higham, Accuracy and
-// Stability of Numerical Algorithms, 2002, sections 3.1 and 4.2).
+// Stability of Numerical Algorithms, 2002, sections 3.1 and 4.2). At the end, the option
+// checks the GPU's TT-SVD shares.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "tk/decomp/decomp.h"
 
 namespace tk::decomp::tt_detail {
 
@@ -107,5 +110,12 @@ ProjectionSums project_and_sum(const double* c, int64_t rows, int64_t cols, cons
 bool project_by_difference(const double* c, int64_t rows, int64_t cols, const double* q, int64_t rank,
                            const BasisBounds& basis, const double* c_gram, double delta2, double* next, double& tail,
                            SquaredSum& norm);
+
+// Shared with the GPU's TT-SVD (cuda/tt.cpp), so that both check and cap alike.
+// kUsage for a tolerance outside [0, 1), a negative max_rank, or neither given; `what`
+// names the operation ("tt", "tt-round").
+void validate_options(const TtOptions& options, const char* what);
+// The rank cap of a step whose matrix allows at most `largest`: max_rank when smaller.
+int64_t rank_cap(const TtOptions& options, int64_t largest);
 
 }  // namespace tk::decomp::tt_detail

@@ -31,7 +31,6 @@
 // gathers) each partial projection. The steps are the one-process steps; only the
 // order of floating-point sums differs.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <span>
@@ -43,19 +42,14 @@
 #include "tk/decomp/decomp.h"
 #include "tk/decomp/dense_dist.h"
 #include "tk/decomp/modes.h"
+#include "tk/decomp/tucker_internal.h"
 #include "tk/dist/comm.h"
 
 namespace tk::decomp {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-using linalg::Op;
+namespace tucker_rules {
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-void validate_tucker_options(const std::vector<int64_t>& shape, const TuckerOptions& options) {
+void validate_options(const std::vector<int64_t>& shape, const TuckerOptions& options) {
   if (!(options.tol >= 0 && options.tol < 1)) throw usage_error("tucker: the tolerance must be in (0,1)");
   if (options.ranks.empty()) {
     if (options.tol == 0) throw usage_error("tucker: give either ranks or a tolerance");
@@ -73,7 +67,6 @@ void validate_tucker_options(const std::vector<int64_t>& shape, const TuckerOpti
     throw usage_error("tucker: HOOI needs max_iters >= 1 and hooi_tol >= 0");
 }
 
-// Mode order for the projections (see the file comment). `ranks` empty: by size alone.
 std::vector<size_t> projection_order(const std::vector<int64_t>& shape, const std::vector<int64_t>& ranks) {
   std::vector<size_t> order(shape.size());
   std::iota(order.begin(), order.end(), size_t(0));
@@ -85,6 +78,25 @@ std::vector<size_t> projection_order(const std::vector<int64_t>& shape, const st
   });
   return order;
 }
+
+int64_t tolerance_rank(const std::vector<double>& eigenvalues, double tol, double norm2, size_t step, size_t d,
+                       double& discarded) {
+  double tail = 0;
+  const double allowance = std::max(0.0, tol * tol * norm2 - discarded) / double(d - step);
+  const int64_t rank = modes::truncation_rank(eigenvalues, allowance, static_cast<int64_t>(eigenvalues.size()), &tail);
+  discarded += tail;
+  return rank;
+}
+
+}  // namespace tucker_rules
+
+namespace {
+
+using linalg::Op;
+using tucker_rules::Clock;
+using tucker_rules::projection_order;
+using tucker_rules::seconds_since;
+template <typename T> using TuckerModel = tucker_rules::Model<T>;
 
 // Where the tensor is: whole in this process (no comm), or cut along `mode` over the
 // processes of `comm`, this one holding rows [lo, hi) of the whole `shape`.
@@ -134,12 +146,6 @@ std::vector<T> factor_rows(const Spread& spread, size_t n, const std::vector<T>&
   if (!spread.comm || n != spread.mode) return factor;
   return {factor.begin() + spread.lo * rank, factor.begin() + spread.hi * rank};
 }
-
-template <typename T> struct TuckerModel {
-  std::vector<int64_t> ranks;
-  std::vector<std::vector<T>> factors;
-  std::vector<T> core;
-};
 
 // Project the current tensor (data, shape) on mode n's factor: the result replaces
 // `storage` and shape[n] becomes the factor's rank.
@@ -200,13 +206,7 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
     }
     std::vector<double> eigenvalues;
     std::vector<T> all = modes::leading_eigenvectors(dim, gram.data(), dim, &eigenvalues);
-    if (options.ranks.empty()) {
-      double tail = 0;
-      const double budget = tol * tol * norm2;
-      const double allowance = std::max(0.0, budget - discarded) / double(d - step);
-      model.ranks[n] = modes::truncation_rank(eigenvalues, allowance, dim, &tail);
-      discarded += tail;
-    }
+    if (options.ranks.empty()) model.ranks[n] = tucker_rules::tolerance_rank(eigenvalues, tol, norm2, step, d, discarded);
     const int64_t r = model.ranks[n];
     std::vector<T> factor(static_cast<size_t>(dim * r));
     for (int64_t i = 0; i < dim; ++i) std::copy_n(&all[i * dim], r, &factor[i * r]);
@@ -275,36 +275,19 @@ double measured_relative_error(const DenseView<T>& x, const TuckerModel<T>& mode
   return error;
 }
 
-// HOOI sweeps from the ST-HOSVD model: each mode's factor becomes the leading
-// eigenvectors of the Gram matrix of X projected on all other factors. The fit never
-// decreases in exact arithmetic; a sweep that lowers it (rounding) is not kept.
+// One HOOI sweep: each mode's factor becomes the leading eigenvectors of the Gram matrix
+// of X projected on all other factors; the last mode's projection gives the core.
 template <typename T>
-int hooi(const DenseView<T>& x, const TuckerOptions& options, double norm2, Clock::time_point start,
-         TuckerModel<T>& model, const Spread& spread) {
-  const std::vector<size_t> order = projection_order(spread.comm ? spread.shape : x.shape, model.ranks);
-  double fit = 1 - relative_error(norm2, model.core);
-  int sweeps = 0;
-  for (int it = 1; it <= options.max_iters; ++it) {
-    TuckerModel<T> next = model;
-    for (size_t n : order) {
-      std::vector<int64_t> shape;
-      std::vector<T> partial = project_all_but(x, next, n, order, shape, spread);
-      const int64_t dim = shape[n];
-      std::vector<T> gram(static_cast<size_t>(dim * dim));
-      modes::mode_gram(partial.data(), shape, n, gram.data());
-      next.factors[n] = modes::leading_eigenvectors(dim, gram.data(), next.ranks[n]);
-      if (n == order.back()) project_mode(partial.data(), shape, n, next.factors[n], next.ranks[n], next.core);
-    }
-    const double next_fit = 1 - relative_error(norm2, next.core);
-    sweeps = it;
-    if (next_fit < fit) break;
-    const double change = next_fit - fit;
-    model = std::move(next);
-    fit = next_fit;
-    if (options.on_iteration) options.on_iteration({it, fit, change, seconds_since(start), 0});
-    if (change < options.hooi_tol) break;
+void hooi_sweep(const DenseView<T>& x, const std::vector<size_t>& order, TuckerModel<T>& next, const Spread& spread) {
+  for (size_t n : order) {
+    std::vector<int64_t> shape;
+    std::vector<T> partial = project_all_but(x, next, n, order, shape, spread);
+    const int64_t dim = shape[n];
+    std::vector<T> gram(static_cast<size_t>(dim * dim));
+    modes::mode_gram(partial.data(), shape, n, gram.data());
+    next.factors[n] = modes::leading_eigenvectors(dim, gram.data(), next.ranks[n]);
+    if (n == order.back()) project_mode(partial.data(), shape, n, next.factors[n], next.ranks[n], next.core);
   }
-  return sweeps;
 }
 
 template <typename T>
@@ -314,32 +297,23 @@ TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options, co
   linalg::SerialBlas serial_blas;
   const std::vector<int64_t>& whole = spread.comm ? spread.shape : x.shape;
   modes::validate_dense_shape(whole, "tucker");
-  validate_tucker_options(whole, options);
+  tucker_rules::validate_options(whole, options);
   double norm2 = initial_squared_norm(x, spread);
-  TuckerModel<T> model = sthosvd(x, options, options.tol, norm2, spread);
   // The rank rule trusts the Gram eigenvalues, known to about eps ||X||^2: for a
   // tolerance near sqrt(eps) the discarded mass can exceed its budget. The measured error
-  // decides: ST-HOSVD reruns with a hundred times smaller budget, then at full ranks
-  // (which hold any tolerance to rounding).
-  double error = measured_relative_error(x, model, norm2, spread);
-  for (int attempt = 1; options.ranks.empty() && error > options.tol; ++attempt) {
-    TuckerOptions retry = options;
-    if (attempt == 2) retry.ranks = whole;
-    model = sthosvd(x, retry, attempt == 2 ? 0.0 : options.tol / 100, norm2, spread);
-    error = measured_relative_error(x, model, norm2, spread);
-    if (attempt == 2) break;
-  }
-  TuckerResult result;
+  // decides (sthosvd_within_tol).
+  double error = 0;
+  TuckerModel<T> model = tucker_rules::sthosvd_within_tol<T>(
+      options, whole, [&](const TuckerOptions& o, double tol) { return sthosvd(x, o, tol, norm2, spread); },
+      [&](const TuckerModel<T>& m) { return measured_relative_error(x, m, norm2, spread); }, error);
+  int iterations = 0;
   if (options.method == TuckerMethod::kHooi) {
-    result.iterations = hooi(x, options, norm2, start, model, spread);
+    const std::vector<size_t> order = projection_order(whole, model.ranks);
+    iterations = tucker_rules::hooi_sweeps(options, norm2, start, model,
+                                           [&](TuckerModel<T>& next) { hooi_sweep(x, order, next, spread); });
     error = measured_relative_error(x, model, norm2, spread);
   }
-  result.ranks = model.ranks;
-  result.core.assign(model.core.begin(), model.core.end());
-  for (auto& f : model.factors) result.factors.emplace_back(f.begin(), f.end());
-  result.rel_error = error;
-  result.seconds = seconds_since(start);
-  return result;
+  return tucker_rules::to_result(model, error, iterations, start);
 }
 
 template <typename T>
@@ -357,6 +331,20 @@ TuckerResult tucker_spread(const DenseView<T>& mine, const std::vector<int64_t>&
 }
 
 }  // namespace
+
+namespace tucker_rules {
+
+double core_relative_error(double norm2, const std::vector<double>& core) { return relative_error(norm2, core); }
+double core_relative_error(double norm2, const std::vector<float>& core) { return relative_error(norm2, core); }
+
+double measured_relative_error(const DenseView<double>& x, const Model<double>& model, double norm2) {
+  return decomp::measured_relative_error(x, model, norm2, Spread{});
+}
+double measured_relative_error(const DenseView<float>& x, const Model<float>& model, double norm2) {
+  return decomp::measured_relative_error(x, model, norm2, Spread{});
+}
+
+}  // namespace tucker_rules
 
 TuckerResult tucker(const DenseView<double>& x, const TuckerOptions& options) { return tucker_impl(x, options); }
 TuckerResult tucker(const DenseView<float>& x, const TuckerOptions& options) { return tucker_impl(x, options); }

@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-gpu
 stage=$root/.gpu/stage
-targets=(tk_gpu_test tk_bench_quant tquant tdecomp tkckpt)
+targets=(tk_gpu_test tk_bench_quant tk_bench_decomp_gpu tquant tdecomp tcompress tkckpt)
 # Portable host code (no -march=native: the GPU machine's processor is another), device
 # code for sm_90 plus PTX, which newer GPUs compile when they load it.
 configured=$(cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTK_NATIVE=OFF -DTK_MPI=OFF \
@@ -23,9 +23,9 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib"
 files=()
 for t in "${targets[@]}"; do
-  f=$(find "$build" -maxdepth 3 \( -name "$t" -o -name "lib$t.so" \) -type f | head -1)
+  f=$(find "$build" -maxdepth 3 \( -name "$t" -o -name "lib$t.so" \) | head -1)
   [ -n "$f" ] || { echo "bundle.sh: $t was not built" >&2; exit 1; }
-  case $f in *.so) cp "$f" "$stage/lib/" ;; *) cp "$f" "$stage/bin/" ;; esac
+  case $f in *.so) cp -L "$f" "$stage/lib/" ;; *) cp "$f" "$stage/bin/" ;; esac
   files+=("$f")
 done
 # Every resolved dependency but glibc, the C++ runtime and CUDA's libraries (the GPU
@@ -33,6 +33,5 @@ done
 ldd "${files[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so|/ld-linux|/libcuda\.|/libcublas|/libcusolver|/libcudart|/libnvidia' |
   xargs -r cp -L -t "$stage/lib/"
-cp "$root/scripts/gpu/"*.py "$stage/bin/" 2>/dev/null || true
 tar -C "$stage" -czf "$root/.gpu/bundle.tar.gz" .
 du -h "$root/.gpu/bundle.tar.gz"

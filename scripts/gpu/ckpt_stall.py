@@ -30,56 +30,15 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tkckpt_ctypes import Options, SaveStats, Tensor, load_library  # noqa: E402
+
 OK = 0
-
-
-class Tensor(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_char_p), ("ndim", ctypes.c_int32),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("data", ctypes.c_void_p),
-                ("nbytes", ctypes.c_uint64)]
-
-
-class SaveStats(ctypes.Structure):
-    _fields_ = [("step", ctypes.c_uint64), ("stall_seconds", ctypes.c_double),
-                ("write_seconds", ctypes.c_double), ("commit_seconds", ctypes.c_double),
-                ("logical_bytes", ctypes.c_uint64), ("written_bytes", ctypes.c_uint64),
-                ("tensors_stored", ctypes.c_uint64), ("tensors_referenced", ctypes.c_uint64),
-                ("tensors_delta", ctypes.c_uint64)]
-
-
-class Options(ctypes.Structure):
-    _fields_ = [("read_only", ctypes.c_int32), ("durable_dir", ctypes.c_char_p),
-                ("keep_last", ctypes.c_uint32), ("keep_every", ctypes.c_uint32),
-                ("compression", ctypes.c_int32), ("incremental", ctypes.c_int32),
-                ("full_every", ctypes.c_uint32), ("delta_max_ratio", ctypes.c_double),
-                ("staging_limit", ctypes.c_uint64), ("shard_bytes", ctypes.c_uint64),
-                ("threads", ctypes.c_int32)]
 
 
 def fail(message):
     print(f"ckpt_stall.py: {message}", file=sys.stderr)
     sys.exit(5)
-
-
-def load_library(path):
-    lib = ctypes.CDLL(path)
-    handle, u64, size, status = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int
-    strings = ctypes.POINTER(ctypes.c_char_p)
-    signatures = {
-        "tk_ckpt_last_error": (ctypes.c_char_p, []),
-        "tk_ckpt_options_init": (None, [ctypes.POINTER(Options)]),
-        "tk_ckpt_open": (status, [ctypes.c_char_p, ctypes.POINTER(Options), ctypes.POINTER(handle)]),
-        "tk_ckpt_close": (status, [handle]),
-        "tk_ckpt_save_async": (status, [handle, u64, ctypes.POINTER(Tensor), size, strings, strings, size,
-                                        ctypes.c_int, ctypes.POINTER(u64)]),
-        "tk_ckpt_wait": (status, [handle, u64, ctypes.POINTER(SaveStats)]),
-        "tk_ckpt_restore_into": (status, [handle, u64, ctypes.POINTER(Tensor), size]),
-        "tk_ckpt_verify": (status, [handle, u64, ctypes.POINTER(u64), ctypes.c_char_p, size]),
-    }
-    for name, (restype, argtypes) in signatures.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = restype, argtypes
-    return lib
 
 
 def call(lib, name, *args):

@@ -24,13 +24,17 @@ ldd "$dir/bin/tk_gpu_test" | grep "not found" >>"$out/device.txt"
 status=$?
 tail -5 "$out/gpu_tests.log"
 
-size=8192
-[ "$quick" = --quick ] && size=2048
-python3 "$root/scripts/gpu/quant_bench.py" --bench "$dir/bin/tk_bench_quant" --size "$size" --out "$out/quant_bench.json"
-for extra in ckpt_stall.py tdecomp_bench.py; do
-  if [ -f "$root/scripts/gpu/$extra" ]; then
-    python3 "$root/scripts/gpu/$extra" --bin "$dir/bin" --lib "$dir/lib" --out "$out/${extra%.py}.json" ${quick:+--quick}
-  fi
-done
+# Benchmarks: tquant (CPU and GPU interleaved, and the PyTorch users' GPU quantizers),
+# tdecomp (CP-ALS, Tucker), tckpt (the stall of a save from device memory against
+# torch.save). --quick: sizes that run in about a minute.
+qsize=8192 dsize=400 gib=2
+[ "$quick" = --quick ] && { qsize=2048; dsize=200; gib=0.5; }
+python3 "$root/scripts/gpu/quant_bench.py" --bench "$dir/bin/tk_bench_quant" --size "$qsize" \
+  --out "$out/quant_bench.json" >"$out/quant_bench.log" 2>&1
+"$dir/bin/tk_bench_decomp_gpu" --size "$dsize" --rank 40 --repeats 3 "$out/tdecomp_bench.json" \
+  >"$out/tdecomp_bench.log" 2>&1
+python3 "$root/scripts/gpu/ckpt_stall.py" --lib "$dir/lib/libtkckpt.so" --json "$out/ckpt_stall.json" \
+  --gib "$gib" --rounds 3 >"$out/ckpt_stall.log" 2>&1
+tail -n 3 "$out"/*.log
 rm -rf "$dir"
 exit $status

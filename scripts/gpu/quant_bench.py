@@ -30,8 +30,10 @@ CASES = [  # (scheme, extra flags)
 def run_bench(bench, scheme, flags, size, device, threads):
     cmd = [bench, "--rows", str(size), "--cols", str(size), "--schemes", scheme, "--dist", "gauss", "--reps", "3",
            "--threads", str(threads), "--json", "--device", str(device)] + flags
-    lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()
-    return json.loads(lines[-1])
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        return {"device": "cuda:0" if device >= 0 else "cpu", "error": run.stderr.strip()}
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def peer_timings(size, rounds):
@@ -100,13 +102,16 @@ def main():
     p.add_argument("--out", required=True)
     a = p.parse_args()
     threads = os.cpu_count() or 1
-    results = []
+    results, errors = [], {}
     for scheme, flags in CASES:
         runs = {"cpu": [], "cuda:0": []}
         for _ in range(a.rounds):
             for device in (-1, 0):
                 r = run_bench(a.bench, scheme, flags, a.size, device, threads)
-                runs[r["device"]].append(r)
+                if "error" in r:
+                    errors.setdefault(r["device"], r["error"])
+                else:
+                    runs[r["device"]].append(r)
         row = {"scheme": scheme, "flags": flags, "size": a.size, "threads": threads}
         for device, rs in runs.items():
             if rs:
@@ -115,7 +120,7 @@ def main():
             row["gpu_over_cpu"] = {k: row["cuda:0"][k] / row["cpu"][k] for k in ("quantize_mb_s", "dequantize_gb_s")}
         results.append(row)
         print(json.dumps(row), flush=True)
-    doc = {"tensorkit": results, "peers": peer_timings(a.size, a.rounds)}
+    doc = {"tensorkit": results, "errors": errors, "peers": peer_timings(a.size, a.rounds)}
     print(json.dumps(doc["peers"], indent=1))
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)

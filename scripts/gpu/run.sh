@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# On a GPU machine: unpack .gpu/bundle.tar.gz (scripts/gpu/bundle.sh), run the gpu tests
+# On a GPU machine: unpack .gpu/bundle.tar.xz (scripts/gpu/bundle.sh), run the gpu tests
 # and the GPU benchmarks, and leave their results in OUT_DIR (default $OUT, else
 # ./gpu-out): device.txt, gpu_tests.json and .log, and one JSON per benchmark. Every
 # step runs even when one before it failed; the exit status is the tests'.
 #
 #   scripts/gpu/run.sh [OUT_DIR] [--quick]   --quick: smaller benchmark sizes
+#
+# The bundle is git-ignored: a machine reached through a copy of the working tree needs
+# .gpu/bundle.tar.xz carried along with it (14 MB; not .gpu/stage).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-${OUT:-$PWD/gpu-out}}
 quick=${2:-}
 mkdir -p "$out"
 dir=$(mktemp -d)
-tar -xzf "$root/.gpu/bundle.tar.gz" -C "$dir" || { echo "run.sh: no bundle: run scripts/gpu/bundle.sh first" >&2; exit 2; }
+tar -xJf "$root/.gpu/bundle.tar.xz" -C "$dir" || { echo "run.sh: no bundle: run scripts/gpu/bundle.sh first" >&2; exit 2; }
 # CUDA's libraries: the toolkit's, else the ones PyTorch's wheels bring.
 cuda_libs=$(ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib 2>/dev/null | paste -sd:)
 wheel_libs=$(python3 -c 'import glob, os, nvidia; print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + "/**/lib*.so*", recursive=True)})))' 2>/dev/null)

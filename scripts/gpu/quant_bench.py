@@ -24,6 +24,7 @@ CASES = [  # (scheme, extra flags)
     ("int4", []),
     ("int8", []),
     ("int4", ["--fast"]),
+    ("nf4", []),  # bitsandbytes' quantize_4bit is the peer
 ]
 
 

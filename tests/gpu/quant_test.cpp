@@ -1,5 +1,6 @@
 // tquant's GPU path against the CPU: the same bytes from quantize, the same values from
-// dequantize, for every integer width, granularity, offset form and scale dtype.
+// dequantize, for every integer width, granularity, offset form and scale dtype, and
+// for nf4's block sizes, scale storage and double quantization.
 #include <cstring>
 #include <random>
 #include <vector>
@@ -89,17 +90,53 @@ TEST(GpuQuant, IntSchemesGiveTheCpusBytesAndValues) {
   }
 }
 
+TEST(GpuQuant, Nf4GivesTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 80, cols = 1000;
+  const std::vector<float> x = sample(rows, cols, 9);
+  std::vector<float> importance(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.25f + static_cast<float>(c % 7);
+  const auto scheme = make_scheme("nf4");
+  for (const int64_t group : {int64_t{0}, int64_t{32}, int64_t{128}}) {
+    for (const bool fast : {false, true}) {
+      for (const bool double_quant : {false, true}) {
+        for (const DType scale_dtype : {DType::kF16, DType::kBF16, DType::kF32}) {
+          if (double_quant && scale_dtype != DType::kF16) continue;  // double quantization has its own storage
+          QuantOptions o;
+          o.group_size = group;
+          o.fast = fast;
+          o.double_quant = double_quant;
+          o.scale_dtype = scale_dtype;
+          o.importance = group == 32 ? importance.data() : nullptr;
+          const std::string what = "nf4 group " + std::to_string(group) + (fast ? " fast" : "") +
+                                   (double_quant ? " double quant" : "") + " " + dtype_name(scale_dtype);
+          ASSERT_TRUE(scheme->gpu_path(o));
+          const Quantized cpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
+          o.device = 0;
+          expect_same_parts(cpu, scheme->quantize(x.data(), Shape{rows, cols}, o), what);
+          std::vector<float> y_cpu(x.size()), y_gpu(x.size(), -1.0f);
+          scheme->dequantize(cpu, y_cpu.data());
+          scheme->dequantize_on(cpu, y_gpu.data(), 0);
+          EXPECT_EQ(std::memcmp(y_cpu.data(), y_gpu.data(), x.size() * sizeof(float)), 0) << what << ": dequantized";
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuQuant, EmptyAndOneValueTensors) {
   TK_REQUIRE_GPU();
-  const auto scheme = make_scheme("int4");
-  QuantOptions o;
-  for (const Shape& shape : {Shape{0, 32}, Shape{1}, Shape{3, 5}}) {
-    std::vector<float> x(static_cast<size_t>(shape_numel(shape)), 0.25f);
-    if (!x.empty()) x[0] = -1.0f;
-    o.device = -1;
-    const Quantized cpu = scheme->quantize(x.data(), shape, o);
-    o.device = 0;
-    expect_same_parts(cpu, scheme->quantize(x.data(), shape, o), "shape " + shape_to_string(shape));
+  for (const char* spec : {"int4", "nf4"}) {
+    const auto scheme = make_scheme(spec);
+    QuantOptions o;
+    for (const Shape& shape : {Shape{0, 32}, Shape{1}, Shape{3, 5}}) {
+      std::vector<float> x(static_cast<size_t>(shape_numel(shape)), 0.25f);
+      if (!x.empty()) x[0] = -1.0f;
+      o.device = -1;
+      const Quantized cpu = scheme->quantize(x.data(), shape, o);
+      o.device = 0;
+      expect_same_parts(cpu, scheme->quantize(x.data(), shape, o), std::string(spec) + " " + shape_to_string(shape));
+    }
   }
 }
 

@@ -42,6 +42,14 @@ constexpr int kAsymmetricSteps = 20;
 constexpr int kSearchRefits = 2;
 constexpr int64_t kLaneChunk = 256;
 
+// A running maximum of magnitudes: std::fmax(m, v) for m never NaN (a NaN v leaves m), as
+// one compare and select that vectorises on every x86-64 (std::fmax is a library call
+// below AVX-512, and a loop calling it does not vectorise).
+TK_HD inline float max_magnitude(float m, float v) {
+  const float a = v < 0 ? -v : v;
+  return a > m ? a : m;
+}
+
 // The fixed reduction order of 8 lanes.
 TK_HD inline double reduce8(const float* a) {
   return static_cast<double>(((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])));

@@ -16,12 +16,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "tk/core/error.h"
 #include "tk/core/isa.h"
+#include "tk/device/device.h"
 #include "tk/quant/decode_tables.h"
+#include "tk/quant/nf4_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
@@ -30,17 +36,9 @@ using namespace detail;
 
 constexpr int64_t kDefaultBlock = 64;
 constexpr int64_t kScaleBlock = 256;
-constexpr int kCandidates = 8;
-
-constexpr float kLevels[16] = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
-    0.7229568362236023f, 1.0f};
-
 class Nf4Scheme final : public Scheme {
  public:
-  Nf4Scheme() : nearest_(kLevels), table_(4, kLevels) {}
+  Nf4Scheme() : levels_(nf4::levels()), table_(4, levels_.level) {}
 
   std::string name() const override { return "nf4"; }
   std::string description() const override {
@@ -60,15 +58,25 @@ class Nf4Scheme final : public Scheme {
     q.params["double_quant"] = o.double_quant ? "1" : "0";
     const PaddedInput in = pad_input(x, l, o.importance);
     const int64_t n_blocks = l.rows * l.groups_per_row;
-    std::vector<float> scale(static_cast<size_t>(n_blocks));
-    parallel_for(l.rows, [&](int64_t r) {
-      const float* xr = in.data + r * l.padded_cols;
-      float* sr = scale.data() + r * l.groups_per_row;
-#if TK_X86
-      if (!o.reference && use_avx2()) return fit_row_avx2(xr, in.weights.data(), l, o.fast, sr);
+    // On the GPU: the scales and the codes there, their storage (rounding, double
+    // quantization) here as on the CPU.
+#ifdef TK_HAVE_CUDA
+    std::optional<gpu::Groups> groups;
+    if (o.device >= 0) groups.emplace(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, l.group);
 #endif
-      fit_row(xr, in.weights.data(), l, o.fast, sr);
-    });
+    std::vector<float> scale(static_cast<size_t>(n_blocks));
+#ifdef TK_HAVE_CUDA
+    if (groups) scale = groups->nf4_scales(o.fast);
+    else
+#endif
+      parallel_for(l.rows, [&](int64_t r) {
+        const float* xr = in.data + r * l.padded_cols;
+        float* sr = scale.data() + r * l.groups_per_row;
+#if TK_X86
+        if (!o.reference && use_avx2()) return fit_row_avx2(xr, in.weights.data(), l, o.fast, sr);
+#endif
+        fit_row(xr, in.weights.data(), l, o.fast, sr);
+      });
     if (o.double_quant) {
       store_double_quant(scale, q);
     } else {
@@ -80,6 +88,13 @@ class Nf4Scheme final : public Scheme {
       q.parts["scales"] = scales;
     }
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
+#ifdef TK_HAVE_CUDA
+    if (groups) {
+      groups->encode_nf4(scale.data(), codes.mutable_data());
+      q.parts["codes"] = codes;
+      return q;
+    }
+#endif
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
       const float* xr = in.data + r * l.padded_cols;
@@ -98,6 +113,12 @@ class Nf4Scheme final : public Scheme {
 
   void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  // Every option has a GPU path: the block scales and codes there, double quantization
+  // of the scales on the host.
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
 
  private:
   static Layout layout_for(const Shape& shape, const QuantOptions& o) {
@@ -119,12 +140,14 @@ class Nf4Scheme final : public Scheme {
   [[gnu::always_inline]] inline void fit_row(const float* x, const float* w, const Layout& l, bool fast,
                                              float* scales) const {
     for (int64_t b = 0; b < l.groups_per_row; ++b) {
-      scales[b] = fit_scale(x + b * l.group, w + b * l.group, l.group, fast);
+      scales[b] = nf4::fit_scale(levels_, x + b * l.group, w + b * l.group, l.group, fast);
     }
   }
   [[gnu::always_inline]] inline void encode_row(const float* x, const Layout& l, const float* scales,
                                                 uint8_t* codes) const {
-    for (int64_t b = 0; b < l.groups_per_row; ++b) encode(x + b * l.group, l.group, scales[b], codes + b * l.group);
+    for (int64_t b = 0; b < l.groups_per_row; ++b) {
+      nf4::encode(levels_, x + b * l.group, l.group, scales[b], codes + b * l.group);
+    }
   }
 #if TK_X86
   TK_TARGET_AVX2 void fit_row_avx2(const float* x, const float* w, const Layout& l, bool fast, float* scales) const {
@@ -134,41 +157,6 @@ class Nf4Scheme final : public Scheme {
     encode_row(x, l, scales, codes);
   }
 #endif
-
-  [[gnu::always_inline]] inline void encode(const float* x, int64_t n, float scale, uint8_t* codes) const {
-    const float inv = scale == 0 ? 0.0f : 1.0f / scale;
-    for (int64_t i = 0; i < n; ++i) codes[i] = nearest_(x[i] * inv);
-  }
-
-  [[gnu::always_inline]] inline double error(const float* x, const float* w, int64_t n, float scale) const {
-    uint8_t codes[8];
-    double err = 0;
-    for (int64_t i = 0; i < n; i += 8) {
-      encode(x + i, 8, scale, codes);
-      for (int j = 0; j < 8; ++j) {
-        const double d = static_cast<double>(x[i + j]) - static_cast<double>(kLevels[codes[j]] * scale);
-        err += static_cast<double>(w[i + j]) * d * d;
-      }
-    }
-    return err;
-  }
-
-  [[gnu::always_inline]] inline float fit_scale(const float* x, const float* w, int64_t n, bool fast) const {
-    float amax = 0;
-    for (int64_t i = 0; i < n; ++i) amax = max_magnitude(amax, x[i]);
-    if (fast || amax == 0) return amax;
-    float best = amax;
-    double best_err = error(x, w, n, amax);
-    for (int k = 1; k < kCandidates; ++k) {
-      const float s = amax * (1.0f - static_cast<float>(k) / 32.0f);
-      const double err = error(x, w, n, s);
-      if (err < best_err) {
-        best_err = err;
-        best = s;
-      }
-    }
-    return best;
-  }
 
   // Replace `scale` by the values its double-quantized form decodes to.
   static void store_double_quant(std::vector<float>& scale, Quantized& q) {
@@ -218,13 +206,20 @@ class Nf4Scheme final : public Scheme {
     return scale;
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+  void decode(const Quantized& q, float* out, bool reference, int device = -1) const {
     const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
     if (group % 8 != 0) throw invalid_input("nf4 block size is not a multiple of 8", q.scheme);
     const Layout l = make_layout(q.shape, group);
     check_shape_param(q, l);
     const std::vector<float> scale = load_scales(q, l.rows * l.groups_per_row);
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      gpu::decode_table4(device, codes.data(), l.rows, l.padded_cols, l.cols, levels_.level, l.group, scale.data(),
+                         out);
+      return;
+    }
+#endif
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> row(l.cols == l.padded_cols ? 0 : static_cast<size_t>(l.padded_cols));
       float* y = row.empty() ? out + r * l.cols : row.data();
@@ -234,7 +229,7 @@ class Nf4Scheme final : public Scheme {
     });
   }
 
-  Nearest16 nearest_;
+  nf4::Levels levels_;
   CodeTable table_;
 };
 

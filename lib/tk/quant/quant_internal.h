@@ -18,14 +18,6 @@
 
 namespace tk::quant::detail {
 
-// A running maximum of magnitudes: std::fmax(m, v) for m never NaN (a NaN v leaves m), as
-// one compare and select that vectorises on every x86-64 (std::fmax is a library call
-// below AVX-512, and a loop calling it does not vectorise).
-inline float max_magnitude(float m, float v) {
-  const float a = v < 0 ? -v : v;
-  return a > m ? a : m;
-}
-
 // A tensor viewed as rows x cols, each row cut into groups of `group` values and padded
 // with zeros to padded_cols = groups_per_row * group.
 struct Layout {

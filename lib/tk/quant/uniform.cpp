@@ -16,7 +16,7 @@
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
 #ifdef TK_HAVE_CUDA
-#include "tk/quant/cuda/affine.h"
+#include "tk/quant/cuda/groups.h"
 #endif
 
 namespace tk::quant {
@@ -232,7 +232,7 @@ class IntScheme final : public Scheme {
   void quantize_gpu(const PaddedInput& in, const Layout& l, const QuantOptions& o, Tensor& codes,
                     Store&& store) const {
 #ifdef TK_HAVE_CUDA
-    gpu::AffineGroups groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, l.group);
+    gpu::Groups groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, l.group);
     const std::vector<AffineScale> found = groups.search(o.symmetric, o.symmetric ? nmax() : top(), o.fast);
     std::vector<float> inv(found.size()), mins(o.symmetric ? 0 : found.size());
     for (size_t i = 0; i < found.size(); ++i) {

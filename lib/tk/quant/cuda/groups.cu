@@ -1,4 +1,6 @@
-#include "tk/quant/cuda/affine.h"
+#include "tk/quant/cuda/groups.h"
+
+#include "tk/quant/nf4_math.h"
 
 #include "tk/device/cuda/runtime.h"
 
@@ -61,6 +63,45 @@ __global__ void encode_kernel(const float* x, int64_t rows, int64_t padded_cols,
   detail::pack8(codes, bits, packed + r * (padded_cols * bits / 8) + c / 8 * bits);
 }
 
+// One thread per block: nf4's scale search, the reference's own code.
+__global__ void nf4_scale_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
+                                 bool fast, float* out) {
+  const int64_t per_row = padded_cols / group;
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= rows * per_row) return;
+  const detail::nf4::Levels t = detail::nf4::levels();
+  out[g] = detail::nf4::fit_scale(t, x + (g / per_row) * padded_cols + (g % per_row) * group, w + (g % per_row) * group,
+                                  group, fast);
+}
+
+// One thread per 8 values: their nf4 codes from the stored scale, packed.
+__global__ void nf4_encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group,
+                                  const float* scales, uint8_t* packed) {
+  const int64_t per_row = padded_cols / 8;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows * per_row) return;
+  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  const detail::nf4::Levels levels = detail::nf4::levels();
+  uint8_t codes[8];
+  detail::nf4::encode(levels, x + r * padded_cols + c, 8, scales[r * (padded_cols / group) + c / group], codes);
+  detail::pack8(codes, 4, packed + r * (padded_cols / 2) + c / 2);
+}
+
+// One thread per 8 codes: y = table[code] * scale.
+__global__ void decode_table4_kernel(const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
+                                     const float* table, int64_t group, const float* scales, float* out) {
+  const int64_t per_row = padded_cols / 8;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= rows * per_row) return;
+  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  const float s = scales[r * (padded_cols / group) + c / group];
+  const uint8_t* p = packed + r * (padded_cols / 2) + c / 2;
+  for (int i = 0; i < 8 && c + i < cols; ++i) {
+    const int code = (p[i / 2] >> (4 * (i % 2))) & 15;
+    out[r * cols + c + i] = table[code] * s;
+  }
+}
+
 // One thread per 8 codes: unpacked, scaled, and the columns inside the row written.
 __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
                               int offset, int64_t group, const float* d, const float* m, float* out) {
@@ -82,7 +123,7 @@ __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padde
 
 }  // namespace
 
-struct AffineGroups::State {
+struct Groups::State {
   device::cuda::DeviceScope scope;
   Stream stream;
   DeviceArray<float> x, w;
@@ -93,16 +134,16 @@ struct AffineGroups::State {
   int64_t groups() const { return rows * (padded_cols / group); }
 };
 
-AffineGroups::AffineGroups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols,
+Groups::Groups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols,
                            int64_t group)
     : state_(std::make_unique<State>(device, rows, padded_cols, group)) {
   state_->x.upload(x, state_->stream);
   state_->w.upload(weights, state_->stream);
 }
 
-AffineGroups::~AffineGroups() = default;
+Groups::~Groups() = default;
 
-std::vector<detail::AffineScale> AffineGroups::search(bool symmetric, int nmax, bool fast) {
+std::vector<detail::AffineScale> Groups::search(bool symmetric, int nmax, bool fast) {
   State& s = *state_;
   std::vector<detail::AffineScale> out(static_cast<size_t>(s.groups()));
   if (out.empty()) return out;
@@ -115,7 +156,7 @@ std::vector<detail::AffineScale> AffineGroups::search(bool symmetric, int nmax, 
   return out;
 }
 
-void AffineGroups::encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed) {
+void Groups::encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed) {
   State& s = *state_;
   const int64_t threads = s.rows * (s.padded_cols / 8);
   if (threads == 0) return;
@@ -129,6 +170,53 @@ void AffineGroups::encode(const float* inv, const float* mins, int nmax, int bit
   check_launch("encode");
   d_packed.download(packed, s.stream);
   s.stream.synchronize();
+}
+
+std::vector<float> Groups::nf4_scales(bool fast) {
+  State& s = *state_;
+  std::vector<float> out(static_cast<size_t>(s.groups()));
+  if (out.empty()) return out;
+  DeviceArray<float> found(out.size());
+  nf4_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
+                                                                           s.padded_cols, s.group, fast, found.data());
+  check_launch("nf4 scales");
+  found.download(out.data(), s.stream);
+  s.stream.synchronize();
+  return out;
+}
+
+void Groups::encode_nf4(const float* scales, uint8_t* packed) {
+  State& s = *state_;
+  const int64_t threads = s.rows * (s.padded_cols / 8);
+  if (threads == 0) return;
+  DeviceArray<float> d_scales(static_cast<size_t>(s.groups()));
+  DeviceArray<uint8_t> d_packed(static_cast<size_t>(s.rows * (s.padded_cols / 2)));
+  d_scales.upload(scales, s.stream);
+  nf4_encode_kernel<<<blocks_for(threads), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols, s.group,
+                                                                         d_scales.data(), d_packed.data());
+  check_launch("nf4 encode");
+  d_packed.download(packed, s.stream);
+  s.stream.synchronize();
+}
+
+void decode_table4(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
+                   const float* table, int64_t group, const float* scales, float* out) {
+  const int64_t threads = rows * (padded_cols / 8);
+  if (threads == 0) return;
+  device::cuda::DeviceScope scope(device);
+  Stream stream;
+  const size_t groups = static_cast<size_t>(rows * (padded_cols / group));
+  DeviceArray<uint8_t> d_packed(static_cast<size_t>(rows * (padded_cols / 2)));
+  DeviceArray<float> d_table(16), d_scales(groups), d_out(static_cast<size_t>(rows * cols));
+  d_packed.upload(packed, stream);
+  d_table.upload(table, stream);
+  d_scales.upload(scales, stream);
+  decode_table4_kernel<<<blocks_for(threads), kBlock, 0, stream.get()>>>(d_packed.data(), rows, padded_cols, cols,
+                                                                         d_table.data(), group, d_scales.data(),
+                                                                         d_out.data());
+  check_launch("decode");
+  d_out.download(out, stream);
+  stream.synchronize();
 }
 
 void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,

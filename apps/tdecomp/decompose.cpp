@@ -209,6 +209,21 @@ device::Placement placement(const cli::Tool& tool, const decomp::DecomposeOption
                  [&] { return decomp::placement(request, options, elements); });
 }
 
+// Run `work` where m.device says. Under --device auto, a GPU that cannot take the
+// tensor (out of memory, taken by another process: kUnavailable) hands it to the CPU,
+// and m.device says so; an explicit --device cuda fails instead.
+template <typename Work>
+auto on_device(const cli::Tool& tool, decomp::DecomposeOptions& m, Work&& work) -> decltype(work()) {
+  if (!m.device.cuda || tool.options().device.kind != device::Request::Kind::kAuto) return work();
+  try {
+    return work();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnavailable) throw;
+    m.device = device::Placement{false, 0, "the GPU could not take it (" + e.message() + ")"};
+    return work();
+  }
+}
+
 // --budget: search ranks and factor dtype (budget.h) with the method's options `m`.
 template <typename T>
 Outcome run_budget(const Job& job, const decomp::DenseView<T>& x, const decomp::DecomposeOptions& m) {
@@ -255,10 +270,10 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   decomp::DecomposeOptions m = method_options(job);
   if (m.method == decomp::Method::kCp) m.cp.mask = observed;
   m.device = placement(job.tool, m, shape_numel(shape));
-  if (job.s.budget) return run_budget(job, x, m);
+  if (job.s.budget) return on_device(job.tool, m, [&] { return run_budget(job, x, m); });
 
   if (m.method == decomp::Method::kCp && !o.init_file.empty()) load_init_file(job, m.cp);
-  Decomposition d = decomp::decompose(x, source_of(src), m);
+  Decomposition d = on_device(job.tool, m, [&] { return decomp::decompose(x, source_of(src), m); });
   if (m.method == decomp::Method::kCp) {
     d.notes["init"] = o.init_file.empty() ? o.init : "file";
     if (observed) d.notes["masked"] = "true";

@@ -232,8 +232,10 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;
-    const quant::QuantOptions o = session.options_for(e);
-    quant::Measured m = quant::quantize_measure(session.scheme(e.scheme), x, e.info.shape, o, !args.dry_run);
+    quant::QuantOptions o = session.options_for(e);
+    quant::Measured m = session.on_device(o, [&](const quant::QuantOptions& on) {
+      return quant::quantize_measure(session.scheme(e.scheme), x, e.info.shape, on, !args.dry_run);
+    });
     meter.add(x.size());
     if (std::string n = padding_notice(e, m.q); !n.empty()) notices.push_back(std::move(n));
     held += m.q.stored_bytes();
@@ -257,6 +259,10 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
     if (!args.size.empty() && sha256 && out_bytes > cli::bytes_parse(args.size, "--size")) {
       notices.push_back(fmt::format("warning: the output is {} bytes, over --size {}", out_bytes, args.size));
     }
+  }
+  if (!session.gpu_left.empty()) {
+    notices.push_back("notice: the GPU could not take the work (" + session.gpu_left +
+                      "); --device auto ran the rest on the CPU");
   }
   for (const std::string& n : notices) tool.summary(n);
   report_quantize(tool, args, plan, results, sha256, out_bytes);

@@ -42,6 +42,7 @@ constexpr uint64_t kGpuMinWeights = uint64_t{1} << 18;
 
 device::Placement Session::place(const quant::Scheme& sc, const quant::QuantOptions& o, uint64_t numel) const {
   device::Request request = tool.options().device;
+  if (!gpu_left.empty()) request.kind = device::Request::Kind::kCpu;  // auto left the GPU (on_device)
   const bool has_path = sc.gpu_path(o);
   if (request.kind == device::Request::Kind::kCuda && !has_path) request.kind = device::Request::Kind::kCpu;
   return device::place(request, numel, kGpuMinWeights, has_path, "scheme " + sc.name());
@@ -253,7 +254,9 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
     double signal = weighted_signal(x, cols, o.importance);
     if (!e.budgeted) {
-      quant::Measured m = quant::quantize_measure(s.scheme(e.scheme), x, e.info.shape, o, false);
+      quant::Measured m = s.on_device(o, [&](const quant::QuantOptions& on) {
+        return quant::quantize_measure(s.scheme(e.scheme), x, e.info.shape, on, false);
+      });
       table.weights += x.size();
       table.fixed_bytes += m.bytes;
       table.fixed_error += m.stats.weighted_sse;
@@ -268,7 +271,7 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
       try {
         if (!s.fits(c, e)) continue;
         const quant::Scheme& scheme = s.scheme(c);
-        const quant::QuantOptions oc = s.options_for(e, c);
+        quant::QuantOptions oc = s.options_for(e, c);
         const quant::RowSample* rows = nullptr;
         if (sample) {
           const int64_t view = quant::choose_view_cols(scheme, e.info.shape, oc);
@@ -277,7 +280,9 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
           if (it == samples.end()) it = samples.emplace(key, quant::sample_rows(x, view, cols, oc.importance)).first;
           rows = &it->second;
         }
-        const quant::Estimate est = quant::estimate_error(scheme, x, e.info.shape, oc, rows);
+        const quant::Estimate est = s.on_device(oc, [&](const quant::QuantOptions& on) {
+          return quant::estimate_error(scheme, x, e.info.shape, on, rows);
+        });
         item.bytes.push_back(est.bytes);
         item.error.push_back(est.error);
         estimates.push_back(est);

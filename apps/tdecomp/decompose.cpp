@@ -214,14 +214,12 @@ device::Placement placement(const cli::Tool& tool, const decomp::DecomposeOption
 // and m.device says so; an explicit --device cuda fails instead.
 template <typename Work>
 auto on_device(const cli::Tool& tool, decomp::DecomposeOptions& m, Work&& work) -> decltype(work()) {
-  if (!m.device.cuda || tool.options().device.kind != device::Request::Kind::kAuto) return work();
-  try {
+  if (!m.device.cuda) return work();
+  std::string why;
+  return device::or_on_cpu(tool.options().device, work, [&] {
+    m.device = device::Placement{false, 0, "the GPU could not take it (" + why + ")"};
     return work();
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kUnavailable) throw;
-    m.device = device::Placement{false, 0, "the GPU could not take it (" + e.message() + ")"};
-    return work();
-  }
+  }, &why);
 }
 
 // --budget: search ranks and factor dtype (budget.h) with the method's options `m`.

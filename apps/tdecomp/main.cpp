@@ -138,15 +138,9 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
 }
 
 // --device as a subcommand has it: dense CP-ALS, Tucker and TT-SVD run on a GPU, the
-// rest on the CPU.
+// rest on the CPU (an empty `gpu_work`).
 void describe_device(CLI::App* sub, const std::string& gpu_work) {
-  sub->get_option("--device")
-      ->description(!gpu_work.empty()
-                        ? "Compute device: cuda[:N] runs " + gpu_work +
-                              " on that GPU; auto (the default) takes GPU 0 for tensors of 2^24 elements or more, "
-                              "else the CPU; cpu"
-                        : "Compute device: cpu or auto (the default), both the CPU; cuda[:N] exits 5 (no GPU path: "
-                          "cp, tucker and tt have one)");
+  sub->get_option("--device")->description(tk::cli::device_help(gpu_work));
 }
 
 }  // namespace
@@ -180,9 +174,9 @@ int main(int argc, char** argv) {
   // The tool's --device, then each subcommand's own (rank, reconstruct and the others
   // refuse cuda where they run).
   tool.set_gpu_work("dense CP-ALS, Tucker (ST-HOSVD, HOOI) and TT-SVD, through cuBLAS and cuSOLVER");
-  describe_device(cp, "dense CP-ALS (not --mask or .tns input)");
-  describe_device(tucker, "ST-HOSVD and HOOI");
-  describe_device(tt, "TT-SVD");
+  describe_device(cp, "dense CP-ALS (not --mask or .tns input), from 2^24 elements under auto");
+  describe_device(tucker, "ST-HOSVD and HOOI, from 2^24 elements under auto");
+  describe_device(tt, "TT-SVD, from 2^24 elements under auto");
   for (CLI::App* sub : {tt_round, rescal, rank_cmd, reconstruct}) describe_device(sub, "");
 
   return tool.run(argc, argv, [&] {

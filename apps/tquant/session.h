@@ -9,7 +9,6 @@
 
 #include "cli/progress.h"
 #include "plan.h"
-#include "tk/core/error.h"
 #include "tk/device/device.h"
 #include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
@@ -67,18 +66,17 @@ struct Session {
   // to the CPU, with o.device set to -1 and the reason kept for a notice; an explicit
   // --device cuda fails instead.
   template <typename Work> auto on_device(quant::QuantOptions& o, Work&& work) -> decltype(work(o)) {
-    if (o.device < 0 || tool.options().device.kind != device::Request::Kind::kAuto) return work(o);
-    try {
-      return work(o);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kUnavailable) throw;
-      gpu_left = e.message();
-      o.device = -1;
-      return work(o);
-    }
+    if (o.device < 0) return work(o);
+    return device::or_on_cpu(
+        tool.options().device, [&] { return work(o); },
+        [&] {
+          o.device = -1;
+          return work(o);
+        },
+        &gpu_left);
   }
   // Why auto left the GPU for the CPU (empty: it did not).
-  std::string gpu_left;
+  std::string gpu_left{};
   // base + the entry's group size + the tensor's importance vector, for the entry's
   // scheme or for `spec`; for GGUF, with the layout of the scheme's ggml twin.
   quant::QuantOptions options_for(const PlanEntry& e) { return options_for(e, e.scheme); }

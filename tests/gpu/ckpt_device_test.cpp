@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/same_tensors.h"
 #include "gpu_test.h"
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
@@ -75,15 +76,7 @@ std::string file_bytes(const std::string& path) {
 }
 
 void expect_restored(const Checkpointer& ckpt, uint64_t step, const std::vector<NamedTensor>& want) {
-  std::vector<NamedTensor> got = ckpt.restore(step);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i].name, want[i].name);
-    EXPECT_EQ(got[i].tensor.dtype(), want[i].tensor.dtype());
-    EXPECT_EQ(got[i].tensor.shape(), want[i].tensor.shape());
-    ASSERT_EQ(got[i].tensor.nbytes(), want[i].tensor.nbytes());
-    EXPECT_EQ(0, std::memcmp(got[i].tensor.data(), want[i].tensor.data(), want[i].tensor.nbytes())) << want[i].name;
-  }
+  test::expect_same_tensors(ckpt.restore(step), want);
 }
 
 // Every shard of step `step` in `a` has the same bytes as in `b`.

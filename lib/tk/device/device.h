@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tk/core/error.h"
+
 namespace tk::device {
 
 // Whether this build has the CUDA backend (nvcc was found when it was configured).
@@ -49,6 +51,22 @@ struct Placement {
 // takes the CPU.
 Placement place(const Request& request, uint64_t work, uint64_t min_work, bool has_gpu_path = true,
                 const std::string& what = {});
+
+// Run gpu_work(), placed on a GPU. Under --device auto, a kUnavailable from it (the GPU
+// out of memory, or taken by another process) runs cpu_work() instead, the reason in
+// `why` first: auto should not fail where the CPU does the work. Under cuda[:N] the
+// error stands, since that GPU was asked for.
+template <typename Gpu, typename Cpu>
+auto or_on_cpu(const Request& request, Gpu&& gpu_work, Cpu&& cpu_work, std::string* why) -> decltype(gpu_work()) {
+  if (request.kind != Request::Kind::kAuto) return gpu_work();
+  try {
+    return gpu_work();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnavailable) throw;
+    *why = e.message();
+  }
+  return cpu_work();
+}
 
 // Whether p points into CUDA device memory (cudaPointerGetAttributes). False in a build
 // without CUDA, on a machine without a device, and for host, pinned host and null

@@ -85,6 +85,13 @@ TK_HD inline void pack8(const uint8_t* codes, int bits, uint8_t* out) {
   for (int k = 0; k < bits; ++k) out[k] = static_cast<uint8_t>(v >> (8 * k));
 }
 
+// The inverse of pack8: eight `bits`-wide codes from `bits` bytes of the stream.
+TK_HD inline void unpack8(const uint8_t* in, int bits, uint8_t* codes) {
+  uint64_t v = 0;
+  for (int k = 0; k < bits; ++k) v |= static_cast<uint64_t>(in[k]) << (8 * k);
+  for (int i = 0; i < 8; ++i) codes[i] = static_cast<uint8_t>((v >> (i * bits)) & ((1u << bits) - 1));
+}
+
 // Weighted squared error of codes from the scale (symmetric or asymmetric), from the
 // group's sums (swx2, swx, sw) and the codes' (lx, l2, l).
 TK_HD inline double error_symmetric(double swx2, double lx, double l2, double d) {

@@ -206,7 +206,7 @@ class Nf4Scheme final : public Scheme {
     return scale;
   }
 
-  void decode(const Quantized& q, float* out, bool reference, int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
     if (group % 8 != 0) throw invalid_input("nf4 block size is not a multiple of 8", q.scheme);
     const Layout l = make_layout(q.shape, group);

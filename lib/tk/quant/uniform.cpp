@@ -97,12 +97,15 @@ class IntScheme final : public Scheme {
       store_scale(scales, 0, tensor_scale.d);
       if (!o.symmetric) store_offset(0, tensor_scale);
     }
+#ifdef TK_HAVE_CUDA
     if (o.device >= 0 && gpu_path(o)) {
       quantize_gpu(in, l, o, codes, [&](uint64_t i, const AffineScale& s) {
         store_scale(scales, i, s.d);
         if (!o.symmetric) store_offset(i, s);
       });
-    } else {
+    } else
+#endif
+    {
       parallel_for(l.rows, [&](int64_t r) {
         std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
         const float* xr = in.data + r * l.padded_cols;
@@ -226,12 +229,12 @@ class IntScheme final : public Scheme {
     }
   }
 
+#ifdef TK_HAVE_CUDA
   // quantize()'s scales and codes on device o.device: the same searches, roundings and
   // codes as the CPU's (the device runs group_search.h), stored through `store`.
   template <typename Store>
   void quantize_gpu(const PaddedInput& in, const Layout& l, const QuantOptions& o, Tensor& codes,
                     Store&& store) const {
-#ifdef TK_HAVE_CUDA
     gpu::Groups groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, l.group);
     const std::vector<AffineScale> found = groups.search(o.symmetric, o.symmetric ? nmax() : top(), o.fast);
     std::vector<float> inv(found.size()), mins(o.symmetric ? 0 : found.size());
@@ -243,13 +246,10 @@ class IntScheme final : public Scheme {
     }
     groups.encode(inv.data(), o.symmetric ? nullptr : mins.data(), o.symmetric ? nmax() : top(), bits_,
                   codes.mutable_data());
-#else
-    (void)in, (void)l, (void)codes, (void)store;
-    throw unavailable("CUDA support not compiled in", "--device cuda:" + std::to_string(o.device));
-#endif
   }
+#endif
 
-  void decode(const Quantized& q, float* out, bool reference, int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const Granularity g = parse_granularity(param(q, "granularity"));
     const bool symmetric = param_int(q, "symmetric", 0, 1) == 1;
     if (param_int(q, "bits", 2, 8) != bits_) throw invalid_input("bits do not match the scheme", q.scheme);
@@ -273,10 +273,12 @@ class IntScheme final : public Scheme {
     }
     const Tensor* mins = symmetric ? nullptr : &part(q, "mins", sd, scale_count);
     const int offset = symmetric ? nmax() : 0;
+#ifdef TK_HAVE_CUDA
     if (device >= 0) {
       decode_gpu(q, l, g, scales, mins, offset, out, device);
       return;
     }
+#endif
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
     // Rows are decoded a few at a time so that the scratch below is allocated once per task.
     parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
@@ -304,10 +306,10 @@ class IntScheme final : public Scheme {
     });
   }
 
+#ifdef TK_HAVE_CUDA
   // decode() on device `device`: the scales as f32 (exact), then every row there.
   void decode_gpu(const Quantized& q, const Layout& l, Granularity g, const Tensor& scales, const Tensor* mins,
                   int offset, float* out, int device) const {
-#ifdef TK_HAVE_CUDA
     const auto groups = static_cast<uint64_t>(l.rows * l.groups_per_row);
     std::vector<float> d(groups), m(mins ? groups : 0);
     if (g == Granularity::kTensor) {
@@ -319,11 +321,8 @@ class IntScheme final : public Scheme {
     }
     gpu::decode_affine(device, q.parts.at("codes").data(), l.rows, l.padded_cols, l.cols, bits_, offset, l.group,
                        d.data(), mins ? m.data() : nullptr, out);
-#else
-    (void)q, (void)l, (void)g, (void)scales, (void)mins, (void)offset, (void)out;
-    throw unavailable("CUDA support not compiled in", "--device cuda:" + std::to_string(device));
-#endif
   }
+#endif
 
   // y = (code - z) d, as compressed-tensors decodes: the difference of integers times the
   // scale, rounded once. Not a hot path (one layout's twin), so one loop serves the

@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "ckpt/same_tensors.h"
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/ckpt/manifest.h"
@@ -44,14 +45,7 @@ std::vector<NamedTensor> make_state(uint64_t seed) {
 }
 
 void expect_same(const std::vector<NamedTensor>& a, const std::vector<NamedTensor>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(a[i].name, b[i].name);
-    EXPECT_EQ(a[i].tensor.dtype(), b[i].tensor.dtype());
-    EXPECT_EQ(a[i].tensor.shape(), b[i].tensor.shape());
-    ASSERT_EQ(a[i].tensor.nbytes(), b[i].tensor.nbytes());
-    EXPECT_EQ(0, std::memcmp(a[i].tensor.data(), b[i].tensor.data(), a[i].tensor.nbytes())) << a[i].name;
-  }
+  test::expect_same_tensors(a, b);
 }
 
 std::vector<std::string> entries(const std::string& dir) {

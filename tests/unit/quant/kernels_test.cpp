@@ -91,6 +91,19 @@ TEST(QuantKernels, Pack8EqualsPackBits) {
   }
 }
 
+// unpack8 is what the GPU decoders unpack with: the codes unpack_bits gives.
+TEST(QuantKernels, Unpack8EqualsUnpackBits) {
+  std::mt19937 rng(12);
+  for (int bits = 1; bits <= 8; ++bits) {
+    std::vector<uint8_t> packed(8 * bits);
+    for (uint8_t& b : packed) b = static_cast<uint8_t>(rng());
+    std::vector<uint8_t> want(64), got(64);
+    unpack_bits(packed.data(), 64, bits, want.data(), true);
+    for (size_t i = 0; i < 64; i += 8) unpack8(packed.data() + i / 8 * bits, bits, got.data() + i);
+    EXPECT_EQ(got, want) << bits << " bits";
+  }
+}
+
 TEST(QuantKernels, UnpackBitsEqualsReference) {
   for (int bits = 1; bits <= 8; ++bits) {
     for (const int64_t n : {8, 16, 24, 256, 264, 4096}) {

@@ -36,7 +36,7 @@ template <typename T> DeviceArray<T> upload_columns(const Gpu& gpu, const std::v
   std::vector<T> columns(a.size());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t r = 0; r < rank; ++r) columns[r * rows + i] = a[i * rank + r];
-  return upload(gpu, columns.data(), columns.size());
+  return to_device(columns.data(), columns.size(), gpu.stream);
 }
 
 // The Khatri-Rao product of the factors of modes [first, last) (not empty), column-major
@@ -103,7 +103,7 @@ template <typename T> class DeviceProblem : public cp_detail::GramProblem<T> {
         gpu_.stream.synchronize();
       }
     }
-    const std::vector<T> host = download(gpu_, columns.data(), columns.size());
+    const std::vector<T> host = to_host(columns.data(), columns.size(), gpu_.stream);
     for (int64_t i = 0; i < s.dim; ++i)
       for (int64_t r = 0; r < rank; ++r) m[i * rank + r] = host[r * s.dim + i];
   }
@@ -128,7 +128,7 @@ Factors<T> device_gram_init(const Gpu& gpu, const T* x, const std::vector<int64_
     DeviceArray<T> gram(static_cast<size_t>(dim * dim));
     mode_gram(gpu, x, shape, n, gram.data());
     // The lower triangle, column-major, is the upper one of the row-major matrix.
-    std::vector<T> g = download(gpu, gram.data(), gram.size());
+    std::vector<T> g = to_host(gram.data(), gram.size(), gpu.stream);
     for (int64_t i = 1; i < dim; ++i)
       for (int64_t j = 0; j < i; ++j) g[i * dim + j] = g[j * dim + i];
     a.push_back(cp_detail::leading_eigenvectors(dim, g, o.rank, seed));
@@ -147,7 +147,7 @@ template <typename T> CpResult cp_als_any(const DenseView<T>& x, const CpOptions
   linalg::SerialBlas serial_blas;
   const device::cuda::DeviceScope scope(device);
   const Gpu gpu;
-  const DeviceArray<T> data = upload(gpu, x.data, static_cast<size_t>(size));
+  const DeviceArray<T> data = to_device(x.data, static_cast<size_t>(size), gpu.stream);
   auto make_problem = [&]() -> std::unique_ptr<cp_detail::CpProblem<T>> {
     return std::make_unique<DeviceProblem<T>>(gpu, data.data(), x.shape, o.rank, norm_sq, o);
   };

@@ -33,7 +33,7 @@ void mode_gram_any(const Gpu& gpu, const T* x, const std::vector<int64_t>& shape
     const int64_t slice = s.dim * s.right;
     DeviceArray<T> grams(static_cast<size_t>(batch * square));
     const std::vector<T> host_ones(static_cast<size_t>(batch), T(1));
-    DeviceArray<T> ones = upload(gpu, host_ones.data(), host_ones.size());
+    DeviceArray<T> ones = to_device(host_ones.data(), host_ones.size(), gpu.stream);
     for (int64_t first = 0; first < s.left; first += batch) {
       const int64_t count = std::min(batch, s.left - first);
       const T* slices = x + first * slice;
@@ -70,8 +70,8 @@ std::vector<T> leading_eigenvectors_any(const Gpu& gpu, int64_t n, T* sym, int64
   if (count < 0 || count > n) throw internal_error("leading_eigenvectors: count out of range");
   DeviceArray<T> w(static_cast<size_t>(n));
   linalg::cuda::syevd(gpu.handles, n, sym, w.data());  // ascending; eigenvector j is column j
-  const std::vector<T> values = download(gpu, w.data(), static_cast<size_t>(n));
-  const std::vector<T> vectors = download(gpu, sym, static_cast<size_t>(n * n));
+  const std::vector<T> values = to_host(w.data(), static_cast<size_t>(n), gpu.stream);
+  const std::vector<T> vectors = to_host(sym, static_cast<size_t>(n * n), gpu.stream);
   if (eigenvalues != nullptr) {
     eigenvalues->resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) (*eigenvalues)[static_cast<size_t>(j)] = values[static_cast<size_t>(n - 1 - j)];

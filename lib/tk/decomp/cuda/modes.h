@@ -47,22 +47,4 @@ std::vector<double> leading_eigenvectors(const Gpu& gpu, int64_t n, double* sym,
 std::vector<float> leading_eigenvectors(const Gpu& gpu, int64_t n, float* sym, int64_t count,
                                         std::vector<double>* eigenvalues = nullptr);
 
-// n values from device to host, the stream waited for.
-template <typename T> std::vector<T> download(const Gpu& gpu, const T* device_values, size_t n) {
-  std::vector<T> host(n);
-  if (n > 0)
-    device::cuda::check(
-        cudaMemcpyAsync(host.data(), device_values, n * sizeof(T), cudaMemcpyDeviceToHost, gpu.stream.get()),
-        "download");
-  gpu.stream.synchronize();
-  return host;
-}
-
-// Host values copied into a new device array (the host memory may be reused on return).
-template <typename T> device::cuda::DeviceArray<T> upload(const Gpu& gpu, const T* host, size_t n) {
-  device::cuda::DeviceArray<T> values(n);
-  values.upload(host, gpu.stream);
-  return values;
-}
-
 }  // namespace tk::decomp::cuda

@@ -52,7 +52,7 @@ template <typename T> class DeviceTt {
       linalg::cuda::syrk_lower(h, Op::kNoTrans, cols, rows, T(1), c, cols, T(0), gram.data(), cols);  // C^T C
     DeviceArray<T> w(static_cast<size_t>(side));
     linalg::cuda::syevd(h, side, gram.data(), w.data());  // ascending; eigenvector j is column j
-    const std::vector<T> ascending = download(gpu_, w.data(), w.size());
+    const std::vector<T> ascending = to_host(w.data(), w.size(), gpu_.stream);
     std::vector<double> eigenvalues(ascending.rbegin(), ascending.rend());
     auto attempt = [&](int64_t r) {
       basis(c, rows, cols, wide, gram.data(), r, q);
@@ -125,7 +125,7 @@ template <typename T> TtResult tt_svd_any(const DenseView<T>& x, const TtOptions
   modes::check_finite_norm(norm2, "tt");
   const device::cuda::DeviceScope scope(device);
   const Gpu gpu;
-  DeviceArray<T> carried = upload(gpu, x.data, static_cast<size_t>(rest));
+  DeviceArray<T> carried = to_device(x.data, static_cast<size_t>(rest), gpu.stream);
   DeviceTt<T> steps(gpu, options.tol * options.tol / double(d - 1) * norm2);
   TtResult result;
   result.shape = x.shape;
@@ -140,7 +140,7 @@ template <typename T> TtResult tt_svd_any(const DenseView<T>& x, const TtOptions
     discarded += steps.truncate(carried.data(), rows, rest, tt_detail::rank_cap(options, std::min(rows, rest)), q,
                                 next, rank);
     // Core k, r_k x n_k x r_{k+1} row-major, is Q (rows x rank) row-major.
-    const std::vector<T> columns = download(gpu, q.data(), q.size());
+    const std::vector<T> columns = to_host(q.data(), q.size(), gpu.stream);
     std::vector<double>& core = result.cores[k];
     core.resize(columns.size());
     for (int64_t i = 0; i < rows; ++i)
@@ -148,7 +148,7 @@ template <typename T> TtResult tt_svd_any(const DenseView<T>& x, const TtOptions
     result.ranks[k + 1] = rank;
     carried = std::move(next);
   }
-  const std::vector<T> last = download(gpu, carried.data(), carried.size());
+  const std::vector<T> last = to_host(carried.data(), carried.size(), gpu.stream);
   result.cores[d - 1].assign(last.begin(), last.end());
   result.rel_error = norm2 > 0 ? std::sqrt(discarded / norm2) : 0;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -28,7 +28,7 @@ size_t count_of(const std::vector<int64_t>& shape) { return static_cast<size_t>(
 // The tensor on the device and the passes over it.
 template <typename T> class DeviceTucker {
  public:
-  explicit DeviceTucker(const DenseView<T>& x) : shape_(x.shape), x_(upload(gpu_, x.data, count_of(x.shape))) {}
+  explicit DeviceTucker(const DenseView<T>& x) : shape_(x.shape), x_(to_device(x.data, count_of(x.shape), gpu_.stream)) {}
 
   // One ST-HOSVD pass (tucker.cpp's sthosvd): fixed ranks, or ranks by the tolerance rule.
   Model<T> sthosvd(const TuckerOptions& options, double tol, double norm2) {
@@ -57,7 +57,7 @@ template <typename T> class DeviceTucker {
       current = storage.data();
       model.factors[n] = std::move(factor);
     }
-    model.core = download(gpu_, current, count_of(shape));
+    model.core = to_host(current, count_of(shape), gpu_.stream);
     return model;
   }
 
@@ -78,7 +78,7 @@ template <typename T> class DeviceTucker {
       next.factors[n] = leading_eigenvectors(gpu_, dim, gram.data(), next.ranks[n]);
       if (n == order.back()) {
         const DeviceArray<T> core = project(current, shape, n, next.factors[n], next.ranks[n]);
-        next.core = download(gpu_, core.data(), count_of(shape));
+        next.core = to_host(core.data(), count_of(shape), gpu_.stream);
       }
     }
   }
@@ -87,7 +87,7 @@ template <typename T> class DeviceTucker {
   // x (of `shape`) projected on the host factor (I_n x rank); shape[n] becomes rank.
   DeviceArray<T> project(const T* x, std::vector<int64_t>& shape, size_t n, const std::vector<T>& factor,
                          int64_t rank) {
-    const DeviceArray<T> u = upload(gpu_, factor.data(), factor.size());
+    const DeviceArray<T> u = to_device(factor.data(), factor.size(), gpu_.stream);
     std::vector<int64_t> after = shape;
     after[n] = rank;
     DeviceArray<T> y(count_of(after));

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace tk::device::cuda {
 
@@ -124,6 +125,23 @@ template <typename T> class DeviceArray {
   T* data_ = nullptr;
   size_t n_ = 0;
 };
+
+// n host values copied into a new device array (queued on `stream`; pageable host memory
+// may be reused on return, pinned memory once the stream is done).
+template <typename T> DeviceArray<T> to_device(const T* host, size_t n, const Stream& stream) {
+  DeviceArray<T> values(n);
+  values.upload(host, stream);
+  return values;
+}
+
+// n device values copied to the host, the stream waited for.
+template <typename T> std::vector<T> to_host(const T* device_values, size_t n, const Stream& stream) {
+  std::vector<T> host(n);
+  if (n > 0) check(cudaMemcpyAsync(host.data(), device_values, n * sizeof(T), cudaMemcpyDeviceToHost, stream.get()),
+                   "download");
+  stream.synchronize();
+  return host;
+}
 
 // Threads per block and blocks for one thread per item of n.
 constexpr int kBlock = 256;

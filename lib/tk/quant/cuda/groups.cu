@@ -12,6 +12,7 @@ using device::cuda::check_launch;
 using device::cuda::DeviceArray;
 using device::cuda::kBlock;
 using device::cuda::Stream;
+using device::cuda::to_device;
 
 // One thread per group: the reference search, operation for operation.
 __global__ void search_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
@@ -95,11 +96,9 @@ __global__ void decode_table4_kernel(const uint8_t* packed, int64_t rows, int64_
   if (t >= rows * per_row) return;
   const int64_t r = t / per_row, c = (t % per_row) * 8;
   const float s = scales[r * (padded_cols / group) + c / group];
-  const uint8_t* p = packed + r * (padded_cols / 2) + c / 2;
-  for (int i = 0; i < 8 && c + i < cols; ++i) {
-    const int code = (p[i / 2] >> (4 * (i % 2))) & 15;
-    out[r * cols + c + i] = table[code] * s;
-  }
+  uint8_t codes[8];
+  detail::unpack8(packed + r * (padded_cols / 2) + c / 2, 4, codes);
+  for (int i = 0; i < 8 && c + i < cols; ++i) out[r * cols + c + i] = table[codes[i]] * s;
 }
 
 // One thread per 8 codes: unpacked, scaled, and the columns inside the row written.
@@ -110,14 +109,11 @@ __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padde
   if (t >= rows * per_row) return;
   const int64_t r = t / per_row, c = (t % per_row) * 8;
   const int64_t g = r * (padded_cols / group) + c / group;
-  const uint8_t* p = packed + r * (padded_cols * bits / 8) + c / 8 * bits;
-  uint64_t v = 0;
-  for (int k = 0; k < bits; ++k) v |= static_cast<uint64_t>(p[k]) << (8 * k);
   const float dg = d[g], mg = m ? m[g] : 0.0f;
-  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint8_t codes[8];
+  detail::unpack8(packed + r * (padded_cols * bits / 8) + c / 8 * bits, bits, codes);
   for (int i = 0; i < 8 && c + i < cols; ++i) {
-    const int code = static_cast<int>((v >> (i * bits)) & mask);
-    out[r * cols + c + i] = static_cast<float>(code - offset) * dg + mg;
+    out[r * cols + c + i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * dg + mg;
   }
 }
 
@@ -128,115 +124,101 @@ struct Groups::State {
   Stream stream;
   DeviceArray<float> x, w;
   int64_t rows, padded_cols, group;
-  State(int device, int64_t r, int64_t pc, int64_t g)
-      : scope(device), x(static_cast<size_t>(r * pc)), w(static_cast<size_t>(pc)), rows(r), padded_cols(pc),
-        group(g) {}
+  State(int device, const float* host_x, const float* host_w, int64_t r, int64_t pc, int64_t g)
+      : scope(device), x(to_device(host_x, static_cast<size_t>(r * pc), stream)),
+        w(to_device(host_w, static_cast<size_t>(pc), stream)), rows(r), padded_cols(pc), group(g) {}
   int64_t groups() const { return rows * (padded_cols / group); }
+  // Threads of one per eight values, and the bytes of their codes packed `bits` wide.
+  int64_t octets() const { return rows * (padded_cols / 8); }
+  size_t packed_bytes(int bits) const { return static_cast<size_t>(rows * (padded_cols * bits / 8)); }
 };
 
-Groups::Groups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols,
-                           int64_t group)
-    : state_(std::make_unique<State>(device, rows, padded_cols, group)) {
-  state_->x.upload(x, state_->stream);
-  state_->w.upload(weights, state_->stream);
+namespace {
+
+// The device array that `launch` fills, checked and copied into `host`.
+template <typename T, typename Launch>
+void fill_on_device(const Stream& stream, const char* kernel, T* host, size_t n, Launch&& launch) {
+  if (n == 0) return;
+  DeviceArray<T> out(n);
+  launch(out.data());
+  check_launch(kernel);
+  out.download(host, stream);
+  stream.synchronize();
 }
+
+}  // namespace
+
+Groups::Groups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols, int64_t group)
+    : state_(std::make_unique<State>(device, x, weights, rows, padded_cols, group)) {}
 
 Groups::~Groups() = default;
 
 std::vector<detail::AffineScale> Groups::search(bool symmetric, int nmax, bool fast) {
-  State& s = *state_;
+  const State& s = *state_;
   std::vector<detail::AffineScale> out(static_cast<size_t>(s.groups()));
-  if (out.empty()) return out;
-  DeviceArray<detail::AffineScale> found(out.size());
-  search_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows, s.padded_cols,
-                                                                        s.group, symmetric, nmax, fast, found.data());
-  check_launch("scale search");
-  found.download(out.data(), s.stream);
-  s.stream.synchronize();
+  fill_on_device(s.stream, "scale search", out.data(), out.size(), [&](detail::AffineScale* found) {
+    search_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
+                                                                          s.padded_cols, s.group, symmetric, nmax,
+                                                                          fast, found);
+  });
   return out;
 }
 
 void Groups::encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed) {
-  State& s = *state_;
-  const int64_t threads = s.rows * (s.padded_cols / 8);
-  if (threads == 0) return;
-  DeviceArray<float> d_inv(static_cast<size_t>(s.groups())), d_mins(mins ? d_inv.size() : 0);
-  DeviceArray<uint8_t> d_packed(static_cast<size_t>(s.rows * (s.padded_cols * bits / 8)));
-  d_inv.upload(inv, s.stream);
-  if (mins) d_mins.upload(mins, s.stream);
-  encode_kernel<<<blocks_for(threads), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols, s.group,
-                                                                     d_inv.data(), mins ? d_mins.data() : nullptr,
-                                                                     nmax, bits, d_packed.data());
-  check_launch("encode");
-  d_packed.download(packed, s.stream);
-  s.stream.synchronize();
+  const State& s = *state_;
+  const auto groups = static_cast<size_t>(s.groups());
+  const DeviceArray<float> d_inv = to_device(inv, groups, s.stream);
+  const DeviceArray<float> d_mins = to_device(mins, mins ? groups : 0, s.stream);
+  fill_on_device(s.stream, "encode", packed, s.packed_bytes(bits), [&](uint8_t* out) {
+    encode_kernel<<<blocks_for(s.octets()), kBlock, 0, s.stream.get()>>>(
+        s.x.data(), s.rows, s.padded_cols, s.group, d_inv.data(), mins ? d_mins.data() : nullptr, nmax, bits, out);
+  });
 }
 
 std::vector<float> Groups::nf4_scales(bool fast) {
-  State& s = *state_;
+  const State& s = *state_;
   std::vector<float> out(static_cast<size_t>(s.groups()));
-  if (out.empty()) return out;
-  DeviceArray<float> found(out.size());
-  nf4_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
-                                                                           s.padded_cols, s.group, fast, found.data());
-  check_launch("nf4 scales");
-  found.download(out.data(), s.stream);
-  s.stream.synchronize();
+  fill_on_device(s.stream, "nf4 scales", out.data(), out.size(), [&](float* found) {
+    nf4_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
+                                                                             s.padded_cols, s.group, fast, found);
+  });
   return out;
 }
 
 void Groups::encode_nf4(const float* scales, uint8_t* packed) {
-  State& s = *state_;
-  const int64_t threads = s.rows * (s.padded_cols / 8);
-  if (threads == 0) return;
-  DeviceArray<float> d_scales(static_cast<size_t>(s.groups()));
-  DeviceArray<uint8_t> d_packed(static_cast<size_t>(s.rows * (s.padded_cols / 2)));
-  d_scales.upload(scales, s.stream);
-  nf4_encode_kernel<<<blocks_for(threads), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols, s.group,
-                                                                         d_scales.data(), d_packed.data());
-  check_launch("nf4 encode");
-  d_packed.download(packed, s.stream);
-  s.stream.synchronize();
+  const State& s = *state_;
+  const DeviceArray<float> d_scales = to_device(scales, static_cast<size_t>(s.groups()), s.stream);
+  fill_on_device(s.stream, "nf4 encode", packed, s.packed_bytes(4), [&](uint8_t* out) {
+    nf4_encode_kernel<<<blocks_for(s.octets()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols,
+                                                                              s.group, d_scales.data(), out);
+  });
 }
 
 void decode_table4(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
                    const float* table, int64_t group, const float* scales, float* out) {
-  const int64_t threads = rows * (padded_cols / 8);
-  if (threads == 0) return;
   device::cuda::DeviceScope scope(device);
-  Stream stream;
-  const size_t groups = static_cast<size_t>(rows * (padded_cols / group));
-  DeviceArray<uint8_t> d_packed(static_cast<size_t>(rows * (padded_cols / 2)));
-  DeviceArray<float> d_table(16), d_scales(groups), d_out(static_cast<size_t>(rows * cols));
-  d_packed.upload(packed, stream);
-  d_table.upload(table, stream);
-  d_scales.upload(scales, stream);
-  decode_table4_kernel<<<blocks_for(threads), kBlock, 0, stream.get()>>>(d_packed.data(), rows, padded_cols, cols,
-                                                                         d_table.data(), group, d_scales.data(),
-                                                                         d_out.data());
-  check_launch("decode");
-  d_out.download(out, stream);
-  stream.synchronize();
+  const Stream stream;
+  const DeviceArray<uint8_t> d_packed = to_device(packed, static_cast<size_t>(rows * (padded_cols / 2)), stream);
+  const DeviceArray<float> d_table = to_device(table, 16, stream);
+  const DeviceArray<float> d_scales = to_device(scales, static_cast<size_t>(rows * (padded_cols / group)), stream);
+  fill_on_device(stream, "decode", out, static_cast<size_t>(rows * cols), [&](float* y) {
+    decode_table4_kernel<<<blocks_for(rows * (padded_cols / 8)), kBlock, 0, stream.get()>>>(
+        d_packed.data(), rows, padded_cols, cols, d_table.data(), group, d_scales.data(), y);
+  });
 }
 
 void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
                    int offset, int64_t group, const float* d, const float* m, float* out) {
-  const int64_t threads = rows * (padded_cols / 8);
-  if (threads == 0) return;
   device::cuda::DeviceScope scope(device);
-  Stream stream;
-  const size_t groups = static_cast<size_t>(rows * (padded_cols / group));
-  DeviceArray<uint8_t> d_packed(static_cast<size_t>(rows * (padded_cols * bits / 8)));
-  DeviceArray<float> d_d(groups), d_m(m ? groups : 0), d_out(static_cast<size_t>(rows * cols));
-  d_packed.upload(packed, stream);
-  d_d.upload(d, stream);
-  if (m) d_m.upload(m, stream);
-  decode_kernel<<<blocks_for(threads), kBlock, 0, stream.get()>>>(d_packed.data(), rows, padded_cols, cols, bits,
-                                                                  offset, group, d_d.data(), m ? d_m.data() : nullptr,
-                                                                  d_out.data());
-  check_launch("decode");
-  d_out.download(out, stream);
-  stream.synchronize();
+  const Stream stream;
+  const auto groups = static_cast<size_t>(rows * (padded_cols / group));
+  const DeviceArray<uint8_t> d_packed = to_device(packed, static_cast<size_t>(rows * (padded_cols * bits / 8)), stream);
+  const DeviceArray<float> d_d = to_device(d, groups, stream);
+  const DeviceArray<float> d_m = to_device(m, m ? groups : 0, stream);
+  fill_on_device(stream, "decode", out, static_cast<size_t>(rows * cols), [&](float* y) {
+    decode_kernel<<<blocks_for(rows * (padded_cols / 8)), kBlock, 0, stream.get()>>>(
+        d_packed.data(), rows, padded_cols, cols, bits, offset, group, d_d.data(), m ? d_m.data() : nullptr, y);
+  });
 }
 
 }  // namespace tk::quant::gpu

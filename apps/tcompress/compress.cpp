@@ -266,7 +266,9 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
     what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
   if (lossy)
     what += fmt::format(" ({} lossy, {}{}{})", lossy_count, codec::lossy_method_name(lossy->method),
-                        lossy->gpu >= 0 ? fmt::format(" by {} on cuda:{}", codec::lossy_encoder_name(lossy->method, lossy->gpu), lossy->gpu) : "",
+                        lossy->gpu >= 0 ? fmt::format(" by {} on cuda:{}",
+                                                      codec::lossy_encoder_name(lossy->method, lossy->gpu), lossy->gpu)
+                                        : "",
                         lossy_summary(lossy_tensors, o.min_sqnr));
   tool.summary(fmt::format("{}, {} -> {}, ratio {:.3f}, {:.0f} MB/s", what, cli::format_bytes(r.bytes_in),
                            cli::format_bytes(r.bytes_out), ratio(r.bytes_in, r.bytes_out),

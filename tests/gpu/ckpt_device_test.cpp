@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ckpt/same_tensors.h"
+#include "ckpt/ckpt_test_util.h"
 #include "gpu_test.h"
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
@@ -25,13 +25,7 @@ using device::cuda::check;
 using device::cuda::DeviceArray;
 using device::cuda::DeviceScope;
 
-Tensor random_tensor(DType dtype, Shape shape, uint64_t seed) {
-  Tensor t = Tensor::empty(dtype, shape);
-  std::mt19937_64 rng(seed);
-  uint8_t* p = t.mutable_data();
-  for (uint64_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<uint8_t>(rng());
-  return t;
-}
+using test::random_tensor;
 
 // A model-like state: many small tensors of odd sizes and dtypes (gathered into one
 // transfer), a few above the gather threshold and one large one (copied directly).

@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "ckpt/same_tensors.h"
+#include "ckpt/ckpt_test_util.h"
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
 #include "tk/ckpt/manifest.h"
@@ -18,13 +18,7 @@ namespace {
 
 namespace stdfs = std::filesystem;
 
-Tensor random_tensor(DType dtype, Shape shape, uint64_t seed) {
-  Tensor t = Tensor::empty(dtype, shape);
-  std::mt19937_64 rng(seed);
-  uint8_t* p = t.mutable_data();
-  for (uint64_t i = 0; i < t.nbytes(); ++i) p[i] = static_cast<uint8_t>(rng());
-  return t;
-}
+using test::random_tensor;
 
 // A float32 tensor of N(0,1) values: compressible the way real weights are.
 Tensor gaussian_f32(int64_t n, uint64_t seed) {

@@ -1,6 +1,8 @@
 // tquant's GPU path against the CPU: the same bytes from quantize, the same values from
-// dequantize, for every integer width, granularity, offset form and scale dtype, and
-// for nf4's block sizes, scale storage and double quantization.
+// dequantize, for every integer width, granularity, offset form and scale dtype, for
+// nf4's block sizes, scale storage and double quantization, and for fp8's
+// granularities, the six MX types under each scale rule and nvfp4.
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -34,6 +36,33 @@ void expect_same_parts(const Quantized& a, const Quantized& b, const std::string
     ASSERT_EQ(part.nbytes(), other.nbytes()) << what << " " << name;
     EXPECT_EQ(std::memcmp(part.data(), other.data(), part.nbytes()), 0) << what << ": part " << name << " differs";
   }
+}
+
+// The same values bit for bit, except that a NaN may come back as any NaN (a NaN scale
+// times a code: the CPU keeps an operand's payload, the GPU gives its canonical NaN).
+void expect_same_values(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    differ += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differ, 0u) << what << ": dequantized values differ";
+}
+
+// Quantize on the CPU and on device 0, compare the parts, then decode the CPU's parts both
+// ways and compare the values.
+void expect_gpu_matches(const Scheme& scheme, const std::vector<float>& x, const Shape& shape, QuantOptions o,
+                        const std::string& what) {
+  ASSERT_TRUE(scheme.gpu_path(o)) << what;
+  o.device = -1;
+  const Quantized cpu = scheme.quantize(x.data(), shape, o);
+  o.device = 0;
+  expect_same_parts(cpu, scheme.quantize(x.data(), shape, o), what);
+  std::vector<float> y_cpu(x.size()), y_gpu(x.size(), -1.0f);
+  scheme.dequantize(cpu, y_cpu.data());
+  scheme.dequantize_on(cpu, y_gpu.data(), 0);
+  expect_same_values(y_cpu, y_gpu, what);
 }
 
 struct Case {
@@ -77,15 +106,7 @@ TEST(GpuQuant, IntSchemesGiveTheCpusBytesAndValues) {
       const std::string what = "int" + std::to_string(bits) + " group " + std::to_string(c.group) +
                                (c.symmetric ? " symmetric" : " asymmetric") + (c.zero_point ? " zero points" : "") +
                                (c.fast ? " fast" : "") + (c.importance ? " importance" : "");
-      ASSERT_TRUE(scheme->gpu_path(o)) << what;
-      const Quantized cpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
-      o.device = 0;
-      const Quantized gpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
-      expect_same_parts(cpu, gpu, what);
-      std::vector<float> y_cpu(x.size()), y_gpu(x.size(), -1.0f);
-      scheme->dequantize(cpu, y_cpu.data());
-      scheme->dequantize_on(cpu, y_gpu.data(), 0);
-      EXPECT_EQ(std::memcmp(y_cpu.data(), y_gpu.data(), x.size() * sizeof(float)), 0) << what << ": dequantized";
+      expect_gpu_matches(*scheme, x, Shape{rows, cols}, o, what);
     }
   }
 }
@@ -110,15 +131,84 @@ TEST(GpuQuant, Nf4GivesTheCpusBytesAndValues) {
           o.importance = group == 32 ? importance.data() : nullptr;
           const std::string what = "nf4 group " + std::to_string(group) + (fast ? " fast" : "") +
                                    (double_quant ? " double quant" : "") + " " + dtype_name(scale_dtype);
-          ASSERT_TRUE(scheme->gpu_path(o));
-          const Quantized cpu = scheme->quantize(x.data(), Shape{rows, cols}, o);
-          o.device = 0;
-          expect_same_parts(cpu, scheme->quantize(x.data(), Shape{rows, cols}, o), what);
-          std::vector<float> y_cpu(x.size()), y_gpu(x.size(), -1.0f);
-          scheme->dequantize(cpu, y_cpu.data());
-          scheme->dequantize_on(cpu, y_gpu.data(), 0);
-          EXPECT_EQ(std::memcmp(y_cpu.data(), y_gpu.data(), x.size() * sizeof(float)), 0) << what << ": dequantized";
+          expect_gpu_matches(*scheme, x, Shape{rows, cols}, o, what);
         }
+      }
+    }
+  }
+}
+
+std::vector<float> column_weights(int64_t cols) {
+  std::vector<float> w(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) w[static_cast<size_t>(c)] = 0.3f + static_cast<float>(c % 11) / 5.0f;
+  return w;
+}
+
+TEST(GpuQuant, Fp8GivesTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 70, cols = 999;  // not a multiple of 8
+  std::vector<float> x = sample(rows, cols, 11);
+  x[static_cast<size_t>(5 * cols + 3)] = 3.0e4f;     // an outlier that the candidates clip
+  x[static_cast<size_t>(6 * cols + 9)] = 1.0e-40f;  // a subnormal
+  const std::vector<float> importance = column_weights(cols);
+  for (const char* name : {"fp8_e4m3", "fp8_e5m2"}) {
+    const auto scheme = make_scheme(name);
+    for (const Granularity g : {Granularity::kTensor, Granularity::kChannel}) {
+      for (const bool fast : {false, true}) {
+        for (const bool weighted : {false, true}) {
+          QuantOptions o;
+          o.granularity = g;
+          o.fast = fast;
+          o.importance = weighted ? importance.data() : nullptr;
+          expect_gpu_matches(*scheme, x, Shape{rows, cols}, o,
+                             std::string(name) + (g == Granularity::kTensor ? " tensor" : " channel") +
+                                 (fast ? " fast" : "") + (weighted ? " importance" : ""));
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuQuant, MxGivesTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 40, cols = 1000;  // padded to 1024
+  std::vector<float> x = sample(rows, cols, 13);
+  for (int64_t c = 64; c < 96; ++c) x[static_cast<size_t>(2 * cols + c)] = 1.0e-41f;  // a subnormal block
+  x[static_cast<size_t>(3 * cols + 200)] = NAN;                                         // a NaN block
+  x[static_cast<size_t>(4 * cols + 300)] = -INFINITY;                                   // an Inf block
+  x[static_cast<size_t>(5 * cols + 40)] = 3.0e38f;                                      // the largest scale
+  const std::vector<float> importance = column_weights(cols);
+  for (const char* name : {"mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "mxint8"}) {
+    const auto scheme = make_scheme(name);
+    for (const ScaleRule rule : {ScaleRule::kFloor, ScaleRule::kCeil, ScaleRule::kSearch}) {
+      for (const bool weighted : {false, true}) {
+        QuantOptions o;
+        o.scale_rule = rule;
+        o.importance = weighted ? importance.data() : nullptr;
+        expect_gpu_matches(*scheme, x, Shape{rows, cols}, o,
+                           std::string(name) + " rule " + std::to_string(static_cast<int>(rule)) +
+                               (weighted ? " importance" : ""));
+      }
+    }
+  }
+}
+
+TEST(GpuQuant, Nvfp4GivesTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 50, cols = 1000;  // padded to 1008
+  const std::vector<float> x = sample(rows, cols, 17);
+  const std::vector<float> importance = column_weights(cols);
+  const auto scheme = make_scheme("nvfp4");
+  for (const bool fast : {false, true}) {
+    for (const bool pow2 : {false, true}) {
+      for (const bool weighted : {false, true}) {
+        QuantOptions o;
+        o.fast = fast;
+        o.power_of_two_tensor_scale = pow2;
+        o.importance = weighted ? importance.data() : nullptr;
+        expect_gpu_matches(*scheme, x, Shape{rows, cols}, o,
+                           std::string("nvfp4") + (fast ? " fast" : "") + (pow2 ? " pow2" : "") +
+                               (weighted ? " importance" : ""));
       }
     }
   }
@@ -126,7 +216,7 @@ TEST(GpuQuant, Nf4GivesTheCpusBytesAndValues) {
 
 TEST(GpuQuant, EmptyAndOneValueTensors) {
   TK_REQUIRE_GPU();
-  for (const char* spec : {"int4", "nf4"}) {
+  for (const char* spec : {"int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto scheme = make_scheme(spec);
     QuantOptions o;
     for (const Shape& shape : {Shape{0, 32}, Shape{1}, Shape{3, 5}}) {

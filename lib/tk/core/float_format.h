@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "tk/core/dtype.h"
+#include "tk/core/hd.h"
 
 namespace tk::detail {
 
@@ -39,7 +40,7 @@ struct FloatFormat {
 
 // Apply the sign bit `sign` (0 or the top bit) to an unsigned-magnitude result `code`,
 // except where an FNUZ format has no signed variant (zero and the NaN).
-constexpr uint32_t float_format_apply_sign(const FloatFormat& f, uint32_t code, uint32_t sign) {
+TK_HD constexpr uint32_t float_format_apply_sign(const FloatFormat& f, uint32_t code, uint32_t sign) {
   return (f.fnuz && (code == 0 || code == f.nan_code)) ? code : code ^ sign;
 }
 
@@ -64,16 +65,18 @@ template <> struct SourceFloatBits<float> {
   static constexpr int kMantissaBits = 23;
   static constexpr int kBias = 127;
   static constexpr Bits kExponentMask = 0x7f800000u;
+  TK_HD static Bits of(float v) { return float_bits(v); }
 };
 template <> struct SourceFloatBits<double> {
   using Bits = uint64_t;
   static constexpr int kMantissaBits = 52;
   static constexpr int kBias = 1023;
   static constexpr Bits kExponentMask = 0x7ff0000000000000ull;
+  TK_HD static Bits of(double v) { return double_bits(v); }
 };
 
 // Round `m` right by `shift` bits (0 <= shift < 64) to nearest, ties to even.
-template <typename Bits> constexpr Bits round_shift_right_even(Bits m, int shift) {
+template <typename Bits> TK_HD constexpr Bits round_shift_right_even(Bits m, int shift) {
   if (shift == 0) return m;
   Bits q = m >> shift;
   Bits rest = m & ((Bits{1} << shift) - 1);
@@ -86,11 +89,12 @@ template <typename Bits> constexpr Bits round_shift_right_even(Bits m, int shift
 // Inf -> inf_code (saturate without an Inf code: max_code); zero -> signed zero; then
 // round, and magnitudes above max_code -> inf_code (saturate: max_code). The sign is
 // applied by flipping the top bit, as ml_dtypes does (FNUZ: not for zero and NaN).
-template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src value, bool saturate) {
+// The GPU paths of the float-format schemes run this same source (TK_HD).
+template <typename Src> TK_HD uint32_t float_format_encode(const FloatFormat& f, Src value, bool saturate) {
   using T = SourceFloatBits<Src>;
   using Bits = typename T::Bits;
   constexpr int kSrcBits = static_cast<int>(sizeof(Bits) * 8);
-  const Bits bits = std::bit_cast<Bits>(value);
+  const Bits bits = T::of(value);
   const bool negative = (bits >> (kSrcBits - 1)) != 0;
   const Bits magnitude = bits & ~(Bits{1} << (kSrcBits - 1));
   const uint32_t sign = (f.is_signed && negative) ? (1u << (f.bits - 1)) : 0u;
@@ -111,22 +115,23 @@ template <typename Src> uint32_t float_format_encode(const FloatFormat& f, Src v
     exponent = static_cast<int>(biased) - T::kBias;
     significand = fraction | (Bits{1} << T::kMantissaBits);
   } else {
-    int normalize = std::countl_zero(fraction) - (kSrcBits - 1 - T::kMantissaBits);
+    int normalize = leading_zeros(fraction) - (kSrcBits - 1 - T::kMantissaBits);
     significand = fraction << normalize;
     exponent = 1 - T::kBias - normalize;
   }
   if (!f.has_zero) {  // E8M0: up iff the significand is at least 1.5, clamped at 2^-127
     const bool up = ((significand >> (T::kMantissaBits - 1)) & 1) != 0;
-    const int code = std::max(exponent + f.bias + (up ? 1 : 0), 0);
+    const int biased_code = exponent + f.bias + (up ? 1 : 0);
+    const int code = biased_code > 0 ? biased_code : 0;
     if (code > static_cast<int>(f.max_code))
       return float_format_apply_sign(f, saturate ? f.max_code : f.inf_code, sign);
     return static_cast<uint32_t>(code);
   }
   const int base = exponent + f.bias - 1;  // target biased exponent minus one
-  int shift = T::kMantissaBits - f.mantissa_bits + std::max(0, -base);
-  shift = std::min(shift, T::kMantissaBits + 2);  // beyond this everything rounds to 0
+  int shift = T::kMantissaBits - f.mantissa_bits + (base < 0 ? -base : 0);
+  if (shift > T::kMantissaBits + 2) shift = T::kMantissaBits + 2;  // beyond this everything rounds to 0
   const Bits rounded = round_shift_right_even(significand, shift);
-  const uint64_t code = (static_cast<uint64_t>(std::max(base, 0)) << f.mantissa_bits) + rounded;
+  const uint64_t code = (static_cast<uint64_t>(base > 0 ? base : 0) << f.mantissa_bits) + rounded;
   if (code > f.max_code) return float_format_apply_sign(f, saturate ? f.max_code : f.inf_code, sign);
   return float_format_apply_sign(f, static_cast<uint32_t>(code), sign);
 }

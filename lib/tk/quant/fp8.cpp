@@ -6,22 +6,30 @@
 // 2^(-k/4), k = 0..4, with the least (weighted) squared error (a smaller scale spends
 // more of the format's range on the bulk at the price of clipping the largest values).
 //
+// On the GPU (cuda/minifloat.cu) every row's error under each candidate, and the codes,
+// are computed there with the same sums (minifloat_math.h); the candidates are chosen here.
+//
 // Parts: "codes" in the FP8 dtype [rows, cols], "scales" F32 [1] or [rows, 1].
 #include <cmath>
 
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
 #include "tk/core/isa.h"
+#include "tk/device/device.h"
 #include "tk/quant/decode_tables.h"
+#include "tk/quant/minifloat_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
 
 using namespace detail;
 
-constexpr int kCandidates = 5;
+using fp8::kCandidates;
 
 class Fp8Scheme final : public Scheme {
  public:
@@ -32,6 +40,7 @@ class Fp8Scheme final : public Scheme {
     table_.resize(256);
     for (int c = 0; c < 256; ++c) table_[c] = static_cast<float>(tk::detail::float_format_decode(f, c));
     decoder_ = CodeTable(8, table_.data(), dtype);
+    for (int k = 0; k < kCandidates; ++k) factor_[k] = std::exp2(-0.25f * static_cast<float>(k));
   }
 
   std::string name() const override { return name_; }
@@ -57,6 +66,29 @@ class Fp8Scheme final : public Scheme {
     Tensor scales = new_part(DType::kF32, per_channel(o) ? Shape{l.rows, 1} : Shape{1});
     std::vector<float> w(static_cast<size_t>(l.cols));
     for (int64_t c = 0; c < l.cols; ++c) w[c] = o.importance ? o.importance[c] : 1.0f;
+#ifdef TK_HAVE_CUDA
+    if (o.device >= 0) {
+      quantize_gpu(x, l, w, o, codes, scales);
+    } else
+#endif
+      quantize_cpu(x, l, w, o, codes, scales);
+    q.parts["codes"] = codes;
+    q.parts["scales"] = scales;
+    return q;
+  }
+
+  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
+
+ private:
+  static bool per_channel(const QuantOptions& o) { return o.granularity == Granularity::kChannel; }
+
+  void quantize_cpu(const float* x, const Layout& l, const std::vector<float>& w, const QuantOptions& o, Tensor& codes,
+                    Tensor& scales) const {
     if (per_channel(o)) {
       parallel_for(l.rows, [&](int64_t r) {
         const float s = fit_scale(x + r * l.cols, l.cols, 1, w.data(), o);
@@ -70,19 +102,10 @@ class Fp8Scheme final : public Scheme {
         encode(x + r * l.cols, l.cols, s, o.reference, codes.mutable_data() + r * l.cols);
       });
     }
-    q.parts["codes"] = codes;
-    q.parts["scales"] = scales;
-    return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-
- private:
-  static bool per_channel(const QuantOptions& o) { return o.granularity == Granularity::kChannel; }
-
   void encode(const float* x, int64_t n, float s, bool reference, uint8_t* codes) const {
-    const float inv = s == 0 ? 0.0f : 1.0f / s;
+    const float inv = fp8::inverse(s);
     std::vector<float> v(static_cast<size_t>(n));
 #if TK_X86
     if (!reference && use_avx2()) scale_row_avx2(x, n, inv, v.data());
@@ -107,13 +130,7 @@ class Fp8Scheme final : public Scheme {
   // and, inlined, into the _avx2 twin (the same sums: no step is reordered or fused).
   [[gnu::always_inline]] inline double row_error(const float* x, const uint8_t* c, const float* w, int64_t cols,
                                                  float s) const {
-    const float* table = table_.data();
-    double e = 0;
-    for (int64_t i = 0; i < cols; ++i) {
-      const double d = static_cast<double>(x[i]) - static_cast<double>(table[c[i]] * s);
-      e += static_cast<double>(w[i]) * d * d;
-    }
-    return e;
+    return coded_error(x, w, cols, table_.data(), s, c);
   }
 #if TK_X86
   TK_TARGET_AVX2 double row_error_avx2(const float* x, const uint8_t* c, const float* w, int64_t cols, float s) const {
@@ -147,26 +164,59 @@ class Fp8Scheme final : public Scheme {
     if (amax == 0) return 1.0f;
     const float base = amax / max_;
     if (o.fast) return base;
-    float best = base;
-    double best_err = error(x, cols, rows, w, base, o.reference);
-    for (int k = 1; k < kCandidates; ++k) {
-      const float s = base * std::exp2(-0.25f * static_cast<float>(k));
-      const double err = error(x, cols, rows, w, s, o.reference);
-      if (err < best_err) {
-        best_err = err;
-        best = s;
-      }
-    }
-    return best;
+    double err[kCandidates];
+    for (int k = 0; k < kCandidates; ++k) err[k] = error(x, cols, rows, w, k == 0 ? base : base * factor_[k], o.reference);
+    return fp8::pick(base, factor_, err);
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+#ifdef TK_HAVE_CUDA
+  // quantize() on device o.device: the rows' errors and codes there, the choice of a
+  // tensor scale here (its sum over rows in row order, as error() adds them).
+  void quantize_gpu(const float* x, const Layout& l, const std::vector<float>& w, const QuantOptions& o,
+                    Tensor& codes, Tensor& scales) const {
+    const tk::detail::FloatFormat& f = tk::detail::float_format(dtype_);
+    gpu::Groups rows(o.device, x, w.data(), l.rows, l.cols, 1);
+    std::vector<float> row_scales;
+    if (per_channel(o)) {
+      row_scales = rows.fp8_row_scales(f, table_.data(), max_, factor_, o.fast);
+      std::copy(row_scales.begin(), row_scales.end(), scales.mutable_data_as<float>());
+    } else {
+      float amax = 0;
+      for (int64_t i = 0; i < l.rows * l.cols; ++i) amax = max_magnitude(amax, x[i]);
+      float s = amax == 0 ? 1.0f : amax / max_;
+      if (amax != 0 && !o.fast) {
+        float candidates[kCandidates];
+        for (int k = 0; k < kCandidates; ++k) candidates[k] = k == 0 ? s : s * factor_[k];
+        const std::vector<double> row_err = rows.fp8_row_errors(f, table_.data(), candidates, kCandidates);
+        double err[kCandidates];
+        for (int k = 0; k < kCandidates; ++k) {
+          err[k] = 0;
+          for (int64_t r = 0; r < l.rows; ++r) err[k] += row_err[static_cast<size_t>(k * l.rows + r)];
+        }
+        s = fp8::pick(s, factor_, err);
+      }
+      scales.mutable_data_as<float>()[0] = s;
+      row_scales.assign(static_cast<size_t>(l.rows), s);
+    }
+    rows.encode_fp8(f, row_scales.data(), codes.mutable_data());
+  }
+#endif
+
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const Layout l = make_layout(q.shape, 1);
     const std::string g = param(q, "granularity");
     if (g != "tensor" && g != "channel") throw invalid_input("bad granularity '" + g + "'", q.scheme);
     const uint64_t n_scales = g == "channel" ? static_cast<uint64_t>(l.rows) : 1;
     const Tensor& codes = part(q, "codes", dtype_, static_cast<uint64_t>(l.rows * l.cols));
     const Tensor& scales = part(q, "scales", DType::kF32, n_scales);
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      std::vector<float> row_scales(static_cast<size_t>(l.rows));
+      for (int64_t r = 0; r < l.rows; ++r) row_scales[r] = scales.data_as<float>()[g == "channel" ? r : 0];
+      gpu::decode_table(device, codes.data(), 8, l.rows, l.cols, l.cols, table_.data(), l.cols, row_scales.data(), out);
+      return;
+    }
+#endif
     parallel_for(l.rows, [&](int64_t r) {
       const float s = scales.data_as<float>()[g == "channel" ? r : 0];
       const uint8_t* c = codes.data() + r * l.cols;
@@ -182,6 +232,7 @@ class Fp8Scheme final : public Scheme {
   float max_ = 0;
   std::vector<float> table_;
   CodeTable decoder_;
+  float factor_[kCandidates];  // the candidates' 2^(-k/4)
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 // --scale-rule ceil takes the smallest e with amax / 2^e <= max_elem (nothing clips);
 // search takes whichever of e - 1, e, e + 1 gives the least (weighted) squared error.
 // A block holding NaN or Inf gets the NaN scale 0xFF (all its values decode as NaN).
+// The block search is minifloat_math.h's, which the GPU path (cuda/minifloat.cu) runs too.
 //
 // Parts: "codes" in the element dtype itself [rows, padded_cols] (F8_E4M3, F8_E5M2,
 // F6_E2M3, F6_E3M2 and F4 packed LSB first, as safetensors stores them: two F4 codes
@@ -20,16 +21,21 @@
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
 #include "tk/core/isa.h"
+#include "tk/device/device.h"
 #include "tk/quant/decode_tables.h"
+#include "tk/quant/minifloat_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
 
 using namespace detail;
 
-constexpr int64_t kBlock = 32;
+using mx::kBlock;
 
 struct MxFormat {
   const char* name;
@@ -61,6 +67,8 @@ class MxScheme final : public Scheme {
     table_.resize(256);
     for (int c = 0; c < 256; ++c) table_[c] = element_value(static_cast<uint8_t>(c));
     decoder_ = CodeTable(bits, table_.data(), f.element);
+    element_ = {f.element == DType::kI8 ? tk::detail::FloatFormat{} : tk::detail::float_format(f.element),
+                f.element == DType::kI8, f.emax, f.max};
   }
 
   std::string name() const override { return f_.name; }
@@ -85,23 +93,14 @@ class MxScheme final : public Scheme {
     Tensor codes = new_part(code_dtype, {l.rows, l.padded_cols});
     Tensor scales = new_part(DType::kF8E8M0, {l.rows, l.groups_per_row});
     const PaddedInput in = pad_input(x, l, o.importance);
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      const float* xr = in.data + r * l.padded_cols;
-      uint8_t* row_scales = scales.mutable_data() + r * l.groups_per_row;
-#if TK_X86
-      if (!o.reference && use_avx2()) {
-        encode_row_avx2(xr, in.weights.data(), l.groups_per_row, rule, row.data(), row_scales);
-      } else
+#ifdef TK_HAVE_CUDA
+    if (o.device >= 0) {
+      gpu::Groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, kBlock)
+          .encode_mx(element_, table_.data(), rule == ScaleRule::kCeil, rule == ScaleRule::kSearch, bits_,
+                     codes.mutable_data(), scales.mutable_data());
+    } else
 #endif
-        encode_row(xr, in.weights.data(), l.groups_per_row, rule, o.reference, row.data(), row_scales);
-      uint8_t* dst = codes.mutable_data() + r * l.padded_cols * bits_ / 8;
-      if (bits_ == 8) {
-        std::memcpy(dst, row.data(), row.size());
-      } else {
-        pack_bits(row.data(), l.padded_cols, bits_, dst, o.reference);
-      }
-    });
+      encode_rows(in, l, rule, o.reference, codes, scales);
     q.parts["codes"] = codes;
     q.parts["scales"] = scales;
     return q;
@@ -109,6 +108,10 @@ class MxScheme final : public Scheme {
 
   void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
 
  private:
   float element_value(uint8_t code) const {
@@ -116,8 +119,29 @@ class MxScheme final : public Scheme {
     return static_cast<float>(tk::detail::float_format_decode(tk::detail::float_format(f_.element), code));
   }
 
+  void encode_rows(const PaddedInput& in, const Layout& l, ScaleRule rule, bool reference, Tensor& codes,
+                   Tensor& scales) const {
+    parallel_for(l.rows, [&](int64_t r) {
+      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+      const float* xr = in.data + r * l.padded_cols;
+      uint8_t* row_scales = scales.mutable_data() + r * l.groups_per_row;
+#if TK_X86
+      if (!reference && use_avx2()) {
+        encode_row_avx2(xr, in.weights.data(), l.groups_per_row, rule, row.data(), row_scales);
+      } else
+#endif
+        encode_row(xr, in.weights.data(), l.groups_per_row, rule, reference, row.data(), row_scales);
+      uint8_t* dst = codes.mutable_data() + r * l.padded_cols * bits_ / 8;
+      if (bits_ == 8) {
+        std::memcpy(dst, row.data(), row.size());
+      } else {
+        pack_bits(row.data(), l.padded_cols, bits_, dst, reference);
+      }
+    });
+  }
+
   // The blocks of one row: their codes into `codes`, their E8M0 scales into `scales`.
-  // Compiled as it stands and, inlined with the functions below, into encode_row_avx2,
+  // Compiled as it stands and, inlined with mx::encode_block, into encode_row_avx2,
   // where the block loops vectorise for AVX2 (the same values: every step is exact or
   // rounds alike).
   [[gnu::always_inline]] inline void encode_row(const float* x, const float* w, int64_t blocks, ScaleRule rule,
@@ -133,75 +157,27 @@ class MxScheme final : public Scheme {
   }
 #endif
 
-  // Codes of the 32 values scaled by 2^-e; 2^-e and the products are exact in f32 for
-  // every value that does not round to zero.
-  [[gnu::always_inline]] inline void encode_elements(const float* x, int e, bool reference, uint8_t* codes) const {
-    float v[kBlock];
-    const float inv = std::ldexp(1.0f, -e);
-    for (int64_t i = 0; i < kBlock; ++i) v[i] = x[i] * inv;
-    if (f_.element != DType::kI8) {
-      encode_minifloat(f_.element, v, kBlock, codes, reference);
-      return;
-    }
-    for (int64_t i = 0; i < kBlock; ++i) {
-      const float s = std::nearbyint(v[i] * 64.0f);
-      codes[i] = static_cast<uint8_t>(static_cast<int8_t>(std::fmax(-127.0f, std::fmin(127.0f, s))));
-    }
-  }
-
-  [[gnu::always_inline]] inline double block_error(const float* x, const float* w, int e, const uint8_t* codes) const {
-    const float scale = std::ldexp(1.0f, e);
-    double err = 0;
-    for (int64_t i = 0; i < kBlock; ++i) {
-      const double d = static_cast<double>(x[i]) - static_cast<double>(table_[codes[i]] * scale);
-      err += static_cast<double>(w[i]) * d * d;
-    }
-    return err;
-  }
-
-  // Encode one block; returns its E8M0 scale code.
+  // Encode one block (mx::encode_block); returns its E8M0 scale code.
   [[gnu::always_inline]] inline uint8_t encode_block(const float* x, const float* w, ScaleRule rule, bool reference,
                                                      uint8_t* codes) const {
-    float amax = 0;
-    bool finite = true;
-    for (int64_t i = 0; i < kBlock; ++i) {
-      finite = finite && std::isfinite(x[i]);
-      amax = max_magnitude(amax, x[i]);
-    }
-    if (!finite) {
-      std::memset(codes, 0, kBlock);
-      return 0xff;
-    }
-    int e = -127;
-    if (amax > 0) e = std::ilogb(amax) - f_.emax;
-    if (rule == ScaleRule::kCeil && amax > 0) {
-      while (e < 127 && amax * std::ldexp(1.0f, -e) > f_.max) ++e;
-    }
-    e = std::clamp(e, -127, 127);
-    encode_elements(x, e, reference, codes);
-    if (rule == ScaleRule::kSearch && amax > 0) {
-      double best = block_error(x, w, e, codes);
-      const int base = e;
-      uint8_t trial[kBlock];
-      for (int cand : {base - 1, base + 1}) {
-        if (cand < -127 || cand > 127) continue;
-        encode_elements(x, cand, reference, trial);
-        const double err = block_error(x, w, cand, trial);
-        if (err < best) {
-          best = err;
-          e = cand;
-          std::memcpy(codes, trial, kBlock);
-        }
-      }
-    }
-    return static_cast<uint8_t>(e + 127);
+    return mx::encode_block(element_, table_.data(), x, w, rule == ScaleRule::kCeil, rule == ScaleRule::kSearch, codes,
+                            [&](const float* v, int64_t n, uint8_t* c) { encode_minifloat(f_.element, v, n, c, reference); });
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", f_.element, static_cast<uint64_t>(l.rows * l.padded_cols));
     const Tensor& scales = part(q, "scales", DType::kF8E8M0, static_cast<uint64_t>(l.rows * l.groups_per_row));
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      std::vector<float> scale(static_cast<size_t>(l.rows * l.groups_per_row));
+      decode_e8m0(scales.data(), static_cast<int64_t>(scale.size()), scale.data());
+      gpu::decode_table(device, codes.data(), bits_, l.rows, l.padded_cols, l.cols, table_.data(), kBlock,
+                        scale.data(), out);
+      return;
+    }
+#endif
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
       decode_e8m0(scales.data() + r * l.groups_per_row, l.groups_per_row, scale.data());
@@ -214,6 +190,7 @@ class MxScheme final : public Scheme {
   }
 
   MxFormat f_;
+  mx::Element element_{};
   int bits_ = 8;
   std::vector<float> table_;
   CodeTable decoder_;

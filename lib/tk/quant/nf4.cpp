@@ -215,7 +215,7 @@ class Nf4Scheme final : public Scheme {
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
 #ifdef TK_HAVE_CUDA
     if (device >= 0) {
-      gpu::decode_table4(device, codes.data(), l.rows, l.padded_cols, l.cols, levels_.level, l.group, scale.data(),
+      gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, levels_.level, l.group, scale.data(),
                          out);
       return;
     }

@@ -7,6 +7,8 @@
 // the E4M3 code among that one and its two neighbours with the least (weighted) squared
 // error. Elements are x / (e4m3 * t) rounded to nearest even, saturating at +-6.
 //
+// The block search is minifloat_math.h's, which the GPU path (cuda/minifloat.cu) runs too.
+//
 // Parts: "codes" F4 [rows, padded_cols] (two per byte, low nibble first), "scales"
 // F8_E4M3 [rows, padded_cols / 16], "tensor_scale" F32 [1].
 #include <cmath>
@@ -15,16 +17,21 @@
 #include "tk/core/error.h"
 #include "tk/core/float_format.h"
 #include "tk/core/isa.h"
+#include "tk/device/device.h"
 #include "tk/quant/decode_tables.h"
+#include "tk/quant/minifloat_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
 
 using namespace detail;
 
-constexpr int64_t kBlock = 16;
+using nvfp4::kBlock;
 
 class Nvfp4Scheme final : public Scheme {
  public:
@@ -70,21 +77,24 @@ class Nvfp4Scheme final : public Scheme {
       if (std::frexp(t, &e) != 0.5f) t = std::ldexp(1.0f, e);  // the next power of two up
     }
     tensor_scale.mutable_data_as<float>()[0] = t;
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      const float* xr = in.data + r * l.padded_cols;
-      uint8_t* sr = scales.mutable_data() + r * l.groups_per_row;
-#if TK_X86
-      if (!o.reference && use_avx2()) {
-        encode_row_avx2(xr, in.weights.data(), l, t, o, sr, row.data());
-      } else {
-        encode_row(xr, in.weights.data(), l, t, o, sr, row.data());
-      }
-#else
-      encode_row(xr, in.weights.data(), l, t, o, sr, row.data());
+#ifdef TK_HAVE_CUDA
+    if (o.device >= 0) {
+      gpu::Groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, kBlock)
+          .encode_nvfp4(fp4_, fp8_, t, o.fast, codes.mutable_data(), scales.mutable_data());
+    } else
 #endif
-      pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
-    });
+      parallel_for(l.rows, [&](int64_t r) {
+        std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+        const float* xr = in.data + r * l.padded_cols;
+        uint8_t* sr = scales.mutable_data() + r * l.groups_per_row;
+#if TK_X86
+        if (!o.reference && use_avx2()) {
+          encode_row_avx2(xr, in.weights.data(), l, t, o, sr, row.data());
+        } else
+#endif
+          encode_row(xr, in.weights.data(), l, t, o, sr, row.data());
+        pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
+      });
     q.parts["codes"] = codes;
     q.parts["scales"] = scales;
     q.parts["tensor_scale"] = tensor_scale;
@@ -93,10 +103,14 @@ class Nvfp4Scheme final : public Scheme {
 
   void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
 
  private:
   // The scale codes and element codes of one row's blocks. Compiled as they stand and,
-  // inlined with the functions below, into the _avx2 twin, where the block loops
+  // inlined with nvfp4::encode_block, into the _avx2 twin, where the block loops
   // vectorise for AVX2 (the same values: no step is reordered or fused).
   [[gnu::always_inline]] inline void encode_row(const float* x, const float* w, const Layout& l, float t,
                                                 const QuantOptions& o, uint8_t* scale_codes, uint8_t* codes) const {
@@ -111,56 +125,29 @@ class Nvfp4Scheme final : public Scheme {
   }
 #endif
 
-  [[gnu::always_inline]] inline void encode_elements(const float* x, float scale, bool reference,
-                                                     uint8_t* codes) const {
-    float v[kBlock];
-    const float inv = scale == 0 ? 0.0f : 1.0f / scale;
-    for (int64_t i = 0; i < kBlock; ++i) v[i] = x[i] * inv;
-    encode_minifloat(DType::kF4, v, kBlock, codes, reference);
-  }
-
-  [[gnu::always_inline]] inline double block_error(const float* x, const float* w, float scale,
-                                                   const uint8_t* codes) const {
-    double err = 0;
-    for (int64_t i = 0; i < kBlock; ++i) {
-      const double d = static_cast<double>(x[i]) - static_cast<double>(fp4_[codes[i]] * scale);
-      err += static_cast<double>(w[i]) * d * d;
-    }
-    return err;
-  }
-
-  // Encode one block; returns its E4M3 scale code.
+  // Encode one block (nvfp4::encode_block); returns its E4M3 scale code.
   [[gnu::always_inline]] inline uint8_t encode_block(const float* x, const float* w, float t, const QuantOptions& o,
                                                      uint8_t* codes) const {
-    float amax = 0;
-    for (int64_t i = 0; i < kBlock; ++i) amax = max_magnitude(amax, x[i]);
-    const auto& e4m3 = tk::detail::float_format(DType::kF8E4M3);
-    const auto code = static_cast<uint8_t>(tk::detail::float_format_encode(e4m3, amax / 6.0f / t, true));
-    encode_elements(x, fp8_[code] * t, o.reference, codes);
-    if (o.fast || amax == 0) return code;
-    uint8_t best = code;
-    double best_err = block_error(x, w, fp8_[code] * t, codes);
-    uint8_t trial[kBlock];
-    for (int delta : {-1, 1}) {
-      const int c = code + delta;
-      if (c < 0 || c > 0x7e) continue;  // positive codes only, 0x7f is NaN
-      encode_elements(x, fp8_[c] * t, o.reference, trial);
-      const double err = block_error(x, w, fp8_[c] * t, trial);
-      if (err < best_err) {
-        best_err = err;
-        best = static_cast<uint8_t>(c);
-        std::memcpy(codes, trial, kBlock);
-      }
-    }
-    return best;
+    return nvfp4::encode_block(tk::detail::float_format(DType::kF8E4M3), fp4_, fp8_, x, w, t, o.fast, codes,
+                               [&](const float* v, int64_t n, uint8_t* c) {
+                                 encode_minifloat(DType::kF4, v, n, c, o.reference);
+                               });
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", DType::kF4, static_cast<uint64_t>(l.rows * l.padded_cols));
     const Tensor& scales = part(q, "scales", DType::kF8E4M3, static_cast<uint64_t>(l.rows * l.groups_per_row));
     const float t = part(q, "tensor_scale", DType::kF32, 1).data_as<float>()[0];
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      std::vector<float> scale(static_cast<size_t>(l.rows * l.groups_per_row));
+      for (size_t b = 0; b < scale.size(); ++b) scale[b] = fp8_[scales.data()[b]] * t;
+      gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, fp4_, kBlock, scale.data(), out);
+      return;
+    }
+#endif
     parallel_for(l.rows, [&](int64_t r) {
       std::vector<float> scale(static_cast<size_t>(l.groups_per_row));
       // The block scales e4m3 * t are themselves a table decode (a sixth of the work

@@ -96,7 +96,9 @@ TEST(DecodeTables, EveryCodeAndScaleMatchesReference) {
   for (const Format& f : formats) {
     const std::vector<float> table = format_table(f.dtype);
     const CodeTable t(f.bits, table.data(), f.dtype);
-    if (tk::isa_supported(tk::Isa::kAvx2)) EXPECT_EQ(t.plan(), f.plan) << dtype_name(f.dtype);
+    if (tk::isa_supported(tk::Isa::kAvx2)) {
+      EXPECT_EQ(t.plan(), f.plan) << dtype_name(f.dtype);
+    }
     for (int64_t group : {8, 16, 24, 32, 256}) expect_all_codes_match(t, f.bits, group);
   }
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tk/quant/minifloat_math.h"
 #include "tk/quant/quant_internal.h"
 
 namespace {
@@ -102,6 +103,26 @@ TEST(QuantKernels, Unpack8EqualsUnpackBits) {
     for (size_t i = 0; i < 64; i += 8) unpack8(packed.data() + i / 8 * bits, bits, got.data() + i);
     EXPECT_EQ(got, want) << bits << " bits";
   }
+}
+
+// pow2f and ilogb_finite stand in for std::ldexp and std::ilogb in the float-format
+// searches, which the GPU runs too: the same values, subnormals and overflow included.
+TEST(QuantKernels, Pow2AndIlogbEqualTheLibrary) {
+  for (int k = -170; k <= 140; ++k) {
+    const float want = std::ldexp(1.0f, k), got = pow2f(k);
+    EXPECT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << "2^" << k;
+  }
+  std::mt19937 rng(21);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = static_cast<uint32_t>(rng()) & 0x7fffffffu;
+    if (i % 4 == 0) bits &= 0x007fffffu;  // subnormals
+    if (bits == 0 || (bits & 0x7f800000u) == 0x7f800000u) continue;
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    EXPECT_EQ(ilogb_finite(v), std::ilogb(v)) << v;
+    if (ilogb_finite(v) != std::ilogb(v)) break;
+  }
+  EXPECT_TRUE(finite(1.0f) && finite(-0.0f) && !finite(INFINITY) && !finite(-INFINITY) && !finite(NAN));
 }
 
 TEST(QuantKernels, UnpackBitsEqualsReference) {

@@ -1,8 +1,7 @@
 #include "tk/quant/cuda/groups.h"
 
+#include "tk/quant/cuda/groups_state.h"
 #include "tk/quant/nf4_math.h"
-
-#include "tk/device/cuda/runtime.h"
 
 namespace tk::quant::gpu {
 namespace {
@@ -88,17 +87,19 @@ __global__ void nf4_encode_kernel(const float* x, int64_t rows, int64_t padded_c
   detail::pack8(codes, 4, packed + r * (padded_cols / 2) + c / 2);
 }
 
-// One thread per 8 codes: y = table[code] * scale.
-__global__ void decode_table4_kernel(const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
-                                     const float* table, int64_t group, const float* scales, float* out) {
-  const int64_t per_row = padded_cols / 8;
+// One thread per value: its code (`bits` wide, LSB first in its row's stream), y =
+// table[code] * scale.
+__global__ void decode_table_kernel(const uint8_t* packed, int bits, int64_t rows, int64_t padded_cols, int64_t cols,
+                                    const float* table, int64_t group, const float* scales, float* out) {
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * per_row) return;
-  const int64_t r = t / per_row, c = (t % per_row) * 8;
-  const float s = scales[r * (padded_cols / group) + c / group];
-  uint8_t codes[8];
-  detail::unpack8(packed + r * (padded_cols / 2) + c / 2, 4, codes);
-  for (int i = 0; i < 8 && c + i < cols; ++i) out[r * cols + c + i] = table[codes[i]] * s;
+  if (t >= rows * cols) return;
+  const int64_t r = t / cols, c = t % cols;
+  const uint8_t* row = packed + r * (padded_cols * bits / 8);
+  const int64_t bit = c * bits;
+  unsigned v = row[bit / 8];
+  if (bit % 8 + bits > 8) v |= static_cast<unsigned>(row[bit / 8 + 1]) << 8;
+  const unsigned code = (v >> (bit % 8)) & ((1u << bits) - 1);
+  out[t] = table[code] * scales[r * (padded_cols / group) + c / group];
 }
 
 // One thread per 8 codes: unpacked, scaled, and the columns inside the row written.
@@ -115,35 +116,6 @@ __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padde
   for (int i = 0; i < 8 && c + i < cols; ++i) {
     out[r * cols + c + i] = static_cast<float>(static_cast<int>(codes[i]) - offset) * dg + mg;
   }
-}
-
-}  // namespace
-
-struct Groups::State {
-  device::cuda::DeviceScope scope;
-  Stream stream;
-  DeviceArray<float> x, w;
-  int64_t rows, padded_cols, group;
-  State(int device, const float* host_x, const float* host_w, int64_t r, int64_t pc, int64_t g)
-      : scope(device), x(to_device(host_x, static_cast<size_t>(r * pc), stream)),
-        w(to_device(host_w, static_cast<size_t>(pc), stream)), rows(r), padded_cols(pc), group(g) {}
-  int64_t groups() const { return rows * (padded_cols / group); }
-  // Threads of one per eight values, and the bytes of their codes packed `bits` wide.
-  int64_t octets() const { return rows * (padded_cols / 8); }
-  size_t packed_bytes(int bits) const { return static_cast<size_t>(rows * (padded_cols * bits / 8)); }
-};
-
-namespace {
-
-// The device array that `launch` fills, checked and copied into `host`.
-template <typename T, typename Launch>
-void fill_on_device(const Stream& stream, const char* kernel, T* host, size_t n, Launch&& launch) {
-  if (n == 0) return;
-  DeviceArray<T> out(n);
-  launch(out.data());
-  check_launch(kernel);
-  out.download(host, stream);
-  stream.synchronize();
 }
 
 }  // namespace
@@ -194,16 +166,17 @@ void Groups::encode_nf4(const float* scales, uint8_t* packed) {
   });
 }
 
-void decode_table4(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
-                   const float* table, int64_t group, const float* scales, float* out) {
+void decode_table(int device, const uint8_t* packed, int bits, int64_t rows, int64_t padded_cols, int64_t cols,
+                  const float* table, int64_t group, const float* scales, float* out) {
   device::cuda::DeviceScope scope(device);
   const Stream stream;
-  const DeviceArray<uint8_t> d_packed = to_device(packed, static_cast<size_t>(rows * (padded_cols / 2)), stream);
-  const DeviceArray<float> d_table = to_device(table, 16, stream);
+  const DeviceArray<uint8_t> d_packed =
+      to_device(packed, static_cast<size_t>(rows * (padded_cols * bits / 8)), stream);
+  const DeviceArray<float> d_table = to_device(table, size_t{1} << bits, stream);
   const DeviceArray<float> d_scales = to_device(scales, static_cast<size_t>(rows * (padded_cols / group)), stream);
   fill_on_device(stream, "decode", out, static_cast<size_t>(rows * cols), [&](float* y) {
-    decode_table4_kernel<<<blocks_for(rows * (padded_cols / 8)), kBlock, 0, stream.get()>>>(
-        d_packed.data(), rows, padded_cols, cols, d_table.data(), group, d_scales.data(), y);
+    decode_table_kernel<<<blocks_for(rows * cols), kBlock, 0, stream.get()>>>(
+        d_packed.data(), bits, rows, padded_cols, cols, d_table.data(), group, d_scales.data(), y);
   });
 }
 

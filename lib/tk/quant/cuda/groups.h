@@ -1,7 +1,8 @@
 // Group-wise schemes on a CUDA device: the integer schemes' error-minimising scale search
-// and nf4's block scales, the codes from the stored scales, and decoding, each the same
-// bits as the CPU's reference (group_search.h and nf4_math.h run on both). Only CUDA
-// builds compile this.
+// and nf4's block scales, the codes from the stored scales (groups.cu); MX's, nvfp4's and
+// fp8's scales and codes (minifloat.cu); and decoding. Each gives the same bits as the
+// CPU's reference (group_search.h, nf4_math.h and minifloat_math.h run on both). Only
+// CUDA builds compile this.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +10,11 @@
 #include <vector>
 
 #include "tk/quant/group_search.h"
+#include "tk/quant/minifloat_math.h"
 
 namespace tk::quant::gpu {
+
+using tk::detail::FloatFormat;
 
 // A zero-padded rows x padded_cols f32 input copied to device `device`, each row cut into
 // groups of `group` values (a multiple of 8), with one error weight per column.
@@ -34,6 +38,24 @@ class Groups {
   std::vector<float> nf4_scales(bool fast);
   void encode_nf4(const float* scales, uint8_t* packed);
 
+  // MX (groups of 32): every block's codes, packed `bits` wide, and its E8M0 scale code
+  // (mx::encode_block; `table` holds the 256 codes' values).
+  void encode_mx(const detail::mx::Element& element, const float* table, bool ceil, bool search, int bits,
+                 uint8_t* packed, uint8_t* scales);
+
+  // nvfp4 (groups of 16) under tensor scale t: codes two per byte and the E4M3 block
+  // scale codes (nvfp4::encode_block; fp4 and fp8 hold the 256 codes' values).
+  void encode_nvfp4(const float* fp4, const float* fp8, float t, bool fast, uint8_t* packed, uint8_t* scales);
+
+  // fp8 (groups of 1, rows of padded_cols values) in `format`, whose 256 codes' values are
+  // `table`. The error of every row under each of `count` scales (row-major by scale, as
+  // fp8::row_error); each row's own scale (amax / max_elem times the best factor, 1 for an
+  // all-zero row); and the codes of every row under its scale.
+  std::vector<double> fp8_row_errors(const FloatFormat& format, const float* table, const float* scales, int count);
+  std::vector<float> fp8_row_scales(const FloatFormat& format, const float* table, float max_elem,
+                                    const float* factors, bool fast);
+  void encode_fp8(const FloatFormat& format, const float* row_scales, uint8_t* codes);
+
  private:
   struct State;
   std::unique_ptr<State> state_;
@@ -44,9 +66,10 @@ class Groups {
 void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
                    int offset, int64_t group, const float* d, const float* m, float* out);
 
-// Decode packed 4-bit codes through a table of 16 levels: y = table[code] * scales[g]
-// (decode_packed_table's values), into out (rows x cols).
-void decode_table4(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols,
-                   const float* table, int64_t group, const float* scales, float* out);
+// Decode rows of padded_cols codes, packed `bits` wide (4, 6 or 8; LSB first), through a
+// table of 2^bits values: y = table[code] * scales[g] (CodeTable's and
+// decode_packed_table's values), into out (rows x cols).
+void decode_table(int device, const uint8_t* packed, int bits, int64_t rows, int64_t padded_cols, int64_t cols,
+                  const float* table, int64_t group, const float* scales, float* out);
 
 }  // namespace tk::quant::gpu

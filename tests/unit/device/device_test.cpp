@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "test_util.h"
@@ -59,6 +60,24 @@ TEST(Place, CudaIsThatDeviceOrUnavailable) {
   EXPECT_TRUE(p.cuda);
   EXPECT_EQ(p.index, count - 1);
   EXPECT_EQ(kind_of([] { place(req(Request::Kind::kCuda), 1, 1, false, "k-means"); }), ErrorKind::kUnavailable);
+}
+
+// auto's fallback, with a GPU that fails as a full or taken one does: the CPU does the
+// work and the reason is kept; cuda[:N] keeps the failure; other errors pass through.
+TEST(OrOnCpu, AutoFallsBackOnlyWhenTheGpuIsUnavailable) {
+  const auto full = []() -> int { throw unavailable("out of GPU memory (cudaMalloc)"); };
+  const auto cpu = [] { return 7; };
+  std::string why;
+  EXPECT_EQ(or_on_cpu(req(Request::Kind::kAuto), full, cpu, &why), 7);
+  EXPECT_EQ(why, "out of GPU memory (cudaMalloc)");
+
+  why.clear();
+  EXPECT_EQ(or_on_cpu(req(Request::Kind::kAuto), [] { return 3; }, cpu, &why), 3);
+  EXPECT_TRUE(why.empty());
+
+  EXPECT_EQ(kind_of([&] { or_on_cpu(req(Request::Kind::kCuda), full, cpu, &why); }), ErrorKind::kUnavailable);
+  const auto broken = []() -> int { throw invalid_input("corrupt part"); };
+  EXPECT_EQ(kind_of([&] { or_on_cpu(req(Request::Kind::kAuto), broken, cpu, &why); }), ErrorKind::kInvalidInput);
 }
 
 TEST(Pointer, HostMemoryIsNotDeviceMemory) {

@@ -24,6 +24,7 @@ CASES = [  # (scheme, extra flags)
     ("int4", []),
     ("int8", []),
     ("int4", ["--fast"]),
+    ("q4k", []),
     ("nf4", []),  # bitsandbytes' quantize_4bit is the peer
     ("fp8_e4m3", []),  # torchao's float8 is the peer, where it installs
     ("mxfp4", ["--scale-rule", "search"]),

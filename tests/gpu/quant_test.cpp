@@ -1,7 +1,7 @@
 // tquant's GPU path against the CPU: the same bytes from quantize, the same values from
 // dequantize, for every integer width, granularity, offset form and scale dtype, for
-// nf4's block sizes, scale storage and double quantization, and for fp8's
-// granularities, the six MX types under each scale rule and nvfp4.
+// nf4's block sizes, scale storage and double quantization, for fp8's granularities,
+// the six MX types under each scale rule and nvfp4, and for the K-quants.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -214,9 +214,28 @@ TEST(GpuQuant, Nvfp4GivesTheCpusBytesAndValues) {
   }
 }
 
+TEST(GpuQuant, KQuantsGiveTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 24, cols = 600;  // padded to 768
+  std::vector<float> x = sample(rows, cols, 19);
+  for (int64_t c = 256; c < 512; ++c) {  // an all-positive super-block: a zero dmin
+    x[static_cast<size_t>(3 * cols + c)] = std::fabs(x[static_cast<size_t>(3 * cols + c)]);
+  }
+  const std::vector<float> importance = column_weights(cols);
+  for (const char* name : {"q2k", "q3k", "q4k", "q5k", "q6k", "q8k"}) {
+    const auto scheme = make_scheme(name);
+    for (int variant = 0; variant < 3; ++variant) {
+      QuantOptions o;
+      o.fast = variant == 1;
+      o.importance = variant == 2 ? importance.data() : nullptr;
+      expect_gpu_matches(*scheme, x, Shape{rows, cols}, o, std::string(name) + " variant " + std::to_string(variant));
+    }
+  }
+}
+
 TEST(GpuQuant, EmptyAndOneValueTensors) {
   TK_REQUIRE_GPU();
-  for (const char* spec : {"int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+  for (const char* spec : {"int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4", "q4k"}) {
     const auto scheme = make_scheme(spec);
     QuantOptions o;
     for (const Shape& shape : {Shape{0, 32}, Shape{1}, Shape{3, 5}}) {

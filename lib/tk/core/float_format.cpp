@@ -11,7 +11,7 @@ namespace tk::detail {
 namespace {
 
 //                                bits man bias signed zero  max     nan     inf   ieee  nan_mag fnuz
-constexpr FloatFormat kF16     = {16, 10, 15,  true, true, 0x7bff, 0x7e00, 0x7c00, true, 0, false};
+constexpr FloatFormat kF16     = f16_format();
 constexpr FloatFormat kBF16    = {16, 7,  127, true, true, 0x7f7f, 0x7fc0, 0x7f80, true, 0, false};
 constexpr FloatFormat kE4M3    = {8,  3,  7,   true, true, 0x7e,   0x7f,   0x7f,  false, 0x7f, false};
 constexpr FloatFormat kE5M2    = {8,  2,  15,  true, true, 0x7b,   0x7e,   0x7c,  true,  0, false};

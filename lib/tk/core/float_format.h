@@ -38,6 +38,10 @@ struct FloatFormat {
   bool fnuz;
 };
 
+// F16's format, for code that runs on a GPU as well (float_format(DType::kF16) is the
+// same): a function, since device code cannot take the address of a host constant.
+TK_HD constexpr FloatFormat f16_format() { return {16, 10, 15, true, true, 0x7bff, 0x7e00, 0x7c00, true, 0, false}; }
+
 // Apply the sign bit `sign` (0 or the top bit) to an unsigned-magnitude result `code`,
 // except where an FNUZ format has no signed variant (zero and the NaN).
 TK_HD constexpr uint32_t float_format_apply_sign(const FloatFormat& f, uint32_t code, uint32_t sign) {

@@ -17,7 +17,9 @@
 // search of search.cpp (eight sub-blocks side by side, one per vector lane); the super-block scale is then tried at a few factors around
 // max|scale| / 2^(s-1) (or max / (2^s - 1)), and for each the integer sub-scales next to
 // the rounded ones are tried with the sub-block's codes recomputed; the combination
-// with the least (weighted) squared error after all rounding is kept.
+// with the least (weighted) squared error after all rounding is kept. The reference
+// (kquant_math.h, also the GPU's) takes one sub-block at a time; the optimised path
+// below takes eight side by side and gives the same bytes.
 //
 // Parts: "codes" U8 [rows, padded_cols * b / 8], "sub_scales" U8 [rows, sub-blocks * s /
 // 8] (and "sub_mins"), both LSB-first bit streams (symmetric q stored as q + 2^(s-1)),
@@ -34,26 +36,27 @@
 
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
+#include "tk/device/device.h"
+#include "tk/quant/kquant_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
 
 using namespace detail;
 
-constexpr int64_t kSuper = 256;
-constexpr int kMaxSubs = 16;
+using kquant::kMaxFactors;
+using kquant::kMaxSubs;
+using kquant::kSuper;
+using SuperChoice = kquant::Choice;
 
 struct KFormat {
   const char* name;
-  int bits;
-  int sub;
-  int scale_bits;
-  bool asymmetric;
-  int factor_steps;  // super-block scale factors tried: 1 + 0.02 j, |j| <= factor_steps
-  int reach;         // sub-block integers tried: the rounded one +- reach
-  int search_tries;  // sub-block scale candidates (search_symmetric's tries, search_asymmetric's steps)
+  kquant::Format f;
 };
 
 // q3k tries more super-block scales: its 3-bit codes in sub-blocks of 16 gain most.
@@ -64,14 +67,10 @@ struct KFormat {
 // lane (the lanes kernels of quant_internal.h), so each candidate costs the same whole
 // vectors whatever the count.
 constexpr KFormat kFormats[] = {
-    {"q2k", 2, 16, 4, true, 3, 1, 20},  {"q3k", 3, 16, 6, false, 10, 1, 9}, {"q4k", 4, 32, 6, true, 0, 1, 15},
-    {"q5k", 5, 32, 6, true, 3, 1, 20},  {"q6k", 6, 16, 8, false, 0, 1, 1},  {"q8k", 8, 16, 6, false, 3, 1, 9},
+    {"q2k", {2, 16, 4, true, 3, 1, 20}},  {"q3k", {3, 16, 6, false, 10, 1, 9}}, {"q4k", {4, 32, 6, true, 0, 1, 15}},
+    {"q5k", {5, 32, 6, true, 3, 1, 20}},  {"q6k", {6, 16, 8, false, 0, 1, 1}},  {"q8k", {8, 16, 6, false, 3, 1, 9}},
 };
-constexpr int kMaxFactors = 21;
 
-float round_f16(float v) { return f16_to_f32(scale_to_f16(v)); }
-
-// One super-block's choice: sub-block scales as stored integers and the f16 scales.
 #if TK_X86
 TK_BEGIN_AVX2
 inline __m256i load_ints(const int* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
@@ -82,21 +81,14 @@ inline void keep_lanes(double* p, __m256d v, __m256d take) {
 TK_END_TARGET
 #endif
 
-struct SuperChoice {
-  float d = 0, dmin = 0;
-  std::array<int, kMaxSubs> q{}, qm{};
-  std::array<TrialSums, kMaxSubs> sums{};  // of each sub-block's codes
-  double err = 0;
-};
-
 class KScheme final : public Scheme {
  public:
   bool takes_group_size() const override { return false; }
-  explicit KScheme(const KFormat& f) : f_(f), subs_(static_cast<int>(kSuper / f.sub)) {}
+  explicit KScheme(const KFormat& f) : name_(f.name), f_(f.f), subs_(f.f.subs()) {}
 
-  std::string name() const override { return f_.name; }
+  std::string name() const override { return name_; }
   std::string description() const override {
-    return std::string(f_.name) + ": " + std::to_string(f_.bits) + "-bit codes in 256-value super-blocks with " +
+    return name_ + ": " + std::to_string(f_.bits) + "-bit codes in 256-value super-blocks with " +
            std::to_string(f_.scale_bits) + "-bit sub-block scales" + (f_.asymmetric ? " and mins" : "");
   }
 
@@ -125,34 +117,50 @@ class KScheme final : public Scheme {
       const float* ws = in.weights.data() + s * kSuper;
       unit[s] = std::all_of(ws, ws + kSuper, [](float v) { return v == 1.0f; });
     }
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
-      Candidates scratch(candidate_count(o));
-      std::vector<uint8_t> row_q(static_cast<size_t>(row_subs)), row_qm(static_cast<size_t>(row_subs));
-      for (int64_t s = 0; s < n_super; ++s) {
-        const int64_t c0 = s * kSuper;
-        const float* xs = in.data + r * l.padded_cols + c0;
-        const float* ws = in.weights.data() + c0;
-#if TK_X86
-        const SuperChoice c = !o.reference && use_avx2() ? choose_avx2(xs, ws, unit[s] != 0, o, scratch)
-                                                         : choose(xs, ws, unit[s] != 0, o, scratch);
-#else
-        const SuperChoice c = choose(xs, ws, unit[s] != 0, o, scratch);
+    std::vector<float> ds(static_cast<size_t>(l.rows * n_super)), dmins(ds.size());
+    std::vector<uint8_t> qs(static_cast<size_t>(l.rows * row_subs)), qms(qs.size());
+#ifdef TK_HAVE_CUDA
+    if (o.device >= 0) {
+      gpu::Groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, kSuper)
+          .encode_kquant(f_, o.fast, codes.mutable_data(), ds.data(), dmins.data(), qs.data(), qms.data());
+    } else
 #endif
-        encode_super(xs, c, o.reference, row_codes.data() + c0);
-        for (int i = 0; i < subs_; ++i) {
-          row_q[s * subs_ + i] = static_cast<uint8_t>(c.q[i] + (f_.asymmetric ? 0 : qlo_abs()));
-          row_qm[s * subs_ + i] = static_cast<uint8_t>(c.qm[i]);
+      parallel_for(l.rows, [&](int64_t r) {
+        std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
+        Candidates scratch(candidate_count(o));
+        for (int64_t s = 0; s < n_super; ++s) {
+          const int64_t c0 = s * kSuper;
+          const float* xs = in.data + r * l.padded_cols + c0;
+          const float* ws = in.weights.data() + c0;
+          const SuperChoice c = choose_super(xs, ws, unit[s] != 0, o, scratch);
+          if (o.reference) {
+            kquant::encode(f_, xs, c, row_codes.data() + c0);
+          } else {
+            encode_super(xs, c, row_codes.data() + c0);
+          }
+          const int64_t g = r * n_super + s;
+          for (int i = 0; i < subs_; ++i) {
+            qs[g * subs_ + i] = static_cast<uint8_t>(c.q[i] + (f_.asymmetric ? 0 : f_.qlo_abs()));
+            qms[g * subs_ + i] = static_cast<uint8_t>(c.qm[i]);
+          }
+          ds[g] = c.d;
+          dmins[g] = c.dmin;
         }
-        d.mutable_data_as<uint16_t>()[r * n_super + s] = scale_to_f16(c.d);
-        if (f_.asymmetric) dmin.mutable_data_as<uint16_t>()[r * n_super + s] = scale_to_f16(c.dmin);
+        pack_bits(row_codes.data(), l.padded_cols, f_.bits, codes.mutable_data() + r * l.padded_cols * f_.bits / 8,
+                  o.reference);
+      });
+    // The scales as stored: f16 (exact, already rounded to it) and the integers packed.
+    for (size_t g = 0; g < ds.size(); ++g) {
+      d.mutable_data_as<uint16_t>()[g] = scale_to_f16(ds[g]);
+      if (f_.asymmetric) dmin.mutable_data_as<uint16_t>()[g] = scale_to_f16(dmins[g]);
+    }
+    const int64_t sb = row_subs * f_.scale_bits / 8;
+    for (int64_t r = 0; r < l.rows; ++r) {
+      pack_bits(qs.data() + r * row_subs, row_subs, f_.scale_bits, sub_scales.mutable_data() + r * sb, o.reference);
+      if (f_.asymmetric) {
+        pack_bits(qms.data() + r * row_subs, row_subs, f_.scale_bits, sub_mins.mutable_data() + r * sb, o.reference);
       }
-      pack_bits(row_codes.data(), l.padded_cols, f_.bits, codes.mutable_data() + r * l.padded_cols * f_.bits / 8,
-                o.reference);
-      const int64_t sb = row_subs * f_.scale_bits / 8;
-      pack_bits(row_q.data(), row_subs, f_.scale_bits, sub_scales.mutable_data() + r * sb, o.reference);
-      if (f_.asymmetric) pack_bits(row_qm.data(), row_subs, f_.scale_bits, sub_mins.mutable_data() + r * sb, o.reference);
-    });
+    }
     q.parts["codes"] = codes;
     q.parts["sub_scales"] = sub_scales;
     q.parts["d"] = d;
@@ -165,12 +173,12 @@ class KScheme final : public Scheme {
 
   void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
 
  private:
-  int nmax() const { return 1 << (f_.bits - 1); }
-  int top() const { return (1 << f_.bits) - 1; }
-  int qlo_abs() const { return 1 << (f_.scale_bits - 1); }
-  int qtop() const { return (1 << f_.scale_bits) - 1; }
 
   uint64_t stored_bytes(const Layout& l) const {
     const int64_t scale_bytes = l.groups_per_row * subs_ * f_.scale_bits / 8 + 2 * l.groups_per_row;
@@ -178,31 +186,24 @@ class KScheme final : public Scheme {
     return static_cast<uint64_t>(l.rows * per_row);
   }
 
-  // The candidate super-block scales (as stored: f16) for the largest sub-block scale.
-  int super_scales(float largest, const QuantOptions& o, float* out) const {
-    const int count = o.fast ? 1 : 2 * f_.factor_steps + 1;
-    const float limit = static_cast<float>(f_.asymmetric ? qtop() : -qlo_abs());
-    for (int k = 0; k < count; ++k) {
-      const int j = (k + 1) / 2 * (k % 2 == 1 ? -1 : 1);  // 0, -1, 1, -2, 2, ...
-      out[k] = round_f16(largest / limit * (1.0f + 0.02f * static_cast<float>(j)));
-    }
-    return count;
-  }
-
-  // Sub-block scale integers tried around the rounded one: [*first, *last].
-  void neighbours(float value, float d, int lo, int hi, bool fast, int* first, int* last) const {
-    const int r = d == 0 ? 0 : std::clamp(static_cast<int>(std::nearbyint(value / d)), lo, hi);
-    const int reach = fast ? 0 : f_.reach;
-    *first = std::max(lo, r - reach);
-    *last = std::min(hi, r + reach);
-  }
-
   // One SuperChoice per candidate super scale, made once per row and only as many as
   // are tried: they are large, and zeroing all of them for every super-block (or all 21
   // for every row, where one is tried) cost more than the search of some types.
   using Candidates = std::vector<SuperChoice>;
-  size_t candidate_count(const QuantOptions& o) const {
-    return static_cast<size_t>(o.fast ? 1 : 2 * f_.factor_steps + 1);
+  size_t candidate_count(const QuantOptions& o) const { return static_cast<size_t>(f_.candidates(o.fast)); }
+
+  // The super-block's choice: the reference's (kquant_math.h), or the same found eight
+  // sub-blocks at a time (choose, below).
+  SuperChoice choose_super(const float* x, const float* w, bool unit, const QuantOptions& o, Candidates& c) const {
+    if (o.reference) {
+      GroupStats st[kMaxSubs];
+      SuperChoice room;
+      return kquant::choose(f_, x, w, o.fast, st, room);
+    }
+#if TK_X86
+    if (use_avx2()) return choose_avx2(x, w, unit, o, c);
+#endif
+    return choose(x, w, unit, o, c);
   }
 
   // A super-block's values (and weights) as kSuper / (8 * sub) sets of eight sub-blocks
@@ -224,14 +225,13 @@ class KScheme final : public Scheme {
   const float* lane_w(const LaneBlock& b, int i0) const { return b.wt ? b.wt + i0 * f_.sub : nullptr; }
 
   // The sums of sub-blocks i0 .. i0 + 7, each for its own scale and offset.
-  void trial_lanes(const LaneBlock& b, int i0, const float* iscales, const float* mins, LaneSums& out,
-                   bool reference) const {
+  void trial_lanes(const LaneBlock& b, int i0, const float* iscales, const float* mins, LaneSums& out) const {
     if (f_.asymmetric) {
-      trial_asymmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, mins, static_cast<float>(top()), out,
-                             reference);
+      trial_asymmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, mins, static_cast<float>(f_.top()), out,
+                             false);
     } else {
-      trial_symmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, static_cast<float>(-nmax()),
-                            static_cast<float>(nmax() - 1), out, reference);
+      trial_symmetric_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, iscales, static_cast<float>(-f_.nmax()),
+                            static_cast<float>(f_.nmax() - 1), out, false);
     }
   }
 
@@ -250,7 +250,7 @@ class KScheme final : public Scheme {
   // Try one integer pair per sub-block and keep it where its error is less (the first
   // of equal errors). sw, swx, swx2: the sub-blocks' stats.
   void integer_trial(const LaneBlock& b, int i0, const IntegerTrial& tr, const double* sw, const double* swx,
-                     const double* swx2, bool reference, LaneBest& best) const {
+                     const double* swx2, LaneBest& best) const {
     alignas(32) float iscales[kLanes], mins[kLanes], scales[kLanes];
     bool valid[kLanes], any = false;
     for (int g = 0; g < kLanes; ++g) {
@@ -262,7 +262,7 @@ class KScheme final : public Scheme {
     }
     if (!any) return;
     LaneSums t;
-    trial_lanes(b, i0, iscales, mins, t, reference);
+    trial_lanes(b, i0, iscales, mins, t);
     // A zero scale gives all-zero codes (iscale 0), which the sums then describe.
     for (int g = 0; g < kLanes; ++g) {
       const double scale = scales[g];
@@ -296,7 +296,7 @@ class KScheme final : public Scheme {
     const __m256 min = _mm256_mul_ps(_mm256_set1_ps(tr.dmin), _mm256_cvtepi32_ps(qm));
     _mm256_store_ps(mins, _mm256_xor_ps(min, _mm256_set1_ps(-0.0f)));
     LaneSums t;
-    trial_lanes(b, i0, iscales, mins, t, false);
+    trial_lanes(b, i0, iscales, mins, t);
     const __m256d zero = _mm256_setzero_pd(), two = _mm256_set1_pd(2.0);
     for (int h = 0; h < kLanes; h += 4) {
       const __m256d d = _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(scales) : _mm256_extractf128_ps(scales, 1));
@@ -344,37 +344,30 @@ class KScheme final : public Scheme {
     std::array<GroupStats, kMaxSubs> st;
     std::array<AffineScale, kMaxSubs> best;
     for (int i0 = 0; i0 < subs_; i0 += kLanes) {
-      group_stats_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, &st[i0], o.reference);
+      group_stats_lanes(lane_x(b, i0), lane_w(b, i0), f_.sub, &st[i0], false);
       if (f_.asymmetric) {
-        search_asymmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, top(), true, o.fast, o.reference,
+        search_asymmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, f_.top(), true, o.fast, false,
                                 f_.search_tries, &best[i0]);
       } else {
         float d[kLanes];
-        search_symmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, nmax(), o.fast, o.reference,
+        search_symmetric_lanes(&st[i0], lane_x(b, i0), lane_w(b, i0), f_.sub, f_.nmax(), o.fast, false,
                                f_.search_tries, d);
         for (int g = 0; g < kLanes; ++g) best[i0 + g].d = d[g];
       }
     }
-    float largest = 0, largest_min = 0;
-    for (int i = 0; i < subs_; ++i) {
-      if (f_.asymmetric) {
-        largest = std::fmax(largest, best[i].d);
-        largest_min = std::fmax(largest_min, -best[i].m);
-      } else if (std::fabs(best[i].d) > std::fabs(largest)) {
-        largest = best[i].d;
-      }
-    }
+    float largest, largest_min;
+    kquant::largest_scales(f_, best.data(), &largest, &largest_min);
     if (largest == 0 && largest_min == 0) return SuperChoice{};
     float ds[kMaxFactors];
-    const int n_super = super_scales(largest, o, ds);
-    const float dmin = f_.asymmetric ? round_f16(largest_min / static_cast<float>(qtop())) : 0.0f;
+    const int n_super = kquant::super_scales(f_, largest, o.fast, ds);
+    const float dmin = f_.asymmetric ? kquant::round_f16(largest_min / static_cast<float>(f_.qtop())) : 0.0f;
     for (int k = 0; k < n_super; ++k) {
       c[k] = SuperChoice{};
       c[k].d = ds[k];
       c[k].dmin = dmin;
     }
-    const int qlo = f_.asymmetric ? 0 : -qlo_abs(), qhi = f_.asymmetric ? qtop() : qlo_abs() - 1;
-    const int width = o.fast ? 1 : 2 * f_.reach + 1;  // integers tried per scale (and per min)
+    const int qlo = f_.qlo(), qhi = f_.qhi();
+    const int width = f_.width(o.fast);  // integers tried per scale (and per min)
     for (int i0 = 0; i0 < subs_; i0 += kLanes) {
       alignas(32) double sw[kLanes], swx[kLanes], swx2[kLanes];
       for (int g = 0; g < kLanes; ++g) {
@@ -385,8 +378,8 @@ class KScheme final : public Scheme {
       for (int k = 0; k < n_super; ++k) {
         int q0[kLanes], q1[kLanes], m0[kLanes] = {}, m1[kLanes] = {};
         for (int g = 0; g < kLanes; ++g) {
-          neighbours(best[i0 + g].d, ds[k], qlo, qhi, o.fast, &q0[g], &q1[g]);
-          if (f_.asymmetric) neighbours(-best[i0 + g].m, dmin, 0, qhi, o.fast, &m0[g], &m1[g]);
+          kquant::neighbours(f_, best[i0 + g].d, ds[k], qlo, qhi, o.fast, &q0[g], &q1[g]);
+          if (f_.asymmetric) kquant::neighbours(f_, -best[i0 + g].m, dmin, 0, qhi, o.fast, &m0[g], &m1[g]);
         }
         // Trial (a, bm): integer q0 + a and min integer m0 + bm of every sub-block at once,
         // in the order q, then qm; a sub-block whose range is shorter sits it out.
@@ -396,12 +389,12 @@ class KScheme final : public Scheme {
           for (int bm = 0; bm < (f_.asymmetric ? width : 1); ++bm) {
             const IntegerTrial trial{ds[k], dmin, q0, q1, m0, m1, a, bm};
 #if TK_X86
-            if (!o.reference && use_avx2()) {
+            if (use_avx2()) {
               integer_trial_avx2(b, i0, trial, sw, swx, swx2, lb);
               continue;
             }
 #endif
-            integer_trial(b, i0, trial, sw, swx, swx2, o.reference, lb);
+            integer_trial(b, i0, trial, sw, swx, swx2, lb);
           }
         }
         for (int g = 0; g < kLanes; ++g) {
@@ -416,7 +409,7 @@ class KScheme final : public Scheme {
     for (int k = 1; k < n_super; ++k) {
       if (c[k].err < c[pick].err) pick = k;
     }
-    return o.fast ? c[pick] : refit(b, st, c[pick], o.reference);
+    return o.fast ? c[pick] : refit(b, st, c[pick]);
   }
 
 #if TK_X86
@@ -428,8 +421,7 @@ class KScheme final : public Scheme {
 
   // Refit d (and dmin) by least squares with every code and integer fixed; keep the
   // rounded refit when, codes recomputed, its error is lower.
-  SuperChoice refit(const LaneBlock& b, const std::array<GroupStats, kMaxSubs>& st, const SuperChoice& c,
-                    bool reference) const {
+  SuperChoice refit(const LaneBlock& b, const std::array<GroupStats, kMaxSubs>& st, const SuperChoice& c) const {
     double a = 0, bq = 0, cc = 0, bx = 0, cx = 0;
     for (int i = 0; i < subs_; ++i) {
       const double q = c.q[i], qm = c.qm[i];
@@ -443,12 +435,12 @@ class KScheme final : public Scheme {
     if (f_.asymmetric) {
       const double det = a * cc - bq * bq;
       if (!(det > 0)) return c;
-      r.d = round_f16(static_cast<float>((bx * cc - bq * cx) / det));
-      r.dmin = round_f16(static_cast<float>((bq * bx - a * cx) / det));
+      r.d = kquant::round_f16(static_cast<float>((bx * cc - bq * cx) / det));
+      r.dmin = kquant::round_f16(static_cast<float>((bq * bx - a * cx) / det));
       if (r.dmin < 0) return c;
     } else {
       if (!(a > 0)) return c;
-      r.d = round_f16(static_cast<float>(bx / a));
+      r.d = kquant::round_f16(static_cast<float>(bx / a));
     }
     r.err = 0;
     for (int i0 = 0; i0 < subs_; i0 += kLanes) {
@@ -459,7 +451,7 @@ class KScheme final : public Scheme {
         mins[g] = -(r.dmin * static_cast<float>(r.qm[i0 + g]));
       }
       LaneSums t;
-      trial_lanes(b, i0, iscales, mins, t, reference);
+      trial_lanes(b, i0, iscales, mins, t);
       for (int g = 0; g < kLanes; ++g) {
         const int i = i0 + g;
         r.sums[i] = t.at(g);
@@ -471,21 +463,21 @@ class KScheme final : public Scheme {
     return r.err < c.err ? r : c;
   }
 
-  void encode_super(const float* x, const SuperChoice& c, bool reference, uint8_t* codes) const {
+  void encode_super(const float* x, const SuperChoice& c, uint8_t* codes) const {
     for (int i = 0; i < subs_; ++i) {
       const float scale = c.d * static_cast<float>(c.q[i]);
       const float inv = scale == 0 ? 0.0f : 1.0f / scale;
       if (f_.asymmetric) {
         codes_asymmetric(x + i * f_.sub, f_.sub, inv, -(c.dmin * static_cast<float>(c.qm[i])),
-                         static_cast<float>(top()), codes + i * f_.sub, reference);
+                         static_cast<float>(f_.top()), codes + i * f_.sub, false);
       } else {
-        codes_symmetric(x + i * f_.sub, f_.sub, inv, static_cast<float>(-nmax()), static_cast<float>(nmax() - 1),
-                        nmax(), codes + i * f_.sub, reference);
+        codes_symmetric(x + i * f_.sub, f_.sub, inv, static_cast<float>(-f_.nmax()), static_cast<float>(f_.nmax() - 1),
+                        f_.nmax(), codes + i * f_.sub, false);
       }
     }
   }
 
-  void decode(const Quantized& q, float* out, bool reference) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
     const Layout l = make_layout(q.shape, kSuper);
     check_shape_param(q, l);
     const int64_t n_super = l.groups_per_row;
@@ -497,8 +489,30 @@ class KScheme final : public Scheme {
     const Tensor& d = part(q, "d", DType::kF16, n_rows * static_cast<uint64_t>(n_super));
     const Tensor* sub_mins = f_.asymmetric ? &part(q, "sub_mins", DType::kU8, n_rows * static_cast<uint64_t>(sb)) : nullptr;
     const Tensor* dmin = f_.asymmetric ? &part(q, "dmin", DType::kF16, n_rows * static_cast<uint64_t>(n_super)) : nullptr;
-    const int offset = f_.asymmetric ? 0 : nmax();
-    const int bias = f_.asymmetric ? 0 : qlo_abs();
+    const int offset = f_.asymmetric ? 0 : f_.nmax();
+    const int bias = f_.asymmetric ? 0 : f_.qlo_abs();
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      // Every sub-block's scale (and min) here, exact; the codes there.
+      const auto subs = static_cast<size_t>(l.rows * row_subs);
+      std::vector<uint8_t> qs(subs), qm(sub_mins ? subs : 0);
+      std::vector<float> scale(subs), min(sub_mins ? subs : 0), all_d(static_cast<size_t>(l.rows * n_super));
+      std::vector<float> all_dmin(dmin ? all_d.size() : 0);
+      for (int64_t r = 0; r < l.rows; ++r) {
+        unpack_bits(sub_scales.data() + r * sb, row_subs, f_.scale_bits, qs.data() + r * row_subs, false);
+        if (sub_mins) unpack_bits(sub_mins->data() + r * sb, row_subs, f_.scale_bits, qm.data() + r * row_subs, false);
+      }
+      load_scales(d, 0, all_d.size(), all_d.data());
+      expand_sub_scales(qs.data(), l.rows * n_super, subs_, bias, all_d.data(), false, scale.data(), false);
+      if (sub_mins) {
+        load_scales(*dmin, 0, all_dmin.size(), all_dmin.data());
+        expand_sub_scales(qm.data(), l.rows * n_super, subs_, 0, all_dmin.data(), true, min.data(), false);
+      }
+      gpu::decode_affine(device, codes.data(), l.rows, l.padded_cols, l.cols, f_.bits, offset, f_.sub, scale.data(),
+                         sub_mins ? min.data() : nullptr, out);
+      return;
+    }
+#endif
     const bool stream = prefer_streaming_stores(static_cast<uint64_t>(l.rows * l.cols) * sizeof(float));
     // Rows are decoded a few at a time so that the scratch below is allocated once per task.
     parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
@@ -527,7 +541,8 @@ class KScheme final : public Scheme {
     });
   }
 
-  KFormat f_;
+  std::string name_;
+  kquant::Format f_;
   int subs_;
 };
 

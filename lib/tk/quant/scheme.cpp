@@ -23,7 +23,9 @@ std::vector<std::string> scheme_names() {
   return names;
 }
 
-std::string gpu_schemes_text() { return "int2..int8 with group or channel scales, nf4, fp8, the MX types and nvfp4"; }
+std::string gpu_schemes_text() {
+  return "int2..int8 with group or channel scales, the k-quants, nf4, fp8, the MX types and nvfp4";
+}
 
 namespace {
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tk/quant/kquant_math.h"
+#include "tk/quant/quant_internal.h"
 #include "tk/quant/scheme.h"
 
 namespace tk::quant {
@@ -140,6 +142,62 @@ TEST(QuantSchemes, SameBytesForAnyThreadCount) {
     expect_same_quantized(one, three, c.label);
   }
   omp_set_num_threads(saved);
+}
+
+// The K-quants' reference (kquant_math.h, one sub-block at a time: what the GPU runs)
+// against the optimised path (eight sub-blocks in lanes) on the cases that decide
+// scales: all-zero, constant, subnormal, all-negative and all-positive sub-blocks, an
+// outlier, a padded row, error weights, and --fast.
+TEST(QuantSchemes, KQuantReferenceEqualsOptimisedOnEdgeCases) {
+  const int64_t rows = 6, cols = 600;
+  auto x = test::normal_floats(static_cast<size_t>(rows * cols), 41);
+  for (int64_t c = 0; c < 32; ++c) {
+    x[static_cast<size_t>(c)] = 0.0f;                      // row 0: zero sub-blocks
+    x[static_cast<size_t>(cols + c)] = 0.25f;              // row 1: constant
+    x[static_cast<size_t>(2 * cols + c)] = 1.0e-41f;       // row 2: subnormal
+    x[static_cast<size_t>(3 * cols + c)] = -std::fabs(x[static_cast<size_t>(3 * cols + c)]);  // all negative
+    x[static_cast<size_t>(4 * cols + c)] = std::fabs(x[static_cast<size_t>(4 * cols + c)]);   // all positive
+  }
+  for (int64_t c = 0; c < 256; ++c) x[static_cast<size_t>(5 * cols + c)] = 0.0f;  // a zero super-block
+  x[static_cast<size_t>(5 * cols + 300)] = 40.0f;                                  // an outlier
+  std::vector<float> importance(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.2f + static_cast<float>(c % 9) / 4.0f;
+  for (const char* name : {"q2k", "q3k", "q4k", "q5k", "q6k", "q8k"}) {
+    const auto s = make_scheme(name);
+    for (int variant = 0; variant < 3; ++variant) {
+      QuantOptions o;
+      o.fast = variant == 1;
+      o.importance = variant == 2 ? importance.data() : nullptr;
+      QuantOptions ref = o;
+      ref.reference = true;
+      expect_same_quantized(s->quantize(x.data(), Shape{rows, cols}, o), s->quantize(x.data(), Shape{rows, cols}, ref),
+                            std::string(name) + " variant " + std::to_string(variant));
+    }
+  }
+}
+
+// f16_value and round_f16 (kquant_math.h, for the GPU) against the library's f16.
+TEST(QuantSchemes, F16HelpersEqualTheLibrary) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) continue;  // NaN
+    const float want = f16_to_f32(static_cast<uint16_t>(h)), got = detail::kquant::f16_value(h);
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof(float)), 0) << std::hex << h;
+  }
+  for (const float v : {0.0f, -0.0f, 1.0e-9f, 3.3e-5f, 0.1f, -2.5f, 65504.0f, 65520.0f, 1.0e6f, -1.0e6f}) {
+    EXPECT_EQ(detail::kquant::round_f16(v), f16_to_f32(detail::scale_to_f16(v))) << v;
+  }
+  // fmax_hd: the larger, the first of equal values (the sign of a stored zero dmin), and
+  // NaN left out.
+  const auto bits = [](float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+  };
+  EXPECT_EQ(bits(detail::kquant::fmax_hd(0.0f, -0.0f)), 0x00000000u);
+  EXPECT_EQ(bits(detail::kquant::fmax_hd(-0.0f, 0.0f)), 0x80000000u);
+  EXPECT_EQ(detail::kquant::fmax_hd(1.0f, 2.0f), 2.0f);
+  EXPECT_EQ(detail::kquant::fmax_hd(NAN, 2.0f), 2.0f);
+  EXPECT_EQ(detail::kquant::fmax_hd(2.0f, NAN), 2.0f);
 }
 
 TEST(QuantSchemes, PaddingIsStatedAndZeroed) {

@@ -1,8 +1,8 @@
 // Group-wise schemes on a CUDA device: the integer schemes' error-minimising scale search
 // and nf4's block scales, the codes from the stored scales (groups.cu); MX's, nvfp4's and
-// fp8's scales and codes (minifloat.cu); and decoding. Each gives the same bits as the
-// CPU's reference (group_search.h, nf4_math.h and minifloat_math.h run on both). Only
-// CUDA builds compile this.
+// fp8's scales and codes (minifloat.cu); the K-quants' super-blocks (kquant.cu); and
+// decoding. Each gives the same bits as the CPU's reference (group_search.h, nf4_math.h,
+// minifloat_math.h and kquant_math.h run on both). Only CUDA builds compile this.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tk/quant/group_search.h"
+#include "tk/quant/kquant_math.h"
 #include "tk/quant/minifloat_math.h"
 
 namespace tk::quant::gpu {
@@ -46,6 +47,12 @@ class Groups {
   // nvfp4 (groups of 16) under tensor scale t: codes two per byte and the E4M3 block
   // scale codes (nvfp4::encode_block; fp4 and fp8 hold the 256 codes' values).
   void encode_nvfp4(const float* fp4, const float* fp8, float t, bool fast, uint8_t* packed, uint8_t* scales);
+
+  // K-quants (groups of 256, kquant::choose): every super-block's codes packed f.bits
+  // wide, its scales d and dmin (f16 values), and its sub-blocks' integers as stored
+  // (q biased by qlo_abs when symmetric), subs() per super-block.
+  void encode_kquant(const detail::kquant::Format& f, bool fast, uint8_t* packed, float* d, float* dmin, uint8_t* q,
+                     uint8_t* qm);
 
   // fp8 (groups of 1, rows of padded_cols values) in `format`, whose 256 codes' values are
   // `table`. The error of every row under each of `count` scales (row-major by scale, as

@@ -233,6 +233,35 @@ TEST(GpuQuant, KQuantsGiveTheCpusBytesAndValues) {
   }
 }
 
+// --budget's measurement on the GPU: each row's sums as the host adds them from the values
+// it decodes, bit for bit (the reconstruction never leaves the device).
+TEST(GpuQuant, MeasuredRowsEqualTheHosts) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 33, cols = 1024;
+  const std::vector<float> x = sample(rows, cols, 23);
+  const std::vector<float> weights = column_weights(cols);
+  for (const char* name : {"int4", "int8", "q4k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+    const auto scheme = make_scheme(name);
+    const Quantized q = scheme->quantize(x.data(), Shape{rows, cols}, QuantOptions{});
+    std::vector<float> y(x.size());
+    scheme->dequantize(q, y.data());
+    for (const int64_t block : {int64_t{0}, int64_t{32}, cols}) {
+      for (const float* w : {static_cast<const float*>(nullptr), weights.data()}) {
+        const std::string what = std::string(name) + " block " + std::to_string(block) + (w ? " weighted" : "");
+        const std::vector<detail::RowSums> host = row_errors(x.data(), y.data(), rows, cols, w, block);
+        std::vector<detail::RowSums> gpu(static_cast<size_t>(rows));
+        ASSERT_TRUE(scheme->measure_on(q, x.data(), w, block, 0, gpu.data())) << what;
+        for (int64_t r = 0; r < rows; ++r) {
+          const detail::RowSums &a = host[static_cast<size_t>(r)], &b = gpu[static_cast<size_t>(r)];
+          EXPECT_TRUE(a.signal == b.signal && a.noise == b.noise && a.weighted == b.weighted &&
+                      a.max_abs == b.max_abs && a.clipped == b.clipped)
+              << what << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(GpuQuant, EmptyAndOneValueTensors) {
   TK_REQUIRE_GPU();
   for (const char* spec : {"int4", "nf4", "fp8_e4m3", "mxfp4", "nvfp4", "q4k"}) {

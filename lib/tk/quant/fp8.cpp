@@ -83,6 +83,15 @@ class Fp8Scheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device::cuda_compiled() ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
   static bool per_channel(const QuantOptions& o) { return o.granularity == Granularity::kChannel; }
@@ -202,7 +211,8 @@ class Fp8Scheme final : public Scheme {
   }
 #endif
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, 1);
     const std::string g = param(q, "granularity");
     if (g != "tensor" && g != "channel") throw invalid_input("bad granularity '" + g + "'", q.scheme);
@@ -213,7 +223,7 @@ class Fp8Scheme final : public Scheme {
     if (device >= 0) {
       std::vector<float> row_scales(static_cast<size_t>(l.rows));
       for (int64_t r = 0; r < l.rows; ++r) row_scales[r] = scales.data_as<float>()[g == "channel" ? r : 0];
-      gpu::decode_table(device, codes.data(), 8, l.rows, l.cols, l.cols, table_.data(), l.cols, row_scales.data(), out);
+      gpu::decode_table(device, codes.data(), 8, l.rows, l.cols, l.cols, table_.data(), l.cols, row_scales.data(), out, measure);
       return;
     }
 #endif

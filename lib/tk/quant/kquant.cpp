@@ -177,6 +177,15 @@ class KScheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device::cuda_compiled() ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
 
@@ -477,7 +486,8 @@ class KScheme final : public Scheme {
     }
   }
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kSuper);
     check_shape_param(q, l);
     const int64_t n_super = l.groups_per_row;
@@ -509,7 +519,7 @@ class KScheme final : public Scheme {
         expand_sub_scales(qm.data(), l.rows * n_super, subs_, 0, all_dmin.data(), true, min.data(), false);
       }
       gpu::decode_affine(device, codes.data(), l.rows, l.padded_cols, l.cols, f_.bits, offset, f_.sub, scale.data(),
-                         sub_mins ? min.data() : nullptr, out);
+                         sub_mins ? min.data() : nullptr, out, measure);
       return;
     }
 #endif

@@ -9,38 +9,31 @@
 
 namespace tk::quant {
 
-double clipped_share(const float* x, const float* y, int64_t rows, int64_t cols, int64_t block) {
-  if (rows * cols == 0) return 0;
-  if (block <= 0 || block > cols) block = cols;
-  uint64_t clipped = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < cols; b += block) {
-      int64_t end = std::min(cols, b + block);
-      float top = 0;
-      for (int64_t c = b; c < end; ++c) top = std::max(top, std::fabs(y[r * cols + c]));
-      float limit = top * 1.001f;
-      for (int64_t c = b; c < end; ++c) clipped += std::fabs(x[r * cols + c]) > limit;
-    }
-  }
-  return static_cast<double>(clipped) / static_cast<double>(rows * cols);
-}
-
 Measured quantize_measure(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                           const QuantOptions& options, bool keep_parts) {
   Measured m;
   const int64_t view = choose_view_cols(scheme, shape, options);
   m.q = quantize_view(scheme, x.data(), shape, view, options);
-  std::vector<float> y(x.size());
-  dequantize_view(scheme, m.q, y.data(), false, options.device);
-  const int64_t cols = shape.empty() ? 1 : shape.back();
   const int64_t rows = view == 0 ? 0 : static_cast<int64_t>(x.size()) / view;
-  m.stats = measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), cols, options.importance);
+  // Clipping is counted per block of the scheme's group size, else per row.
   int64_t block = 0;
   if (auto it = m.q.params.find("group_size"); it != m.q.params.end()) {
     std::from_chars(it->second.data(), it->second.data() + it->second.size(), block);
   }
-  m.stats.clipped_share = clipped_share(x.data(), y.data(), rows, view, block);
-  for (float v : x) m.signal += static_cast<double>(v) * v;
+  if (block <= 0 || block > view) block = view;
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  const std::vector<float> weights =
+      options.importance ? repeat_columns(options.importance, cols, view) : std::vector<float>();
+  const float* w = weights.empty() ? nullptr : weights.data();
+  // On the GPU that decodes q, the rows' sums there; else the values here, then the sums.
+  std::vector<detail::RowSums> sums(static_cast<size_t>(rows));
+  if (options.device < 0 || !measure_view(scheme, m.q, x.data(), w, block, options.device, sums.data())) {
+    std::vector<float> y(x.size());
+    dequantize_view(scheme, m.q, y.data(), false, options.device);
+    sums = row_errors(x.data(), y.data(), rows, view, w, block);
+  }
+  m.stats = error_stats(sums, static_cast<int64_t>(x.size()));
+  m.signal = m.stats.signal;
   m.bytes = m.q.stored_bytes();
   m.bpw = x.empty() ? 0 : static_cast<double>(m.bytes) * 8 / static_cast<double>(x.size());
   for (const auto& [suffix, part] : m.q.parts) m.part_infos[suffix] = {part.dtype(), part.shape()};
@@ -117,8 +110,11 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                         const QuantOptions& options, const RowSample* sample) {
   if (!sample || sample->chosen.empty()) {
-    Measured m = quantize_measure(scheme, x, shape, options, false);
-    return {m.bytes, m.stats.weighted_sse, 0, 0, true};
+    const Measured m = quantize_measure(scheme, x, shape, options, false);
+    Estimate whole;
+    whole.bytes = m.bytes;
+    whole.error = m.stats.weighted_sse;
+    return whole;
   }
   const RowSample& s = *sample;
   Estimate e;
@@ -129,17 +125,14 @@ Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const
   if (options.importance) o.importance = s.importance.data();
   const auto picked_rows = static_cast<int64_t>(s.chosen.size());
   const Quantized q = scheme.quantize(s.picked.data(), Shape{picked_rows, s.view}, o);
-  std::vector<float> y(s.picked.size());
-  scheme.dequantize(q, y.data());
-  std::vector<double> err(static_cast<size_t>(picked_rows));
-  for (int64_t j = 0; j < picked_rows; ++j) {
-    double row = 0;
-    for (int64_t c = 0; c < s.view; ++c) {
-      const double d = static_cast<double>(s.picked[j * s.view + c]) - y[j * s.view + c];
-      row += (o.importance ? o.importance[c] : 1.0) * d * d;
-    }
-    err[j] = row;
+  std::vector<detail::RowSums> sums(static_cast<size_t>(picked_rows));
+  if (o.device < 0 || !scheme.measure_on(q, s.picked.data(), o.importance, 0, o.device, sums.data())) {
+    std::vector<float> y(s.picked.size());
+    scheme.dequantize(q, y.data());
+    sums = row_errors(s.picked.data(), y.data(), picked_rows, s.view, o.importance, 0);
   }
+  std::vector<double> err(static_cast<size_t>(picked_rows));
+  for (int64_t j = 0; j < picked_rows; ++j) err[j] = sums[static_cast<size_t>(j)].weighted;
   // Ratio estimator over the sampled stratum: a row's error follows its energy closely
   // (the schemes scale with the values), so error / energy varies far less between rows
   // than the error does.

@@ -81,9 +81,4 @@ double paired_spread(const Estimate& a, const Estimate& b, const RowSample& samp
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                         const QuantOptions& options, const RowSample* sample);
 
-// Share of values whose magnitude exceeds the largest reconstructed magnitude of their
-// block (the scheme's group_size parameter, else the row) by more than 0.1%: the
-// values the scheme clipped rather than rounded.
-double clipped_share(const float* x, const float* y, int64_t rows, int64_t cols, int64_t block);
-
 }  // namespace tk::quant

@@ -112,6 +112,15 @@ class MxScheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device::cuda_compiled() ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
   float element_value(uint8_t code) const {
@@ -164,7 +173,8 @@ class MxScheme final : public Scheme {
                             [&](const float* v, int64_t n, uint8_t* c) { encode_minifloat(f_.element, v, n, c, reference); });
   }
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", f_.element, static_cast<uint64_t>(l.rows * l.padded_cols));
@@ -174,7 +184,7 @@ class MxScheme final : public Scheme {
       std::vector<float> scale(static_cast<size_t>(l.rows * l.groups_per_row));
       decode_e8m0(scales.data(), static_cast<int64_t>(scale.size()), scale.data());
       gpu::decode_table(device, codes.data(), bits_, l.rows, l.padded_cols, l.cols, table_.data(), kBlock,
-                        scale.data(), out);
+                        scale.data(), out, measure);
       return;
     }
 #endif

@@ -119,6 +119,15 @@ class Nf4Scheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device::cuda_compiled() ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
   static Layout layout_for(const Shape& shape, const QuantOptions& o) {
@@ -206,7 +215,8 @@ class Nf4Scheme final : public Scheme {
     return scale;
   }
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
     if (group % 8 != 0) throw invalid_input("nf4 block size is not a multiple of 8", q.scheme);
     const Layout l = make_layout(q.shape, group);
@@ -216,7 +226,7 @@ class Nf4Scheme final : public Scheme {
 #ifdef TK_HAVE_CUDA
     if (device >= 0) {
       gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, levels_.level, l.group, scale.data(),
-                         out);
+                         out, measure);
       return;
     }
 #endif

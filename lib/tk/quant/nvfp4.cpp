@@ -107,6 +107,15 @@ class Nvfp4Scheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device::cuda_compiled() ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
   // The scale codes and element codes of one row's blocks. Compiled as they stand and,
@@ -134,7 +143,8 @@ class Nvfp4Scheme final : public Scheme {
                                });
   }
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", DType::kF4, static_cast<uint64_t>(l.rows * l.padded_cols));
@@ -144,7 +154,7 @@ class Nvfp4Scheme final : public Scheme {
     if (device >= 0) {
       std::vector<float> scale(static_cast<size_t>(l.rows * l.groups_per_row));
       for (size_t b = 0; b < scale.size(); ++b) scale[b] = fp8_[scales.data()[b]] * t;
-      gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, fp4_, kBlock, scale.data(), out);
+      gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, fp4_, kBlock, scale.data(), out, measure);
       return;
     }
 #endif

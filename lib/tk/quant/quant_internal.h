@@ -16,6 +16,10 @@
 #include "tk/quant/group_search.h"
 #include "tk/quant/scheme.h"
 
+namespace tk::quant::gpu {
+struct Measure;  // cuda/groups.h: a measurement in place of decoded values
+}  // namespace tk::quant::gpu
+
 namespace tk::quant::detail {
 
 // A tensor viewed as rows x cols, each row cut into groups of `group` values and padded

@@ -1,9 +1,11 @@
 // The one scheme table: spec parsing, names for help, stored size and error measures.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tk/core/error.h"
 #include "tk/quant/codebook.h"
+#include "tk/quant/quant_internal.h"
 #include "tk/quant/scheme.h"
 #include "tk/quant/schemes.h"
 
@@ -51,23 +53,43 @@ std::unique_ptr<Scheme> make_scheme(std::string_view spec) {
   unknown_scheme(spec);
 }
 
-ErrorStats measure_error(const float* x, const float* y, int64_t n, int64_t cols, const float* importance) {
-  ErrorStats e;
+std::vector<detail::RowSums> row_errors(const float* x, const float* y, int64_t rows, int64_t cols,
+                                        const float* weights, int64_t block) {
+  std::vector<detail::RowSums> out(static_cast<size_t>(rows));
+  // Tasks of whole rows, about 2^16 values each.
+  const int64_t per_task = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, cols));
+  detail::parallel_for((rows + per_task - 1) / per_task, [&](int64_t t) {
+    for (int64_t r = t * per_task; r < std::min(rows, (t + 1) * per_task); ++r) {
+      out[static_cast<size_t>(r)] = detail::row_sums(x + r * cols, y + r * cols, cols, weights, block);
+    }
+  });
+  return out;
+}
+
+ErrorStats error_stats(const std::vector<detail::RowSums>& rows, int64_t n) {
   double signal = 0, noise = 0, weighted = 0, max_abs = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double xi = x[i];
-    const double diff = xi - static_cast<double>(y[i]);
-    signal += xi * xi;
-    noise += diff * diff;
-    const double w = (importance && cols > 0) ? importance[i % cols] : 1.0;
-    weighted += w * diff * diff;
-    max_abs = std::max(max_abs, std::fabs(diff));
+  uint64_t clipped = 0;
+  for (const detail::RowSums& r : rows) {
+    signal += r.signal;
+    noise += r.noise;
+    weighted += r.weighted;
+    max_abs = std::max(max_abs, r.max_abs);
+    clipped += r.clipped;
   }
+  ErrorStats e;
   e.rel_rmse = signal > 0 ? std::sqrt(noise / signal) : (noise > 0 ? std::numeric_limits<double>::infinity() : 0);
   e.sqnr_db = noise > 0 ? 10.0 * std::log10(signal / noise) : std::numeric_limits<double>::infinity();
   e.max_abs = max_abs;
   e.weighted_sse = weighted;
+  e.clipped_share = n > 0 ? static_cast<double>(clipped) / static_cast<double>(n) : 0;
+  e.signal = signal;
   return e;
+}
+
+ErrorStats measure_error(const float* x, const float* y, int64_t n, int64_t cols, const float* importance) {
+  const int64_t len = (cols > 0 && n % cols == 0) ? cols : n;  // rows of `cols` values
+  const int64_t rows = len > 0 ? n / len : 0;
+  return error_stats(row_errors(x, y, rows, len, len == cols ? importance : nullptr, 0), n);
 }
 
 }  // namespace tk::quant

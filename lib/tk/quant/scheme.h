@@ -26,6 +26,7 @@
 #include "tk/core/dtype.h"
 #include "tk/core/shape.h"
 #include "tk/core/tensor.h"
+#include "tk/quant/error_math.h"
 
 namespace tk::quant {
 
@@ -118,6 +119,16 @@ class Scheme {
     (void)device;
     dequantize(q, out);
   }
+  // Where this scheme decodes q on CUDA device `device` (as dequantize_on does): each
+  // row's error sums against x (q's rows x cols, on the host; `weights` per column or
+  // null; clipping over blocks of `block` values, 0: not counted) into rows[], without
+  // the reconstruction leaving the device, and true. False where it does not decode
+  // there: measure on the host instead (row_errors).
+  virtual bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                          detail::RowSums* rows) const {
+    (void)q, (void)x, (void)weights, (void)block, (void)device, (void)rows;
+    return false;
+  }
 };
 
 // The scheme for a spec such as "int4", "nf4", "mxfp4", "kmeans:3", "vq:4:8". Throws
@@ -135,8 +146,16 @@ struct ErrorStats {
   double sqnr_db = 0;      // 10 log10(||x||^2 / ||x - y||^2); +inf when exact
   double max_abs = 0;
   double weighted_sse = 0; // sum w_col * (x - y)^2 (w = 1 without importance)
-  double clipped_share = 0;  // set by the caller from the scheme, when it knows
+  double clipped_share = 0;  // share of values clipped, where the caller counted them
+  double signal = 0;       // ||x||^2
 };
+// Each row's sums (rows of `cols` values, in parallel; error_math.h), clipping counted over
+// blocks of `block` values along a row (0: not counted).
+std::vector<detail::RowSums> row_errors(const float* x, const float* y, int64_t rows, int64_t cols,
+                                        const float* weights, int64_t block);
+// The rows' sums added in row order (the same for any thread count, and for the GPU's
+// rows): n values in all.
+ErrorStats error_stats(const std::vector<detail::RowSums>& rows, int64_t n);
 ErrorStats measure_error(const float* x, const float* y, int64_t n, int64_t cols,
                          const float* importance);
 

@@ -136,6 +136,15 @@ class IntScheme final : public Scheme {
   void dequantize_on(const Quantized& q, float* out, int device) const override {
     decode(q, out, false, device_decodes(q) ? device : -1);
   }
+#ifdef TK_HAVE_CUDA
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0 || !device_decodes(q)) return false;
+    const gpu::Measure m{x, weights, block, rows};
+    decode(q, nullptr, false, device, &m);
+    return true;
+  }
+#endif
 
  private:
   static bool device_decodes(const Quantized& q) { return device::cuda_compiled() && !q.params.count("zero_point"); }
@@ -249,7 +258,8 @@ class IntScheme final : public Scheme {
   }
 #endif
 
-  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
     const Granularity g = parse_granularity(param(q, "granularity"));
     const bool symmetric = param_int(q, "symmetric", 0, 1) == 1;
     if (param_int(q, "bits", 2, 8) != bits_) throw invalid_input("bits do not match the scheme", q.scheme);
@@ -275,7 +285,7 @@ class IntScheme final : public Scheme {
     const int offset = symmetric ? nmax() : 0;
 #ifdef TK_HAVE_CUDA
     if (device >= 0) {
-      decode_gpu(q, l, g, scales, mins, offset, out, device);
+      decode_gpu(q, l, g, scales, mins, offset, out, device, measure);
       return;
     }
 #endif
@@ -309,7 +319,7 @@ class IntScheme final : public Scheme {
 #ifdef TK_HAVE_CUDA
   // decode() on device `device`: the scales as f32 (exact), then every row there.
   void decode_gpu(const Quantized& q, const Layout& l, Granularity g, const Tensor& scales, const Tensor* mins,
-                  int offset, float* out, int device) const {
+                  int offset, float* out, int device, const gpu::Measure* measure) const {
     const auto groups = static_cast<uint64_t>(l.rows * l.groups_per_row);
     std::vector<float> d(groups), m(mins ? groups : 0);
     if (g == Granularity::kTensor) {
@@ -320,7 +330,7 @@ class IntScheme final : public Scheme {
       if (mins) load_scales(*mins, 0, groups, m.data());
     }
     gpu::decode_affine(device, q.parts.at("codes").data(), l.rows, l.padded_cols, l.cols, bits_, offset, l.group,
-                       d.data(), mins ? m.data() : nullptr, out);
+                       d.data(), mins ? m.data() : nullptr, out, measure);
   }
 #endif
 

@@ -78,18 +78,12 @@ Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape
   return q;
 }
 
-void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference, int device) {
-  auto decode = [&](const Quantized& viewed) {
-    if (reference) {
-      scheme.dequantize_reference(viewed, out);
-    } else if (device >= 0) {
-      scheme.dequantize_on(viewed, out, device);
-    } else {
-      scheme.dequantize(viewed, out);
-    }
-  };
+namespace {
+
+// q as the scheme quantized it: under its view's rows x columns where it has one.
+Quantized as_viewed(const Quantized& q) {
   auto it = q.params.find(kViewParam);
-  if (it == q.params.end()) return decode(q);
+  if (it == q.params.end()) return q;
   const auto numel = static_cast<int64_t>(shape_numel(q.shape));
   const int64_t view_cols = detail::param_int(q, kViewParam, 1, std::max<int64_t>(1, numel));
   const int64_t cols = last_dim(q.shape);
@@ -98,7 +92,25 @@ void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool 
   }
   Quantized viewed = q;
   viewed.shape = Shape{numel / view_cols, view_cols};
-  decode(viewed);
+  return viewed;
+}
+
+}  // namespace
+
+void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference, int device) {
+  const Quantized viewed = as_viewed(q);
+  if (reference) {
+    scheme.dequantize_reference(viewed, out);
+  } else if (device >= 0) {
+    scheme.dequantize_on(viewed, out, device);
+  } else {
+    scheme.dequantize(viewed, out);
+  }
+}
+
+bool measure_view(const Scheme& scheme, const Quantized& q, const float* x, const float* weights, int64_t block,
+                  int device, detail::RowSums* rows) {
+  return scheme.measure_on(as_viewed(q), x, weights, block, device, rows);
 }
 
 }  // namespace tk::quant

@@ -45,4 +45,10 @@ Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape
 // when `view_cols` does not divide the tensor.
 void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference = false, int device = -1);
 
+// Scheme::measure_on for a result of quantize_view: the rows are the view's, x holds them
+// in memory order and `weights` has one per view column (repeat_columns). False where the
+// scheme does not decode q on that device.
+bool measure_view(const Scheme& scheme, const Quantized& q, const float* x, const float* weights, int64_t block,
+                  int device, detail::RowSums* rows);
+
 }  // namespace tk::quant

@@ -287,5 +287,22 @@ TEST(QuantSchemes, MeasureError) {
   EXPECT_TRUE(std::isinf(measure_error(x, x, 4, 2, nullptr).sqnr_db));
 }
 
+// Row sums, clipping per block: a value is clipped when its magnitude exceeds its block's
+// largest reconstructed magnitude by more than 0.1%.
+TEST(QuantSchemes, RowErrorsCountClippingPerBlock) {
+  const float x[8] = {1, 2, 3, 10, -2.001f, 0, 5, -5.01f};
+  const float y[8] = {1, 2, 3, 4, -2, 0, 5, 5};
+  const std::vector<detail::RowSums> rows = row_errors(x, y, 2, 4, nullptr, 2);
+  EXPECT_EQ(rows[0].clipped, 1u);  // 10 against 4
+  EXPECT_EQ(rows[1].clipped, 1u);  // -5.01 against 5 (-2.001 is within 0.1% of 2)
+  EXPECT_EQ(row_errors(x, y, 2, 4, nullptr, 0)[0].clipped, 0u);  // not counted
+  const ErrorStats e = error_stats(rows, 8);
+  EXPECT_EQ(e.clipped_share, 0.25);
+  EXPECT_NEAR(e.max_abs, 10.01, 1e-5);  // -5.01 against 5
+  double signal = 0;
+  for (float v : x) signal += static_cast<double>(v) * v;
+  EXPECT_NEAR(e.signal, signal, 1e-9);
+}
+
 }  // namespace
 }  // namespace tk::quant

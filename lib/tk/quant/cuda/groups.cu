@@ -118,6 +118,34 @@ __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padde
   }
 }
 
+// One thread per row: its error sums against the decoded values.
+__global__ void row_sums_kernel(const float* x, const float* y, int64_t rows, int64_t cols, const float* w,
+                                int64_t block, detail::RowSums* out) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  out[r] = detail::row_sums(x + r * cols, y + r * cols, cols, w, block);
+}
+
+// The decoded rows x cols values that `launch` writes on the device: copied into `out`,
+// or, with `measure`, measured there.
+template <typename Launch>
+void deliver(const Stream& stream, int64_t rows, int64_t cols, float* out, const Measure* measure, Launch&& launch) {
+  const auto n = static_cast<size_t>(rows * cols);
+  if (!measure) return fill_on_device(stream, "decode", out, n, launch);
+  DeviceArray<float> y(n);
+  if (n > 0) {
+    launch(y.data());
+    check_launch("decode");
+  }
+  const DeviceArray<float> x = to_device(measure->x, n, stream);
+  const DeviceArray<float> w = to_device(measure->weights, measure->weights ? static_cast<size_t>(cols) : 0, stream);
+  fill_on_device(stream, "measure", measure->rows, static_cast<size_t>(rows), [&](detail::RowSums* sums) {
+    row_sums_kernel<<<blocks_for(rows), kBlock, 0, stream.get()>>>(x.data(), y.data(), rows, cols,
+                                                                     measure->weights ? w.data() : nullptr,
+                                                                     measure->block, sums);
+  });
+}
+
 }  // namespace
 
 Groups::Groups(int device, const float* x, const float* weights, int64_t rows, int64_t padded_cols, int64_t group)
@@ -167,28 +195,28 @@ void Groups::encode_nf4(const float* scales, uint8_t* packed) {
 }
 
 void decode_table(int device, const uint8_t* packed, int bits, int64_t rows, int64_t padded_cols, int64_t cols,
-                  const float* table, int64_t group, const float* scales, float* out) {
+                  const float* table, int64_t group, const float* scales, float* out, const Measure* measure) {
   device::cuda::DeviceScope scope(device);
   const Stream stream;
   const DeviceArray<uint8_t> d_packed =
       to_device(packed, static_cast<size_t>(rows * (padded_cols * bits / 8)), stream);
   const DeviceArray<float> d_table = to_device(table, size_t{1} << bits, stream);
   const DeviceArray<float> d_scales = to_device(scales, static_cast<size_t>(rows * (padded_cols / group)), stream);
-  fill_on_device(stream, "decode", out, static_cast<size_t>(rows * cols), [&](float* y) {
+  deliver(stream, rows, cols, out, measure, [&](float* y) {
     decode_table_kernel<<<blocks_for(rows * cols), kBlock, 0, stream.get()>>>(
         d_packed.data(), bits, rows, padded_cols, cols, d_table.data(), group, d_scales.data(), y);
   });
 }
 
 void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
-                   int offset, int64_t group, const float* d, const float* m, float* out) {
+                   int offset, int64_t group, const float* d, const float* m, float* out, const Measure* measure) {
   device::cuda::DeviceScope scope(device);
   const Stream stream;
   const auto groups = static_cast<size_t>(rows * (padded_cols / group));
   const DeviceArray<uint8_t> d_packed = to_device(packed, static_cast<size_t>(rows * (padded_cols * bits / 8)), stream);
   const DeviceArray<float> d_d = to_device(d, groups, stream);
   const DeviceArray<float> d_m = to_device(m, m ? groups : 0, stream);
-  fill_on_device(stream, "decode", out, static_cast<size_t>(rows * cols), [&](float* y) {
+  deliver(stream, rows, cols, out, measure, [&](float* y) {
     decode_kernel<<<blocks_for(rows * (padded_cols / 8)), kBlock, 0, stream.get()>>>(
         d_packed.data(), rows, padded_cols, cols, bits, offset, group, d_d.data(), m ? d_m.data() : nullptr, y);
   });

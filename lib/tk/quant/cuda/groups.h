@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "tk/quant/error_math.h"
 #include "tk/quant/group_search.h"
 #include "tk/quant/kquant_math.h"
 #include "tk/quant/minifloat_math.h"
@@ -68,15 +69,27 @@ class Groups {
   std::unique_ptr<State> state_;
 };
 
+// A measurement in place of the values (Scheme::measure_on): each row's error sums
+// (error_math.h's row_sums) against x, rows x cols on the host, with `weights` per
+// column (or null) and clipping over blocks of `block` values (0: not counted).
+struct Measure {
+  const float* x;
+  const float* weights;
+  int64_t block;
+  detail::RowSums* rows;
+};
+
 // Decode packed rows of padded_cols codes into out (rows x cols, cols <= padded_cols):
 // y = float(code - offset) * d[g] + m[g], m null: + 0 (decode_packed_affine's values).
+// With `measure`, out is not written: the rows' sums are measured there instead.
 void decode_affine(int device, const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
-                   int offset, int64_t group, const float* d, const float* m, float* out);
+                   int offset, int64_t group, const float* d, const float* m, float* out,
+                   const Measure* measure = nullptr);
 
 // Decode rows of padded_cols codes, packed `bits` wide (4, 6 or 8; LSB first), through a
 // table of 2^bits values: y = table[code] * scales[g] (CodeTable's and
 // decode_packed_table's values), into out (rows x cols).
 void decode_table(int device, const uint8_t* packed, int bits, int64_t rows, int64_t padded_cols, int64_t cols,
-                  const float* table, int64_t group, const float* scales, float* out);
+                  const float* table, int64_t group, const float* scales, float* out, const Measure* measure = nullptr);
 
 }  // namespace tk::quant::gpu

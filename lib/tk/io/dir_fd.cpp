@@ -230,7 +230,7 @@ std::vector<uint8_t> read_fd(int fd, uint64_t max_bytes, const std::string& path
 void write_fd(int fd, const uint8_t* bytes, size_t size, const std::string& path) {
   size_t done = 0;
   while (done < size) {
-    size_t n = std::min<size_t>(size - done, size_t{1} << 30);
+    size_t n = std::min(size - done, kMaxWriteCall);
     ssize_t w = ::write(fd, bytes + done, n);
     if (w < 0) {
       if (errno == EINTR) continue;

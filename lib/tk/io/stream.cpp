@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tk/core/error.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::io {
 
@@ -56,7 +57,7 @@ void enlarge_pipe(int fd) {
 
 void write_all(int fd, const uint8_t* p, size_t n, const std::string& name) {
   while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
+    ssize_t w = ::write(fd, p, std::min(n, kMaxWriteCall));
     if (w < 0) {
       if (errno == EINTR) continue;
       throw errno_error("write failed", name, errno);

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "tk/core/error.h"
+#include "tk/io/dir_fd.h"
 
 namespace tk::ckpt {
 
@@ -99,11 +100,11 @@ File open_read(const std::string& path) {
 }
 
 void write_all(File& file, std::span<const uint8_t> bytes) {
-  // Pieces of at most 64 MiB: each is one write() and one chance for a fault.
-  constexpr size_t kPiece = size_t(64) << 20;
+  // Pieces of at most io::kMaxWriteCall: each is one write() (larger ones into the page
+  // cache ran several times slower) and one chance for a fault.
   size_t done = 0;
   while (done < bytes.size()) {
-    size_t n = std::min(kPiece, bytes.size() - done);
+    size_t n = std::min(io::kMaxWriteCall, bytes.size() - done);
     if (int err = injected_fault(FaultPoint::kWrite, file.path())) throw errno_error("failed to write", file.path(), err);
     ssize_t w = ::write(file.fd(), bytes.data() + done, n);
     if (w < 0) {
@@ -158,7 +159,7 @@ void StreamWriter::stop_direct() {
 
 void StreamWriter::append(std::span<const uint8_t> bytes) {
   size_ += bytes.size();
-  // Pieces written from the caller's memory are of at most 64 MiB, as in write_all:
+  // Pieces written from the caller's memory with O_DIRECT are of at most 64 MiB,
   // each one chance for a fault.
   constexpr size_t kPiece = size_t(64) << 20;
   while (direct_ && !bytes.empty()) {

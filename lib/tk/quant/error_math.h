@@ -44,4 +44,14 @@ TK_HD inline RowSums row_sums(const float* x, const float* y, int64_t n, const f
   return s;
 }
 
+// A measurement in place of decoded values (Scheme::measure_on): each row's sums against
+// x, rows x cols on the host, with `weights` per column (or null) and clipping over blocks
+// of `block` values (0: not counted), into rows[].
+struct Measure {
+  const float* x;
+  const float* weights;
+  int64_t block;
+  RowSums* rows;
+};
+
 }  // namespace tk::quant::detail

@@ -31,7 +31,7 @@ using namespace detail;
 
 using fp8::kCandidates;
 
-class Fp8Scheme final : public Scheme {
+class Fp8Scheme final : public GpuDecodedScheme<Fp8Scheme> {
  public:
   bool takes_group_size() const override { return false; }
   Fp8Scheme(std::string name, DType dtype) : name_(std::move(name)), dtype_(dtype) {
@@ -77,23 +77,10 @@ class Fp8Scheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device::cuda_compiled() ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0) return false;
-    const gpu::Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
 
  private:
+  friend class GpuDecodedScheme<Fp8Scheme>;
+
   static bool per_channel(const QuantOptions& o) { return o.granularity == Granularity::kChannel; }
 
   void quantize_cpu(const float* x, const Layout& l, const std::vector<float>& w, const QuantOptions& o, Tensor& codes,
@@ -212,7 +199,7 @@ class Fp8Scheme final : public Scheme {
 #endif
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, 1);
     const std::string g = param(q, "granularity");
     if (g != "tensor" && g != "channel") throw invalid_input("bad granularity '" + g + "'", q.scheme);

@@ -81,7 +81,7 @@ inline void keep_lanes(double* p, __m256d v, __m256d take) {
 TK_END_TARGET
 #endif
 
-class KScheme final : public Scheme {
+class KScheme final : public GpuDecodedScheme<KScheme> {
  public:
   bool takes_group_size() const override { return false; }
   explicit KScheme(const KFormat& f) : name_(f.name), f_(f.f), subs_(f.f.subs()) {}
@@ -171,23 +171,10 @@ class KScheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device::cuda_compiled() ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0) return false;
-    const gpu::Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
 
  private:
+  friend class GpuDecodedScheme<KScheme>;
+
 
   uint64_t stored_bytes(const Layout& l) const {
     const int64_t scale_bytes = l.groups_per_row * subs_ * f_.scale_bits / 8 + 2 * l.groups_per_row;
@@ -431,26 +418,8 @@ class KScheme final : public Scheme {
   // Refit d (and dmin) by least squares with every code and integer fixed; keep the
   // rounded refit when, codes recomputed, its error is lower.
   SuperChoice refit(const LaneBlock& b, const std::array<GroupStats, kMaxSubs>& st, const SuperChoice& c) const {
-    double a = 0, bq = 0, cc = 0, bx = 0, cx = 0;
-    for (int i = 0; i < subs_; ++i) {
-      const double q = c.q[i], qm = c.qm[i];
-      a += q * q * c.sums[i].l2;
-      bx += q * c.sums[i].lx;
-      bq += q * qm * c.sums[i].l;
-      cc += qm * qm * st[i].sw;
-      cx += qm * st[i].swx;
-    }
-    SuperChoice r = c;
-    if (f_.asymmetric) {
-      const double det = a * cc - bq * bq;
-      if (!(det > 0)) return c;
-      r.d = kquant::round_f16(static_cast<float>((bx * cc - bq * cx) / det));
-      r.dmin = kquant::round_f16(static_cast<float>((bq * bx - a * cx) / det));
-      if (r.dmin < 0) return c;
-    } else {
-      if (!(a > 0)) return c;
-      r.d = kquant::round_f16(static_cast<float>(bx / a));
-    }
+    SuperChoice r;
+    if (!kquant::refit_scales(f_, st.data(), c, r)) return c;
     r.err = 0;
     for (int i0 = 0; i0 < subs_; i0 += kLanes) {
       float iscales[kLanes], mins[kLanes];
@@ -487,7 +456,7 @@ class KScheme final : public Scheme {
   }
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kSuper);
     check_shape_param(q, l);
     const int64_t n_super = l.groups_per_row;

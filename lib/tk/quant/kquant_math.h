@@ -125,9 +125,9 @@ TK_HD inline double trial_error(const Format& f, const GroupStats& s, const Tria
                       : error_symmetric(s.swx2, t.lx, t.l2, scale);
 }
 
-// Refit d (and dmin) by least squares with every code and integer fixed; keep the
-// rounded refit when, codes recomputed, its error is lower.
-TK_HD inline Choice refit(const Format& f, const float* x, const float* w, const GroupStats* st, const Choice& c) {
+// The least-squares d (and dmin) with every code and integer of c fixed, rounded to f16,
+// into r (c's integers); false where there is no such fit (or its dmin is negative).
+TK_HD inline bool refit_scales(const Format& f, const GroupStats* st, const Choice& c, Choice& r) {
   double a = 0, bq = 0, cc = 0, bx = 0, cx = 0;
   for (int i = 0; i < f.subs(); ++i) {
     const double q = c.q[i], qm = c.qm[i];
@@ -137,17 +137,24 @@ TK_HD inline Choice refit(const Format& f, const float* x, const float* w, const
     cc += qm * qm * st[i].sw;
     cx += qm * st[i].swx;
   }
-  Choice r = c;
+  r = c;
   if (f.asymmetric) {
     const double det = a * cc - bq * bq;
-    if (!(det > 0)) return c;
+    if (!(det > 0)) return false;
     r.d = round_f16(static_cast<float>((bx * cc - bq * cx) / det));
     r.dmin = round_f16(static_cast<float>((bq * bx - a * cx) / det));
-    if (r.dmin < 0) return c;
-  } else {
-    if (!(a > 0)) return c;
-    r.d = round_f16(static_cast<float>(bx / a));
+    return !(r.dmin < 0);
   }
+  if (!(a > 0)) return false;
+  r.d = round_f16(static_cast<float>(bx / a));
+  return true;
+}
+
+// Refit d (and dmin) by least squares with every code and integer fixed; keep the
+// rounded refit when, codes recomputed, its error is lower.
+TK_HD inline Choice refit(const Format& f, const float* x, const float* w, const GroupStats* st, const Choice& c) {
+  Choice r;
+  if (!refit_scales(f, st, c, r)) return c;
   r.err = 0;
   for (int i = 0; i < f.subs(); ++i) {
     const float scale = r.d * static_cast<float>(r.q[i]);

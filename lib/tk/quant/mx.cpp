@@ -58,7 +58,7 @@ const char* rule_name(ScaleRule r) {
   }
 }
 
-class MxScheme final : public Scheme {
+class MxScheme final : public GpuDecodedScheme<MxScheme> {
  public:
   bool takes_group_size() const override { return false; }
   explicit MxScheme(const MxFormat& f) : f_(f) {
@@ -106,23 +106,10 @@ class MxScheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device::cuda_compiled() ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0) return false;
-    const gpu::Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
 
  private:
+  friend class GpuDecodedScheme<MxScheme>;
+
   float element_value(uint8_t code) const {
     if (f_.element == DType::kI8) return static_cast<float>(static_cast<int8_t>(code)) / 64.0f;
     return static_cast<float>(tk::detail::float_format_decode(tk::detail::float_format(f_.element), code));
@@ -174,7 +161,7 @@ class MxScheme final : public Scheme {
   }
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", f_.element, static_cast<uint64_t>(l.rows * l.padded_cols));

@@ -36,7 +36,7 @@ using namespace detail;
 
 constexpr int64_t kDefaultBlock = 64;
 constexpr int64_t kScaleBlock = 256;
-class Nf4Scheme final : public Scheme {
+class Nf4Scheme final : public GpuDecodedScheme<Nf4Scheme> {
  public:
   Nf4Scheme() : levels_(nf4::levels()), table_(4, levels_.level) {}
 
@@ -111,25 +111,10 @@ class Nf4Scheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-  // Every option has a GPU path: the block scales and codes there, double quantization
-  // of the scales on the host.
-  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device::cuda_compiled() ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0) return false;
-    const gpu::Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
 
  private:
+  friend class GpuDecodedScheme<Nf4Scheme>;
+
   static Layout layout_for(const Shape& shape, const QuantOptions& o) {
     const int64_t group = o.group_size == 0 ? kDefaultBlock : o.group_size;
     if (group <= 0 || group % 8 != 0) throw usage_error("nf4 block size must be a positive multiple of 8");
@@ -216,7 +201,7 @@ class Nf4Scheme final : public Scheme {
   }
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const int64_t group = param_int(q, "group_size", 8, INT64_MAX / 64);
     if (group % 8 != 0) throw invalid_input("nf4 block size is not a multiple of 8", q.scheme);
     const Layout l = make_layout(q.shape, group);

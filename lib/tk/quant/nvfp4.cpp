@@ -33,7 +33,7 @@ using namespace detail;
 
 using nvfp4::kBlock;
 
-class Nvfp4Scheme final : public Scheme {
+class Nvfp4Scheme final : public GpuDecodedScheme<Nvfp4Scheme> {
  public:
   bool takes_group_size() const override { return false; }
   Nvfp4Scheme() {
@@ -101,23 +101,10 @@ class Nvfp4Scheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device::cuda_compiled() ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0) return false;
-    const gpu::Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
 
  private:
+  friend class GpuDecodedScheme<Nvfp4Scheme>;
+
   // The scale codes and element codes of one row's blocks. Compiled as they stand and,
   // inlined with nvfp4::encode_block, into the _avx2 twin, where the block loops
   // vectorise for AVX2 (the same values: no step is reordered or fused).
@@ -144,7 +131,7 @@ class Nvfp4Scheme final : public Scheme {
   }
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", DType::kF4, static_cast<uint64_t>(l.rows * l.padded_cols));

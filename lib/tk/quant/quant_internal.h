@@ -13,12 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "tk/device/device.h"
 #include "tk/quant/group_search.h"
 #include "tk/quant/scheme.h"
-
-namespace tk::quant::gpu {
-struct Measure;  // cuda/groups.h: a measurement in place of decoded values
-}  // namespace tk::quant::gpu
 
 namespace tk::quant::detail {
 
@@ -195,5 +192,29 @@ class Nearest16 {
 // rounding to nearest even and saturating at the largest finite value (NaN keeps the
 // format's NaN code, or -0 for F4/F6 which have none).
 void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference);
+
+// The Scheme hooks of a scheme that decodes on a GPU under every option, through one
+// Derived::decode(q, out, reference, device, measure): device -1 decodes on the CPU, and
+// with a measure the rows' error sums come back in place of the values. Derived declares
+// this base a friend.
+template <typename Derived> class GpuDecodedScheme : public Scheme {
+ public:
+  void dequantize(const Quantized& q, float* out) const override { derived().decode(q, out, false); }
+  void dequantize_reference(const Quantized& q, float* out) const override { derived().decode(q, out, true); }
+  bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
+  void dequantize_on(const Quantized& q, float* out, int device) const override {
+    derived().decode(q, out, false, device::cuda_compiled() ? device : -1);
+  }
+  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
+                  RowSums* rows) const override {
+    if (device < 0 || !device::cuda_compiled()) return false;
+    const Measure m{x, weights, block, rows};
+    derived().decode(q, nullptr, false, device, &m);
+    return true;
+  }
+
+ private:
+  const Derived& derived() const { return static_cast<const Derived&>(*this); }
+};
 
 }  // namespace tk::quant::detail

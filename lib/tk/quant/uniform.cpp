@@ -140,7 +140,7 @@ class IntScheme final : public Scheme {
   bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
                   RowSums* rows) const override {
     if (device < 0 || !device_decodes(q)) return false;
-    const gpu::Measure m{x, weights, block, rows};
+    const Measure m{x, weights, block, rows};
     decode(q, nullptr, false, device, &m);
     return true;
   }
@@ -259,7 +259,7 @@ class IntScheme final : public Scheme {
 #endif
 
   void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
-              [[maybe_unused]] const gpu::Measure* measure = nullptr) const {
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     const Granularity g = parse_granularity(param(q, "granularity"));
     const bool symmetric = param_int(q, "symmetric", 0, 1) == 1;
     if (param_int(q, "bits", 2, 8) != bits_) throw invalid_input("bits do not match the scheme", q.scheme);
@@ -319,7 +319,7 @@ class IntScheme final : public Scheme {
 #ifdef TK_HAVE_CUDA
   // decode() on device `device`: the scales as f32 (exact), then every row there.
   void decode_gpu(const Quantized& q, const Layout& l, Granularity g, const Tensor& scales, const Tensor* mins,
-                  int offset, float* out, int device, const gpu::Measure* measure) const {
+                  int offset, float* out, int device, const Measure* measure) const {
     const auto groups = static_cast<uint64_t>(l.rows * l.groups_per_row);
     std::vector<float> d(groups), m(mins ? groups : 0);
     if (g == Granularity::kTensor) {

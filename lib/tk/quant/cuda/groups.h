@@ -16,6 +16,7 @@
 
 namespace tk::quant::gpu {
 
+using detail::Measure;
 using tk::detail::FloatFormat;
 
 // A zero-padded rows x padded_cols f32 input copied to device `device`, each row cut into
@@ -67,16 +68,6 @@ class Groups {
  private:
   struct State;
   std::unique_ptr<State> state_;
-};
-
-// A measurement in place of the values (Scheme::measure_on): each row's error sums
-// (error_math.h's row_sums) against x, rows x cols on the host, with `weights` per
-// column (or null) and clipping over blocks of `block` values (0: not counted).
-struct Measure {
-  const float* x;
-  const float* weights;
-  int64_t block;
-  detail::RowSums* rows;
 };
 
 // Decode packed rows of padded_cols codes into out (rows x cols, cols <= padded_cols):

@@ -214,6 +214,23 @@ TEST(GpuQuant, Nvfp4GivesTheCpusBytesAndValues) {
   }
 }
 
+TEST(GpuQuant, Iq4nlGivesTheCpusBytesAndValues) {
+  TK_REQUIRE_GPU();
+  const int64_t rows = 40, cols = 1000;  // padded to 1024
+  const std::vector<float> x = sample(rows, cols, 29);
+  const std::vector<float> importance = column_weights(cols);
+  const auto scheme = make_scheme("iq4nl");
+  for (const bool fast : {false, true}) {
+    for (const bool weighted : {false, true}) {
+      QuantOptions o;
+      o.fast = fast;
+      o.importance = weighted ? importance.data() : nullptr;
+      expect_gpu_matches(*scheme, x, Shape{rows, cols}, o,
+                         std::string("iq4nl") + (fast ? " fast" : "") + (weighted ? " importance" : ""));
+    }
+  }
+}
+
 TEST(GpuQuant, KQuantsGiveTheCpusBytesAndValues) {
   TK_REQUIRE_GPU();
   const int64_t rows = 24, cols = 600;  // padded to 768
@@ -240,7 +257,7 @@ TEST(GpuQuant, MeasuredRowsEqualTheHosts) {
   const int64_t rows = 33, cols = 1024;
   const std::vector<float> x = sample(rows, cols, 23);
   const std::vector<float> weights = column_weights(cols);
-  for (const char* name : {"int4", "int8", "q4k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+  for (const char* name : {"int4", "int8", "q4k", "nf4", "iq4nl", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto scheme = make_scheme(name);
     const Quantized q = scheme->quantize(x.data(), Shape{rows, cols}, QuantOptions{});
     std::vector<float> y(x.size());

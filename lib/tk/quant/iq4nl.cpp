@@ -7,7 +7,8 @@
 // largest magnitude, which the level -127 then meets), every value takes its nearest
 // level and the scale is refitted by least squares on those codes; the trial of least
 // (weighted) squared error wins, is rounded to f16, and the codes are chosen again
-// against the rounded scale. --fast takes the first trial alone.
+// against the rounded scale. --fast takes the first trial alone. The search is
+// iq4nl_math.h's, which the GPU path (cuda/groups.cu) runs too.
 //
 // Parts: "codes" U8 [rows, padded_cols / 2] (two codes per byte, low nibble first) and
 // "scales" F16 [rows, groups]. Params: group_size (32), padded_cols.
@@ -15,21 +16,23 @@
 
 #include "tk/core/error.h"
 #include "tk/quant/decode_tables.h"
+#include "tk/quant/iq4nl_math.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/schemes.h"
+#ifdef TK_HAVE_CUDA
+#include "tk/quant/cuda/groups.h"
+#endif
 
 namespace tk::quant {
 namespace {
 
 using namespace detail;
 
-constexpr int64_t kBlock = 32;
-constexpr int kTrials = 7;  // on each side of -max / 127
-constexpr float kLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+using iq4nl::kBlock;
 
-class Iq4nlScheme final : public Scheme {
+class Iq4nlScheme final : public GpuDecodedScheme<Iq4nlScheme> {
  public:
-  Iq4nlScheme() : table_(4, kLevels), nearest_(kLevels) {}
+  Iq4nlScheme() : levels_(iq4nl::levels()), table_(4, levels_.level), nearest_(levels_.level) {}
 
   std::string name() const override { return "iq4nl"; }
   std::string description() const override {
@@ -50,66 +53,60 @@ class Iq4nlScheme final : public Scheme {
     const PaddedInput in = pad_input(x, l, o.importance);
     Tensor scales = new_part(DType::kF16, {l.rows, l.groups_per_row});
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
-    parallel_for(l.rows, [&](int64_t r) {
-      std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
-      for (int64_t b = 0; b < l.groups_per_row; ++b) {
-        const int64_t c0 = r * l.padded_cols + b * kBlock;
-        store_scale(scales, r * l.groups_per_row + b, fit_scale(in.data + c0, in.weights.data() + b * kBlock, o.fast));
-        const float d = load_scale(scales, r * l.groups_per_row + b);
-        encode(in.data + c0, d, row.data() + b * kBlock);
+#ifdef TK_HAVE_CUDA
+    if (o.device >= 0) {
+      // The scales there, their f16 rounding here, the codes from the rounded ones there.
+      gpu::Groups groups(o.device, in.data, in.weights.data(), l.rows, l.padded_cols, kBlock);
+      const std::vector<float> found = groups.iq4nl_scales(o.fast);
+      std::vector<float> d(found.size());
+      for (size_t g = 0; g < found.size(); ++g) {
+        store_scale(scales, g, found[g]);
+        d[g] = load_scale(scales, g);
       }
-      pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
-    });
+      groups.encode_table4(levels_, d.data(), codes.mutable_data());
+    } else
+#endif
+      parallel_for(l.rows, [&](int64_t r) {
+        std::vector<uint8_t> row(static_cast<size_t>(l.padded_cols));
+        for (int64_t b = 0; b < l.groups_per_row; ++b) {
+          const int64_t c0 = r * l.padded_cols + b * kBlock;
+          store_scale(scales, r * l.groups_per_row + b,
+                      iq4nl::fit_scale(levels_, in.data + c0, in.weights.data() + b * kBlock, o.fast));
+          const float d = load_scale(scales, r * l.groups_per_row + b);
+          encode(in.data + c0, d, row.data() + b * kBlock);
+        }
+        pack_bits(row.data(), l.padded_cols, 4, codes.mutable_data() + r * l.padded_cols / 2, o.reference);
+      });
     q.parts["codes"] = codes;
     q.parts["scales"] = scales;
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
-
  private:
+  friend class GpuDecodedScheme<Iq4nlScheme>;
+
   // The nearest level of each value x / d (ties to the lower level).
   void encode(const float* x, float d, uint8_t* codes) const {
     const float inv = d == 0 ? 0.0f : 1.0f / d;
     for (int64_t i = 0; i < kBlock; ++i) codes[i] = nearest_(x[i] * inv);
   }
 
-  float fit_scale(const float* x, const float* w, bool fast) const {
-    float max = 0;
-    for (int64_t i = 0; i < kBlock; ++i)
-      if (std::fabs(x[i]) > std::fabs(max)) max = x[i];
-    if (max == 0) return 0;
-    double best_score = -1;
-    float best = 0;
-    uint8_t codes[kBlock];
-    for (int t = 0; t <= (fast ? 0 : 2 * kTrials); ++t) {
-      const int step = t == 0 ? 0 : (t % 2 ? (t + 1) / 2 : -t / 2);  // 0, 1, -1, 2, -2, ...
-      const float d = -max / (127.0f - 0.1f * static_cast<float>(step));
-      encode(x, d, codes);
-      // Least squares on these codes: d = sum w x l / sum w l^2 leaves the error
-      // sum w x^2 - (sum w x l)^2 / sum w l^2; the largest score is the least error.
-      double sxl = 0, sll = 0;
-      for (int64_t i = 0; i < kBlock; ++i) {
-        const double level = kLevels[codes[i]];
-        sxl += static_cast<double>(w[i]) * x[i] * level;
-        sll += static_cast<double>(w[i]) * level * level;
-      }
-      const double score = sll > 0 ? sxl * sxl / sll : 0;
-      if (score > best_score) {
-        best_score = score;
-        best = sll > 0 ? static_cast<float>(sxl / sll) : d;
-      }
-    }
-    return best;
-  }
-
-  void decode(const Quantized& q, float* out, bool reference) const {
+  void decode(const Quantized& q, float* out, bool reference, [[maybe_unused]] int device = -1,
+              [[maybe_unused]] const Measure* measure = nullptr) const {
     if (param_int(q, "group_size", kBlock, kBlock) != kBlock) throw invalid_input("group size is not 32", q.scheme);
     const Layout l = make_layout(q.shape, kBlock);
     check_shape_param(q, l);
     const Tensor& codes = part(q, "codes", DType::kU8, static_cast<uint64_t>(l.rows * l.padded_cols / 2));
     const Tensor& scales = part(q, "scales", DType::kF16, static_cast<uint64_t>(l.rows * l.groups_per_row));
+#ifdef TK_HAVE_CUDA
+    if (device >= 0) {
+      std::vector<float> d(static_cast<size_t>(l.rows * l.groups_per_row));
+      load_scales(scales, 0, d.size(), d.data());
+      gpu::decode_table(device, codes.data(), 4, l.rows, l.padded_cols, l.cols, levels_.level, kBlock, d.data(), out,
+                        measure);
+      return;
+    }
+#endif
     const bool padded = l.cols != l.padded_cols;
     parallel_row_tasks(l, [&](int64_t begin, int64_t end) {
       std::vector<float> d(static_cast<size_t>(l.groups_per_row)), row(padded ? static_cast<size_t>(l.padded_cols) : 0);
@@ -125,6 +122,7 @@ class Iq4nlScheme final : public Scheme {
     });
   }
 
+  nf4::Levels levels_;
   CodeTable table_;
   Nearest16 nearest_;
 };

@@ -90,7 +90,7 @@ class Nf4Scheme final : public GpuDecodedScheme<Nf4Scheme> {
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
 #ifdef TK_HAVE_CUDA
     if (groups) {
-      groups->encode_nf4(scale.data(), codes.mutable_data());
+      groups->encode_table4(levels_, scale.data(), codes.mutable_data());
       q.parts["codes"] = codes;
       return q;
     }

@@ -26,7 +26,7 @@ std::vector<std::string> scheme_names() {
 }
 
 std::string gpu_schemes_text() {
-  return "int2..int8 with group or channel scales, the k-quants, nf4, fp8, the MX types and nvfp4";
+  return "int2..int8 with group or channel scales, the k-quants, nf4, iq4nl, fp8, the MX types and nvfp4";
 }
 
 namespace {

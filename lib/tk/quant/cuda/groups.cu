@@ -74,14 +74,24 @@ __global__ void nf4_scale_kernel(const float* x, const float* w, int64_t rows, i
                                   group, fast);
 }
 
-// One thread per 8 values: their nf4 codes from the stored scale, packed.
-__global__ void nf4_encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group,
-                                  const float* scales, uint8_t* packed) {
+// One thread per block: iq4nl's scale search, the reference's own code.
+__global__ void iq4nl_scale_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, bool fast,
+                                   float* out) {
+  using detail::iq4nl::kBlock;
+  const int64_t per_row = padded_cols / kBlock;
+  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= rows * per_row) return;
+  out[g] = detail::iq4nl::fit_scale(detail::iq4nl::levels(), x + (g / per_row) * padded_cols + (g % per_row) * kBlock,
+                                    w + (g % per_row) * kBlock, fast);
+}
+
+// One thread per 8 values: their codes through 16 levels from the stored scale, packed.
+__global__ void table4_encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group,
+                                     detail::nf4::Levels levels, const float* scales, uint8_t* packed) {
   const int64_t per_row = padded_cols / 8;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= rows * per_row) return;
   const int64_t r = t / per_row, c = (t % per_row) * 8;
-  const detail::nf4::Levels levels = detail::nf4::levels();
   uint8_t codes[8];
   detail::nf4::encode(levels, x + r * padded_cols + c, 8, scales[r * (padded_cols / group) + c / group], codes);
   detail::pack8(codes, 4, packed + r * (padded_cols / 2) + c / 2);
@@ -185,12 +195,22 @@ std::vector<float> Groups::nf4_scales(bool fast) {
   return out;
 }
 
-void Groups::encode_nf4(const float* scales, uint8_t* packed) {
+std::vector<float> Groups::iq4nl_scales(bool fast) {
+  const State& s = *state_;
+  std::vector<float> out(static_cast<size_t>(s.groups()));
+  fill_on_device(s.stream, "iq4nl scales", out.data(), out.size(), [&](float* found) {
+    iq4nl_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
+                                                                               s.padded_cols, fast, found);
+  });
+  return out;
+}
+
+void Groups::encode_table4(const detail::nf4::Levels& levels, const float* scales, uint8_t* packed) {
   const State& s = *state_;
   const DeviceArray<float> d_scales = to_device(scales, static_cast<size_t>(s.groups()), s.stream);
-  fill_on_device(s.stream, "nf4 encode", packed, s.packed_bytes(4), [&](uint8_t* out) {
-    nf4_encode_kernel<<<blocks_for(s.octets()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols,
-                                                                              s.group, d_scales.data(), out);
+  fill_on_device(s.stream, "encode", packed, s.packed_bytes(4), [&](uint8_t* out) {
+    table4_encode_kernel<<<blocks_for(s.octets()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.rows, s.padded_cols,
+                                                                                 s.group, levels, d_scales.data(), out);
   });
 }
 

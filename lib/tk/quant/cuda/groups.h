@@ -11,6 +11,7 @@
 
 #include "tk/quant/error_math.h"
 #include "tk/quant/group_search.h"
+#include "tk/quant/iq4nl_math.h"
 #include "tk/quant/kquant_math.h"
 #include "tk/quant/minifloat_math.h"
 
@@ -36,10 +37,12 @@ class Groups {
   // asymmetric, its min, packed `bits` wide: rows * padded_cols * bits / 8 bytes.
   void encode(const float* inv, const float* mins, int nmax, int bits, uint8_t* packed);
 
-  // nf4: every block's scale (nf4::fit_scale), and the codes from the stored scales,
-  // two per byte, low nibble first (rows * padded_cols / 2 bytes).
+  // nf4 and iq4nl: every block's scale (nf4::fit_scale, iq4nl::fit_scale), and the codes
+  // from the stored scales through a table of 16 levels (nf4::encode), two per byte, low
+  // nibble first (rows * padded_cols / 2 bytes).
   std::vector<float> nf4_scales(bool fast);
-  void encode_nf4(const float* scales, uint8_t* packed);
+  std::vector<float> iq4nl_scales(bool fast);
+  void encode_table4(const detail::nf4::Levels& levels, const float* scales, uint8_t* packed);
 
   // MX (groups of 32): every block's codes, packed `bits` wide, and its E8M0 scale code
   // (mx::encode_block; `table` holds the 256 codes' values).

@@ -155,14 +155,9 @@ class Fp8Scheme final : public GpuDecodedScheme<Fp8Scheme> {
   }
 
   float fit_scale(const float* x, int64_t cols, int64_t rows, const float* w, const QuantOptions& o) const {
-    float amax = 0;
-    for (int64_t i = 0; i < cols * rows; ++i) amax = max_magnitude(amax, x[i]);
-    if (amax == 0) return 1.0f;
-    const float base = amax / max_;
-    if (o.fast) return base;
-    double err[kCandidates];
-    for (int k = 0; k < kCandidates; ++k) err[k] = error(x, cols, rows, w, k == 0 ? base : base * factor_[k], o.reference);
-    return fp8::pick(base, factor_, err);
+    return fp8::fit_scale(x, cols * rows, max_, factor_, o.fast, [&](const float* candidates, double* err) {
+      for (int k = 0; k < kCandidates; ++k) err[k] = error(x, cols, rows, w, candidates[k], o.reference);
+    });
   }
 
 #ifdef TK_HAVE_CUDA
@@ -177,20 +172,14 @@ class Fp8Scheme final : public GpuDecodedScheme<Fp8Scheme> {
       row_scales = rows.fp8_row_scales(f, table_.data(), max_, factor_, o.fast);
       std::copy(row_scales.begin(), row_scales.end(), scales.mutable_data_as<float>());
     } else {
-      float amax = 0;
-      for (int64_t i = 0; i < l.rows * l.cols; ++i) amax = max_magnitude(amax, x[i]);
-      float s = amax == 0 ? 1.0f : amax / max_;
-      if (amax != 0 && !o.fast) {
-        float candidates[kCandidates];
-        for (int k = 0; k < kCandidates; ++k) candidates[k] = k == 0 ? s : s * factor_[k];
+      const auto errors = [&](const float* candidates, double* err) {
         const std::vector<double> row_err = rows.fp8_row_errors(f, table_.data(), candidates, kCandidates);
-        double err[kCandidates];
         for (int k = 0; k < kCandidates; ++k) {
           err[k] = 0;
           for (int64_t r = 0; r < l.rows; ++r) err[k] += row_err[static_cast<size_t>(k * l.rows + r)];
         }
-        s = fp8::pick(s, factor_, err);
-      }
+      };
+      const float s = fp8::fit_scale(x, l.rows * l.cols, max_, factor_, o.fast, errors);
       scales.mutable_data_as<float>()[0] = s;
       row_scales.assign(static_cast<size_t>(l.rows), s);
     }

@@ -185,17 +185,24 @@ TK_HD inline double row_error(const FloatFormat& f, const float* table, const fl
   return err;
 }
 
-// The best of the candidates `base * factor[k]` given their errors (the first of equals).
-TK_HD inline float pick(float base, const float* factor, const double* err) {
-  float best = base;
-  double best_err = err[0];
-  for (int k = 1; k < kCandidates; ++k) {
-    if (err[k] < best_err) {
-      best_err = err[k];
-      best = base * factor[k];
-    }
-  }
-  return best;
+// The scale of n values x: amax / max_elem (1 for all zeros) with `fast`, else the
+// candidate base * factor[k] (k = 0: base) of least error, the first of equals, where
+// errors(candidates, err) fills err[k] for every candidate.
+template <typename Errors>
+TK_HD inline float fit_scale(const float* x, int64_t n, float max_elem, const float* factor, bool fast,
+                             Errors&& errors) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = max_magnitude(amax, x[i]);
+  if (amax == 0) return 1.0f;
+  const float base = amax / max_elem;
+  if (fast) return base;
+  float candidates[kCandidates];
+  double err[kCandidates];
+  for (int k = 0; k < kCandidates; ++k) candidates[k] = k == 0 ? base : base * factor[k];
+  errors(candidates, err);
+  int best = 0;
+  for (int k = 1; k < kCandidates; ++k) best = err[k] < err[best] ? k : best;
+  return candidates[best];
 }
 
 }  // namespace fp8

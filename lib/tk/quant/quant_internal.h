@@ -193,28 +193,33 @@ class Nearest16 {
 // format's NaN code, or -0 for F4/F6 which have none).
 void encode_minifloat(DType dtype, const float* v, int64_t n, uint8_t* codes, bool reference);
 
-// The Scheme hooks of a scheme that decodes on a GPU under every option, through one
-// Derived::decode(q, out, reference, device, measure): device -1 decodes on the CPU, and
-// with a measure the rows' error sums come back in place of the values. Derived declares
-// this base a friend.
+// The Scheme hooks of a scheme that decodes on a GPU, through one Derived::decode(q, out,
+// reference, device, measure): device -1 decodes on the CPU, and with a measure the rows'
+// error sums come back in place of the values. Every option has a GPU path and every q
+// decodes there unless Derived overrides gpu_path or declares decodes_on_gpu(q).
+// Derived declares this base a friend.
 template <typename Derived> class GpuDecodedScheme : public Scheme {
  public:
   void dequantize(const Quantized& q, float* out) const override { derived().decode(q, out, false); }
   void dequantize_reference(const Quantized& q, float* out) const override { derived().decode(q, out, true); }
   bool gpu_path(const QuantOptions&) const override { return device::cuda_compiled(); }
   void dequantize_on(const Quantized& q, float* out, int device) const override {
-    derived().decode(q, out, false, device::cuda_compiled() ? device : -1);
+    derived().decode(q, out, false, on_gpu(q) ? device : -1);
   }
   bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
                   RowSums* rows) const override {
-    if (device < 0 || !device::cuda_compiled()) return false;
+    if (device < 0 || !on_gpu(q)) return false;
     const Measure m{x, weights, block, rows};
     derived().decode(q, nullptr, false, device, &m);
     return true;
   }
 
+ protected:
+  bool decodes_on_gpu(const Quantized&) const { return true; }
+
  private:
   const Derived& derived() const { return static_cast<const Derived&>(*this); }
+  bool on_gpu(const Quantized& q) const { return device::cuda_compiled() && derived().decodes_on_gpu(q); }
 };
 
 }  // namespace tk::quant::detail

@@ -41,7 +41,7 @@ Granularity parse_granularity(const std::string& text) {
   throw invalid_input("bad granularity '" + text + "'");
 }
 
-class IntScheme final : public Scheme {
+class IntScheme final : public GpuDecodedScheme<IntScheme> {
  public:
   explicit IntScheme(int bits) : bits_(bits) {}
 
@@ -129,25 +129,12 @@ class IntScheme final : public Scheme {
     return q;
   }
 
-  void dequantize(const Quantized& q, float* out) const override { decode(q, out, false); }
-  void dequantize_reference(const Quantized& q, float* out) const override { decode(q, out, true); }
+ private:
+  friend class GpuDecodedScheme<IntScheme>;
+
   // Every stored layout decodes on the GPU but integer zero points (compressed-tensors'
   // rounding, a CPU loop).
-  void dequantize_on(const Quantized& q, float* out, int device) const override {
-    decode(q, out, false, device_decodes(q) ? device : -1);
-  }
-#ifdef TK_HAVE_CUDA
-  bool measure_on(const Quantized& q, const float* x, const float* weights, int64_t block, int device,
-                  RowSums* rows) const override {
-    if (device < 0 || !device_decodes(q)) return false;
-    const Measure m{x, weights, block, rows};
-    decode(q, nullptr, false, device, &m);
-    return true;
-  }
-#endif
-
- private:
-  static bool device_decodes(const Quantized& q) { return device::cuda_compiled() && !q.params.count("zero_point"); }
+  static bool decodes_on_gpu(const Quantized& q) { return !q.params.count("zero_point"); }
 
   int nmax() const { return 1 << (bits_ - 1); }
   int top() const { return (1 << bits_) - 1; }

@@ -80,10 +80,11 @@ Quantized quantize_view(const Scheme& scheme, const float* x, const Shape& shape
 
 namespace {
 
-// q as the scheme quantized it: under its view's rows x columns where it has one.
-Quantized as_viewed(const Quantized& q) {
+// fn(q as the scheme quantized it): under its view's rows x columns where it has one (a
+// copy with that shape), else q itself.
+template <typename Fn> auto with_view(const Quantized& q, Fn&& fn) {
   auto it = q.params.find(kViewParam);
-  if (it == q.params.end()) return q;
+  if (it == q.params.end()) return fn(q);
   const auto numel = static_cast<int64_t>(shape_numel(q.shape));
   const int64_t view_cols = detail::param_int(q, kViewParam, 1, std::max<int64_t>(1, numel));
   const int64_t cols = last_dim(q.shape);
@@ -92,25 +93,28 @@ Quantized as_viewed(const Quantized& q) {
   }
   Quantized viewed = q;
   viewed.shape = Shape{numel / view_cols, view_cols};
-  return viewed;
+  return fn(viewed);
 }
 
 }  // namespace
 
 void dequantize_view(const Scheme& scheme, const Quantized& q, float* out, bool reference, int device) {
-  const Quantized viewed = as_viewed(q);
-  if (reference) {
-    scheme.dequantize_reference(viewed, out);
-  } else if (device >= 0) {
-    scheme.dequantize_on(viewed, out, device);
-  } else {
-    scheme.dequantize(viewed, out);
-  }
+  with_view(q, [&](const Quantized& viewed) {
+    if (reference) {
+      scheme.dequantize_reference(viewed, out);
+    } else if (device >= 0) {
+      scheme.dequantize_on(viewed, out, device);
+    } else {
+      scheme.dequantize(viewed, out);
+    }
+  });
 }
 
 bool measure_view(const Scheme& scheme, const Quantized& q, const float* x, const float* weights, int64_t block,
                   int device, detail::RowSums* rows) {
-  return scheme.measure_on(as_viewed(q), x, weights, block, device, rows);
+  return with_view(q, [&](const Quantized& viewed) {
+    return scheme.measure_on(viewed, x, weights, block, device, rows);
+  });
 }
 
 }  // namespace tk::quant

@@ -6,21 +6,14 @@
 namespace tk::quant::gpu {
 namespace {
 
-using device::cuda::blocks_for;
-using device::cuda::check_launch;
-using device::cuda::DeviceArray;
-using device::cuda::kBlock;
-using device::cuda::Stream;
-using device::cuda::to_device;
-
 // One thread per group: the reference search, operation for operation.
 __global__ void search_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
                               bool symmetric, int nmax, bool fast, detail::AffineScale* out) {
-  const int64_t groups_per_row = padded_cols / group;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * groups_per_row) return;
-  const float* xg = x + (g / groups_per_row) * padded_cols + (g % groups_per_row) * group;
-  const float* wg = w + (g % groups_per_row) * group;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, group, p)) return;
+  const int64_t g = p.g;
+  const float* xg = x + p.r * padded_cols + p.b * group;
+  const float* wg = w + p.b * group;
   const detail::GroupStats s = detail::normalised_stats(detail::group_stats_ref(xg, wg, group), xg, group);
   if (symmetric) {
     const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
@@ -47,10 +40,9 @@ __global__ void search_kernel(const float* x, const float* w, int64_t rows, int6
 // One thread per 8 values (one group holds them all): their codes, packed.
 __global__ void encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group, const float* inv,
                               const float* mins, int nmax, int bits, uint8_t* packed) {
-  const int64_t per_row = padded_cols / 8;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * per_row) return;
-  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, 8, p)) return;
+  const int64_t r = p.r, c = p.b * 8;
   const int64_t g = r * (padded_cols / group) + c / group;
   const float* xr = x + r * padded_cols + c;
   uint8_t codes[8];
@@ -63,35 +55,28 @@ __global__ void encode_kernel(const float* x, int64_t rows, int64_t padded_cols,
   detail::pack8(codes, bits, packed + r * (padded_cols * bits / 8) + c / 8 * bits);
 }
 
-// One thread per block: nf4's scale search, the reference's own code.
+// One thread per block: nf4's and iq4nl's scale searches, the reference's own code.
 __global__ void nf4_scale_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
                                  bool fast, float* out) {
-  const int64_t per_row = padded_cols / group;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * per_row) return;
-  const detail::nf4::Levels t = detail::nf4::levels();
-  out[g] = detail::nf4::fit_scale(t, x + (g / per_row) * padded_cols + (g % per_row) * group, w + (g % per_row) * group,
-                                  group, fast);
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, group, p)) return;
+  out[p.g] = detail::nf4::fit_scale(detail::nf4::levels(), x + p.r * padded_cols + p.b * group, w + p.b * group,
+                                    group, fast);
 }
-
-// One thread per block: iq4nl's scale search, the reference's own code.
-__global__ void iq4nl_scale_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, bool fast,
-                                   float* out) {
-  using detail::iq4nl::kBlock;
-  const int64_t per_row = padded_cols / kBlock;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * per_row) return;
-  out[g] = detail::iq4nl::fit_scale(detail::iq4nl::levels(), x + (g / per_row) * padded_cols + (g % per_row) * kBlock,
-                                    w + (g % per_row) * kBlock, fast);
+__global__ void iq4nl_scale_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, int64_t group,
+                                   bool fast, float* out) {
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, group, p)) return;
+  out[p.g] = detail::iq4nl::fit_scale(detail::iq4nl::levels(), x + p.r * padded_cols + p.b * group, w + p.b * group,
+                                      fast);
 }
 
 // One thread per 8 values: their codes through 16 levels from the stored scale, packed.
 __global__ void table4_encode_kernel(const float* x, int64_t rows, int64_t padded_cols, int64_t group,
                                      detail::nf4::Levels levels, const float* scales, uint8_t* packed) {
-  const int64_t per_row = padded_cols / 8;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * per_row) return;
-  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, 8, p)) return;
+  const int64_t r = p.r, c = p.b * 8;
   uint8_t codes[8];
   detail::nf4::encode(levels, x + r * padded_cols + c, 8, scales[r * (padded_cols / group) + c / group], codes);
   detail::pack8(codes, 4, packed + r * (padded_cols / 2) + c / 2);
@@ -115,10 +100,9 @@ __global__ void decode_table_kernel(const uint8_t* packed, int bits, int64_t row
 // One thread per 8 codes: unpacked, scaled, and the columns inside the row written.
 __global__ void decode_kernel(const uint8_t* packed, int64_t rows, int64_t padded_cols, int64_t cols, int bits,
                               int offset, int64_t group, const float* d, const float* m, float* out) {
-  const int64_t per_row = padded_cols / 8;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * per_row) return;
-  const int64_t r = t / per_row, c = (t % per_row) * 8;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, 8, p)) return;
+  const int64_t r = p.r, c = p.b * 8;
   const int64_t g = r * (padded_cols / group) + c / group;
   const float dg = d[g], mg = m ? m[g] : 0.0f;
   uint8_t codes[8];
@@ -185,24 +169,25 @@ void Groups::encode(const float* inv, const float* mins, int nmax, int bits, uin
   });
 }
 
-std::vector<float> Groups::nf4_scales(bool fast) {
-  const State& s = *state_;
+namespace {
+
+// Every group's scale, one thread per group: kernel(x, w, rows, padded_cols, group, fast, out).
+template <typename Kernel>
+std::vector<float> group_scales(const Groups::State& s, const char* what, Kernel kernel, bool fast) {
   std::vector<float> out(static_cast<size_t>(s.groups()));
-  fill_on_device(s.stream, "nf4 scales", out.data(), out.size(), [&](float* found) {
-    nf4_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
-                                                                             s.padded_cols, s.group, fast, found);
+  fill_on_device(s.stream, what, out.data(), out.size(), [&](float* found) {
+    kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows, s.padded_cols,
+                                                                    s.group, fast, found);
   });
   return out;
 }
 
+}  // namespace
+
+std::vector<float> Groups::nf4_scales(bool fast) { return group_scales(*state_, "nf4 scales", nf4_scale_kernel, fast); }
+
 std::vector<float> Groups::iq4nl_scales(bool fast) {
-  const State& s = *state_;
-  std::vector<float> out(static_cast<size_t>(s.groups()));
-  fill_on_device(s.stream, "iq4nl scales", out.data(), out.size(), [&](float* found) {
-    iq4nl_scale_kernel<<<blocks_for(s.groups()), kBlock, 0, s.stream.get()>>>(s.x.data(), s.w.data(), s.rows,
-                                                                               s.padded_cols, fast, found);
-  });
-  return out;
+  return group_scales(*state_, "iq4nl scales", iq4nl_scale_kernel, fast);
 }
 
 void Groups::encode_table4(const detail::nf4::Levels& levels, const float* scales, uint8_t* packed) {

@@ -68,8 +68,10 @@ class Groups {
                                     const float* factors, bool fast);
   void encode_fp8(const FloatFormat& format, const float* row_scales, uint8_t* codes);
 
- private:
+  // The input on the device (groups_state.h, for the CUDA sources' launch helpers).
   struct State;
+
+ private:
   std::unique_ptr<State> state_;
 };
 

@@ -8,6 +8,13 @@
 
 namespace tk::quant::gpu {
 
+using device::cuda::blocks_for;
+using device::cuda::check_launch;
+using device::cuda::DeviceArray;
+using device::cuda::kBlock;
+using device::cuda::Stream;
+using device::cuda::to_device;
+
 struct Groups::State {
   device::cuda::DeviceScope scope;
   device::cuda::Stream stream;
@@ -21,6 +28,21 @@ struct Groups::State {
   int64_t octets() const { return rows * (padded_cols / 8); }
   size_t packed_bytes(int bits) const { return static_cast<size_t>(rows * (padded_cols * bits / 8)); }
 };
+
+// The piece of a rows x padded_cols input that this thread takes, cut into pieces of
+// `size` values along each row: its index g, row r and place b in the row (columns
+// b * size ...); false past the last piece.
+struct Piece {
+  int64_t g, r, b;
+};
+__device__ inline bool piece_of_thread(int64_t rows, int64_t padded_cols, int64_t size, Piece& p) {
+  const int64_t per_row = padded_cols / size;
+  p.g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p.g >= rows * per_row) return false;
+  p.r = p.g / per_row;
+  p.b = p.g % per_row;
+  return true;
+}
 
 // The device array that `launch` fills, checked and copied into `host`.
 template <typename T, typename Launch>

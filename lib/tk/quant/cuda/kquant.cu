@@ -5,17 +5,13 @@
 namespace tk::quant::gpu {
 namespace {
 
-using device::cuda::blocks_for;
-using device::cuda::DeviceArray;
-using device::cuda::kBlock;
 namespace kquant = detail::kquant;
 
 __global__ void kquant_kernel(const float* x, const float* w, int64_t rows, int64_t padded_cols, kquant::Format f,
                               bool fast, uint8_t* packed, float* d, float* dmin, uint8_t* q, uint8_t* qm) {
-  const int64_t per_row = padded_cols / kquant::kSuper;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * per_row) return;
-  const int64_t r = g / per_row, s = g % per_row;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, kquant::kSuper, p)) return;
+  const int64_t g = p.g, r = p.r, s = p.b;
   const float* xs = x + r * padded_cols + s * kquant::kSuper;
   detail::GroupStats st[kquant::kMaxSubs];
   kquant::Choice room;

@@ -6,11 +6,6 @@
 namespace tk::quant::gpu {
 namespace {
 
-using device::cuda::blocks_for;
-using device::cuda::DeviceArray;
-using device::cuda::kBlock;
-using device::cuda::to_device;
-
 // The element encoder minifloat_math.h takes: float_format_encode, value by value.
 struct Encoder {
   const FloatFormat& format;
@@ -29,10 +24,9 @@ __global__ void mx_kernel(const float* x, const float* w, int64_t rows, int64_t 
                           detail::mx::Element element, const float* table, bool ceil, bool search, int bits,
                           uint8_t* packed, uint8_t* scales) {
   using detail::mx::kBlock;
-  const int64_t per_row = padded_cols / kBlock;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * per_row) return;
-  const int64_t r = g / per_row, b = g % per_row;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, kBlock, p)) return;
+  const int64_t g = p.g, r = p.r, b = p.b;
   uint8_t codes[kBlock];
   scales[g] = detail::mx::encode_block(element, table, x + r * padded_cols + b * kBlock, w + b * kBlock, ceil, search,
                                        codes, Encoder{element.format});
@@ -44,10 +38,9 @@ __global__ void nvfp4_kernel(const float* x, const float* w, int64_t rows, int64
                              FloatFormat e4m3, const float* fp4, const float* fp8, float t, bool fast, uint8_t* packed,
                              uint8_t* scales) {
   using detail::nvfp4::kBlock;
-  const int64_t per_row = padded_cols / kBlock;
-  const int64_t g = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= rows * per_row) return;
-  const int64_t r = g / per_row, b = g % per_row;
+  Piece p;
+  if (!piece_of_thread(rows, padded_cols, kBlock, p)) return;
+  const int64_t g = p.g, r = p.r, b = p.b;
   uint8_t codes[kBlock];
   scales[g] = detail::nvfp4::encode_block(e4m3, fp4, fp8, x + r * padded_cols + b * kBlock, w + b * kBlock, t, fast,
                                           codes, Encoder{e2m1});
@@ -69,22 +62,11 @@ __global__ void fp8_scales_kernel(const float* x, const float* w, int64_t rows, 
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const float* xr = x + r * cols;
-  float amax = 0;
-  for (int64_t i = 0; i < cols; ++i) amax = detail::max_magnitude(amax, xr[i]);
-  if (amax == 0) {
-    out[r] = 1.0f;
-    return;
-  }
-  const float base = amax / max_elem;
-  if (fast) {
-    out[r] = base;
-    return;
-  }
-  double err[detail::fp8::kCandidates];
-  for (int k = 0; k < detail::fp8::kCandidates; ++k) {
-    err[k] = detail::fp8::row_error(format, table, xr, w, cols, k == 0 ? base : base * factors[k]);
-  }
-  out[r] = detail::fp8::pick(base, factors, err);
+  out[r] = detail::fp8::fit_scale(xr, cols, max_elem, factors, fast, [&](const float* candidates, double* err) {
+    for (int k = 0; k < detail::fp8::kCandidates; ++k) {
+      err[k] = detail::fp8::row_error(format, table, xr, w, cols, candidates[k]);
+    }
+  });
 }
 
 // One thread per value.

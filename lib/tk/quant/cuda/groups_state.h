@@ -29,6 +29,7 @@ struct Groups::State {
   size_t packed_bytes(int bits) const { return static_cast<size_t>(rows * (padded_cols * bits / 8)); }
 };
 
+#if defined(__CUDACC__)  // device code: compiled by nvcc only (the header is installed too)
 // The piece of a rows x padded_cols input that this thread takes, cut into pieces of
 // `size` values along each row: its index g, row r and place b in the row (columns
 // b * size ...); false past the last piece.
@@ -43,6 +44,7 @@ __device__ inline bool piece_of_thread(int64_t rows, int64_t padded_cols, int64_
   p.b = p.g % per_row;
   return true;
 }
+#endif
 
 // The device array that `launch` fills, checked and copied into `host`.
 template <typename T, typename Launch>

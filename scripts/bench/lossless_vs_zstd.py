@@ -123,6 +123,7 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="lossless-bench-")
+    os.makedirs(work, exist_ok=True)
     tbin = args.bin
     model = os.path.join(args.model, "model.safetensors")
     files = {"minilm-f32": model}

@@ -35,7 +35,9 @@ std::vector<uint8_t> bitx_encode(DType dtype, std::span<const uint8_t> target, s
   Buffer delta = Buffer::allocate(target.size());
   std::span<uint8_t> d(delta.mutable_data(), delta.size());
   bitx_xor(target, base, d);
-  return lossless_compress(dtype, d, options);
+  LosslessOptions as_delta = options;
+  as_delta.delta = true;
+  return lossless_compress(dtype, d, as_delta);
 }
 
 void bitx_decode(std::span<const uint8_t> frame, std::span<const uint8_t> base, std::span<uint8_t> out,

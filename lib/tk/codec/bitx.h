@@ -22,7 +22,8 @@ namespace tk::codec {
 // out[i] = a[i] ^ b[i]; the three spans have the same size (out may alias a or b).
 void bitx_xor(std::span<const uint8_t> a, std::span<const uint8_t> b, std::span<uint8_t> out);
 
-// Code `target` as a lossless frame of target ^ base (same size, elements of `dtype`).
+// Code `target` as a lossless frame of target ^ base (same size, elements of `dtype`),
+// a delta frame (LosslessOptions::delta: planes of plain bytes).
 std::vector<uint8_t> bitx_encode(DType dtype, std::span<const uint8_t> target, std::span<const uint8_t> base,
                                  const LosslessOptions& options = {});
 

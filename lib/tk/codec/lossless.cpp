@@ -6,7 +6,9 @@
 //   5      1    dtype (tk::DType value)
 //   6      1    streams per chunk: the plane width of the dtype (bf16/f16 2, f32/c64 4,
 //               f64 8), 1 for every other dtype (its bytes as they are)
-//   7      1    flags (0)
+//   7      1    flags: bit 0 = delta layout (XOR deltas, LosslessOptions::delta; only with
+//               2+ streams): planes of plain bytes, high to low, and plane 0 sorted by
+//               the top bit of plane 1 (byte_planes.h); else the regrouped planes
 //   8      8    element count
 //   16     4    chunk bytes: decoded bytes per chunk (the last chunk may be shorter)
 //   20     4    chunk count
@@ -54,6 +56,9 @@ constexpr size_t kStreamEntryBytes = 5;
 constexpr uint32_t kMinChunkBytes = 256;
 constexpr uint32_t kMaxChunkBytes = 64u << 20;
 constexpr uint32_t kChunkAlignment = 64;  // a multiple of every plane width
+constexpr uint8_t kFlagDelta = 1;
+// Levels from which a delta's planes all get a zstd try (see LosslessOptions::delta).
+constexpr int kDeltaTryAllLevel = 10;
 // Decoded bytes a streaming decode holds at once: two chunks per thread, at most this
 // many, and one chunk when chunks are larger. Small batches stay in cache until the
 // sink has used them: a restore that wrote 16 MiB batches spent 45% of its samples
@@ -137,6 +142,7 @@ class FirstError {
 struct Frame {
   DType dtype = DType::kU8;
   int width = 1;
+  bool delta = false;  // the delta layout
   uint64_t elements = 0;
   uint64_t bytes = 0;
   uint32_t chunk_bytes = 0;
@@ -175,7 +181,8 @@ Frame parse_header(const uint8_t* h, uint64_t frame_bytes) {
   f.dtype = static_cast<DType>(h[5]);
   f.width = plane_width(f.dtype);
   if (h[6] != f.width) corrupt("stream count does not match the dtype");
-  if (h[7] != 0) corrupt("unknown flags");
+  if ((h[7] & ~kFlagDelta) != 0 || (h[7] != 0 && f.width == 1)) corrupt("unknown flags");
+  f.delta = (h[7] & kFlagDelta) != 0;
   f.elements = load_le<uint64_t>(h + 8);
   f.bytes = dtype_storage_bytes(f.dtype, f.elements);
   f.chunk_bytes = load_le<uint32_t>(h + 16);
@@ -313,14 +320,15 @@ size_t try_zstd(CompressState& st, std::span<const uint8_t> src, uint8_t* dst, s
 // the plane plus kHuffmanSlack), or the plane itself (raw), whichever is smallest of
 // those tried. zstd is tried only when one byte value covers more than half the plane
 // (zeros, sparse tensors): there runs and matches beat Huffman's floor of one bit per
-// symbol, elsewhere zstd codes literals with Huffman anyway, only slower.
-Coded code_plane(CompressState& st, std::span<const uint8_t> plane, uint8_t* out, int level) {
+// symbol, elsewhere zstd codes literals with Huffman anyway, only slower. With
+// `try_all`, every plane gets a zstd try and any saving is kept.
+Coded code_plane(CompressState& st, std::span<const uint8_t> plane, uint8_t* out, int level, bool try_all) {
   const size_t raw = plane.size();
   const Coded as_is{Method::kRaw, plane.data(), raw};
   // Planes of nearly random bytes (the low mantissa bytes of trained weights) cannot
   // reach 0.95 bits per bit: a sample tells without a full histogram.
-  if (sampled_entropy_bits(plane) > kRawEntropyBits) return as_is;
-  const size_t limit = coded_limit(raw);
+  if (!try_all && sampled_entropy_bits(plane) > kRawEntropyBits) return as_is;
+  const size_t limit = try_all ? raw - 1 : coded_limit(raw);
   const size_t planned = st.huffman.plan(plane);
   const ByteStreamStats& stats = st.huffman.stats();
   if (stats.distinct == 1) {
@@ -329,7 +337,7 @@ Coded code_plane(CompressState& st, std::span<const uint8_t> plane, uint8_t* out
   }
   Coded best = as_is;
   if (planned <= limit) best = {Method::kHuffman, out, st.huffman.encode(plane, out)};
-  if (stats.top_count * 2 > raw) {
+  if (try_all || stats.top_count * 2 > raw) {
     uint8_t* dst = best.method == Method::kRaw ? out : st.scratch.data();
     const size_t z = try_zstd(st, plane, dst, std::min(limit, best.length - 1), level);
     if (z) {
@@ -365,7 +373,9 @@ class ChunkChecksum {
 
 // Code one chunk into `out` and fill its table entry.
 void compress_chunk(CompressState& st, ChunkOutput& out, int width, std::span<const uint8_t> chunk, uint8_t* entry,
-                    int level) {
+                    const LosslessOptions& options) {
+  const int level = options.level;
+  const bool try_all = options.delta && level >= kDeltaTryAllLevel;
   // Hashed first: this reads the chunk into the cache for the split that follows.
   const uint64_t decoded_hash = XXH3_64bits(chunk.data(), chunk.size());
   uint8_t* const checksum = entry;
@@ -386,8 +396,18 @@ void compress_chunk(CompressState& st, ChunkOutput& out, int width, std::span<co
     const size_t count = chunk.size() / width;
     uint8_t* planes[8];
     for (int s = 0; s < width; ++s) planes[s] = out.planes.data() + s * count;
-    split_planes(width, chunk.data(), count, planes);
-    for (int s = 0; s < width; ++s) record(code_plane(st, {planes[s], count}, out.coded.data() + used, level));
+    if (options.delta) {
+      // Plane 0 is split into scratch (free until code_plane) and sorted into place.
+      uint8_t* const high = planes[0];
+      planes[0] = st.scratch.data();
+      split_planes(width, chunk.data(), count, planes, PlaneOrder::kBytes);
+      sort_high_plane(planes[0], planes[1], count, high);
+      planes[0] = high;
+    } else {
+      split_planes(width, chunk.data(), count, planes);
+    }
+    for (int s = 0; s < width; ++s)
+      record(code_plane(st, {planes[s], count}, out.coded.data() + used, level, try_all));
   }
   store_le<uint64_t>(checksum, sum.finish(decoded_hash));
 }
@@ -432,12 +452,14 @@ struct DecompressState {
   HuffmanDecoder huffman;
   std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
   std::vector<uint8_t> planes;
+  std::vector<uint8_t> high;  // a delta's plane 0 in element order
 };
 
 DecompressState& decompress_state(size_t chunk_bytes) {
   thread_local std::unique_ptr<DecompressState> state;
   if (!state) state = std::make_unique<DecompressState>();
   if (state->planes.size() < chunk_bytes) state->planes.resize(chunk_bytes);
+  if (state->high.size() < chunk_bytes / 2) state->high.resize(chunk_bytes / 2);
   return *state;
 }
 
@@ -484,7 +506,11 @@ void decompress_chunk(DecompressState& st, const Frame& f, uint64_t c, const uin
     }
     src += length;
   }
-  if (f.width > 1) merge_planes(f.width, planes, count, out);
+  if (f.delta) {
+    unsort_high_plane(planes[0], planes[1], count, st.high.data());
+    planes[0] = st.high.data();
+  }
+  if (f.width > 1) merge_planes(f.width, planes, count, out, f.delta ? PlaneOrder::kBytes : PlaneOrder::kRegrouped);
   if (sum.finish(XXH3_64bits(out, size)) != expected)
     throw invalid_input("corrupt lossless frame: checksum mismatch", "chunk " + std::to_string(c));
 }
@@ -572,8 +598,7 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
           try {
             const size_t begin = static_cast<size_t>(c) * chunk_bytes;
             const size_t size = std::min<size_t>(chunk_bytes, n - begin);
-            compress_chunk(*st, *out, width, bytes.subspan(begin, size), table.data() + c * entry_bytes,
-                           options.level);
+            compress_chunk(*st, *out, width, bytes.subspan(begin, size), table.data() + c * entry_bytes, options);
           } catch (...) {
             out->stream_count = 0;
             error.record(static_cast<size_t>(c), std::current_exception());
@@ -592,7 +617,7 @@ std::vector<uint8_t> lossless_compress(DType dtype, std::span<const uint8_t> byt
   header[4] = kVersion;
   header[5] = static_cast<uint8_t>(dtype);
   header[6] = static_cast<uint8_t>(width);
-  header[7] = 0;
+  header[7] = options.delta && width > 1 ? kFlagDelta : 0;
   store_le<uint64_t>(header + 8, elements);
   store_le<uint32_t>(header + 16, chunk_bytes);
   store_le<uint32_t>(header + 20, static_cast<uint32_t>(chunks));

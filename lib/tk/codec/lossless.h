@@ -24,6 +24,11 @@ struct LosslessOptions {
   uint32_t chunk_bytes = 1 << 20; // bytes of input per chunk (256 KiB .. 1 MiB sensible);
                                   // a multiple of 64 from 256 B to 64 MiB, else kUsage
   int threads = 0;                // 0: OpenMP default; 1: serial
+  // The bytes are an XOR delta (BitX): float planes take each element's bytes as they
+  // are, high to low, with plane 0 sorted by the top bit of plane 1 (byte_planes.h),
+  // and from level 10 every plane gets a zstd try, kept where it saves a byte (elements
+  // left unchanged are runs of zeros inside planes that are otherwise nearly random).
+  bool delta = false;
 };
 
 // Compress `bytes`, which hold elements of `dtype` (any dtype; byte grouping applies to

@@ -178,6 +178,36 @@ TEST(BytePlanes, SplitMergeRoundTripAndExponentPlane) {
   EXPECT_EQ(q[1], 0xc0);
 }
 
+TEST(BytePlanes, PlainBytesAndTheSortedHighPlane) {
+  std::mt19937 rng(4);
+  for (int width : {2, 4, 8}) {
+    for (size_t count : {0, 1, 7, 33, 1000}) {
+      std::vector<uint8_t> src(count * width);
+      for (auto& b : src) b = static_cast<uint8_t>(rng());
+      std::vector<uint8_t> planes(src.size()), back(src.size());
+      std::vector<uint8_t*> p(width);
+      std::vector<const uint8_t*> cp(width);
+      for (int s = 0; s < width; ++s) cp[s] = p[s] = planes.data() + s * count;
+      split_planes(width, src.data(), count, p.data(), PlaneOrder::kBytes);
+      for (size_t i = 0; i < count; ++i)  // plane s holds byte width-1-s of each element
+        for (int s = 0; s < width; ++s) ASSERT_EQ(p[s][i], src[i * width + (width - 1 - s)]);
+      merge_planes(width, cp.data(), count, back.data(), PlaneOrder::kBytes);
+      EXPECT_EQ(back, src) << "width " << width << ", count " << count;
+
+      std::vector<uint8_t> sorted(count), unsorted(count);
+      sort_high_plane(p[0], p[1], count, sorted.data());
+      unsort_high_plane(sorted.data(), p[1], count, unsorted.data());
+      EXPECT_EQ(std::vector<uint8_t>(p[0], p[0] + count), unsorted);
+    }
+  }
+  // Clear context first, then set, each group in element order.
+  const uint8_t high[6] = {1, 2, 3, 4, 5, 6};
+  const uint8_t context[6] = {0x80, 0x00, 0xff, 0x7f, 0x00, 0x80};
+  uint8_t sorted[6];
+  sort_high_plane(high, context, 6, sorted);
+  EXPECT_EQ(std::vector<uint8_t>(sorted, sorted + 6), (std::vector<uint8_t>{2, 4, 5, 1, 3, 6}));
+}
+
 TEST(SampledEntropy, SeparatesRandomFromSkewedBytes) {
   std::mt19937 rng(9);
   std::vector<uint8_t> random(1 << 20);

@@ -50,6 +50,17 @@ std::vector<uint8_t> round_trip(DType dtype, const std::vector<uint8_t>& bytes, 
   return frame;
 }
 
+int plane_width_of(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+    case DType::kF16: return 2;
+    case DType::kF32:
+    case DType::kC64: return 4;
+    case DType::kF64: return 8;
+    default: return 1;
+  }
+}
+
 // Methods of every stream of every chunk, read from the chunk table.
 std::vector<uint8_t> methods(const std::vector<uint8_t>& frame) {
   uint32_t chunks;
@@ -113,6 +124,49 @@ TEST(Lossless, ChoosesAMethodPerStream) {
   const auto i32 = round_trip(DType::kI32, weights(DType::kI32, 100000, 5), o);
   EXPECT_EQ(methods(i32)[0], kZstd);
   EXPECT_EQ(i32[6], 1) << "one stream per chunk";
+}
+
+// The XOR of a fine-tune-like pair: base weights N(0, 0.02) and the same moved by
+// N(0, 2e-4), except one element in 25 left as it was (rows no batch touched).
+std::vector<uint8_t> xor_delta(DType dtype, uint64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> weight(0.0f, 0.02f), step(0.0f, 2e-4f);
+  std::vector<float> base(count), tuned(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    base[i] = weight(rng);
+    tuned[i] = i % 25 == 0 ? base[i] : base[i] + step(rng);
+  }
+  std::vector<uint8_t> a(dtype_storage_bytes(dtype, count)), b(a.size());
+  cast_array(DType::kF32, base.data(), dtype, a.data(), count, {});
+  cast_array(DType::kF32, tuned.data(), dtype, b.data(), count, {});
+  for (size_t i = 0; i < a.size(); ++i) a[i] ^= b[i];
+  return a;
+}
+
+TEST(Lossless, DeltaFramesRoundTripAndCodeDeltasSmaller) {
+  LosslessOptions delta;
+  delta.delta = true;
+  delta.chunk_bytes = 64 * 1024;
+  for (DType dtype : {DType::kBF16, DType::kF16, DType::kF32, DType::kF64, DType::kU8, DType::kI32}) {
+    for (uint64_t count : {0, 1, 7, 1000, 40000}) {
+      const auto bytes = xor_delta(dtype, count, static_cast<uint32_t>(count));
+      const auto frame = round_trip(dtype, bytes, delta);
+      EXPECT_EQ(frame[7], plane_width_of(dtype) > 1 ? 1 : 0) << dtype_name(dtype) << " flags";
+    }
+  }
+  // The layout pays on deltas, at the default level and more from level 10, where every
+  // plane gets a zstd try.
+  LosslessOptions plain = delta;
+  plain.delta = false;
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    const auto bytes = xor_delta(dtype, 400000, 1);
+    for (int level : {3, 19}) {
+      delta.level = plain.level = level;
+      const size_t with = round_trip(dtype, bytes, delta).size(), without = round_trip(dtype, bytes, plain).size();
+      EXPECT_LT(static_cast<double>(with), 0.99 * static_cast<double>(without))
+          << dtype_name(dtype) << " at level " << level;
+    }
+  }
 }
 
 TEST(Lossless, SameFrameForEveryThreadCount) {
@@ -184,6 +238,18 @@ TEST(Lossless, DecodedSizeAndHeader) {
   lossless_decompress(empty, none);
   EXPECT_EQ(kind_of([] { lossless_decoded_size(std::vector<uint8_t>{'n', 'o', 'p', 'e', 0, 0}); }),
             ErrorKind::kInvalidInput);
+  // Flags: bit 0 (the delta layout) only where there are planes; no other bit.
+  for (auto [dtype, flags] : {std::pair{DType::kF64, 2}, {DType::kF64, 0x81}, {DType::kU8, 1}}) {
+    auto bad = lossless_compress(dtype, weights(dtype, 1000, 8));
+    bad[7] = static_cast<uint8_t>(flags);
+    try {
+      lossless_decoded_size(bad);
+      ADD_FAILURE() << "flags " << flags << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find("unknown flags"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Lossless, RejectsBadArguments) {

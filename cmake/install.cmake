@@ -106,7 +106,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # which any of the three builds satisfies).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS libopenblas0-openmp)
+# libavcodec is opened at run time (lib/tk/codec/video.cpp), so shlibdeps does not see it:
+# recommended, since only the video codecs need it.
+string(REGEX MATCH "^[0-9]+" _tk_avcodec_major "${LIBAV_libavcodec_VERSION}")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libavcodec${_tk_avcodec_major}")
 # What find_package(tensorkit) needs to link the static library (tensorkit::tensorkit).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, libhdf5-dev, libopenblas-openmp-dev, liblapacke-dev, \
-libzstd-dev, libxxhash-dev, libavcodec-dev, libavutil-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
+libzstd-dev, libxxhash-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
 include(CPack)

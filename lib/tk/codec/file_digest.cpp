@@ -1,7 +1,6 @@
 #include "tk/codec/file_digest.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "tk/codec/xxh3.h"
 
 #include <cstring>
 

@@ -8,6 +8,7 @@ extern "C" {
 #include <libavutil/pixdesc.h>
 }
 
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -15,11 +16,72 @@ extern "C" {
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <type_traits>
 
 #include "tk/core/error.h"
 
 namespace tk::codec {
 namespace {
+
+// libavcodec and libavutil are opened on first use, not linked: linked, they and the
+// 85 libraries they load (x265, aom, cairo, ...) cost every tool 22 ms at start (32 ms
+// against 10 ms for an empty program linked with the toolkit's other libraries), and
+// only the video codecs use them. The names are the sonames of the headers built against.
+#define TK_AV_CODEC_FUNCTIONS(X)                                                                                    \
+  X(avcodec_alloc_context3) X(avcodec_find_decoder_by_name) X(avcodec_find_encoder_by_name)                      \
+  X(avcodec_free_context) X(avcodec_open2) X(avcodec_receive_frame) X(avcodec_receive_packet) X(avcodec_send_frame) \
+  X(avcodec_send_packet) X(av_new_packet) X(av_packet_alloc) X(av_packet_free) X(av_packet_unref)
+#define TK_AV_UTIL_FUNCTIONS(X)                                                                                    \
+  X(av_dict_free) X(av_dict_set) X(av_frame_alloc) X(av_frame_free) X(av_frame_get_buffer) X(av_frame_make_writable) \
+  X(av_frame_unref) X(av_get_pix_fmt_name) X(av_log_set_level) X(av_pix_fmt_desc_get) X(av_strerror)
+
+struct Av {
+#define TK_AV_MEMBER(name) decltype(&::name) name = nullptr;
+  TK_AV_CODEC_FUNCTIONS(TK_AV_MEMBER)
+  TK_AV_UTIL_FUNCTIONS(TK_AV_MEMBER)
+#undef TK_AV_MEMBER
+  std::string error;  // why the libraries are not there; empty when they are
+};
+
+const Av& load_av() {
+  static const Av loaded = [] {
+    Av av;
+    const std::string util_name = "libavutil.so." + std::to_string(LIBAVUTIL_VERSION_MAJOR);
+    const std::string codec_name = "libavcodec.so." + std::to_string(LIBAVCODEC_VERSION_MAJOR);
+    // Never closed: the functions are used until exit.
+    void* util = ::dlopen(util_name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* codec = util ? ::dlopen(codec_name.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+    if (!codec) {
+      av.error = std::string("video codecs need ") + (util ? codec_name : util_name) + ", which cannot be loaded (" +
+                 ::dlerror() + ")";
+      return av;
+    }
+    bool complete = true;
+    auto bind = [&](void* library, const char* name, auto& fn) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(library, name));
+      if (!fn && complete) {
+        complete = false;
+        av.error = std::string("video codecs: ") + name + " is missing from " + codec_name + " or " + util_name;
+      }
+    };
+#define TK_AV_BIND_CODEC(name) bind(codec, #name, av.name);
+#define TK_AV_BIND_UTIL(name) bind(util, #name, av.name);
+    TK_AV_CODEC_FUNCTIONS(TK_AV_BIND_CODEC)
+    TK_AV_UTIL_FUNCTIONS(TK_AV_BIND_UTIL)
+#undef TK_AV_BIND_CODEC
+#undef TK_AV_BIND_UTIL
+    return av;
+  }();
+  return loaded;
+}
+
+// The loaded functions; throws kUnavailable when the libraries are not there.
+const Av& av() {
+  const Av& loaded = load_av();
+  if (!loaded.error.empty()) throw unavailable(loaded.error);
+  return loaded;
+}
 
 struct CodecEntry {
   const char* codec;
@@ -47,7 +109,7 @@ const CodecEntry& entry(VideoCodec codec) {
 void quiet_logs() {
   static std::once_flag once;
   std::call_once(once, [] {
-    av_log_set_level(AV_LOG_QUIET);
+    av().av_log_set_level(AV_LOG_QUIET);
     ::setenv("SVT_LOG", "1", 0);
   });
 }
@@ -56,10 +118,10 @@ const AVCodec* find_encoder(VideoCodec codec, int gpu, const char** name = nullp
   if (gpu >= 0) {
     const char* n = entry(codec).gpu_encoder;
     if (name) *name = n;
-    return avcodec_find_encoder_by_name(n);
+    return av().avcodec_find_encoder_by_name(n);
   }
   for (const char* n : entry(codec).encoders)
-    if (const AVCodec* c = avcodec_find_encoder_by_name(n)) {
+    if (const AVCodec* c = av().avcodec_find_encoder_by_name(n)) {
       if (name) *name = n;
       return c;
     }
@@ -68,7 +130,7 @@ const AVCodec* find_encoder(VideoCodec codec, int gpu, const char** name = nullp
 
 const AVCodec* find_decoder(VideoCodec codec) {
   for (const char* n : entry(codec).decoders)
-    if (const AVCodec* c = avcodec_find_decoder_by_name(n)) return c;
+    if (const AVCodec* c = av().avcodec_find_decoder_by_name(n)) return c;
   return nullptr;
 }
 
@@ -91,16 +153,16 @@ AVPixelFormat input_format(const AVCodec* codec, int bit_depth) {
 }
 
 struct ContextFree {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+  void operator()(AVCodecContext* c) const { av().avcodec_free_context(&c); }
 };
 struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
+  void operator()(AVFrame* f) const { av().av_frame_free(&f); }
 };
 struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
+  void operator()(AVPacket* p) const { av().av_packet_free(&p); }
 };
 struct DictFree {
-  void operator()(AVDictionary* d) const { av_dict_free(&d); }
+  void operator()(AVDictionary* d) const { av().av_dict_free(&d); }
 };
 using ContextPtr = std::unique_ptr<AVCodecContext, ContextFree>;
 using FramePtr = std::unique_ptr<AVFrame, FrameFree>;
@@ -108,7 +170,7 @@ using PacketPtr = std::unique_ptr<AVPacket, PacketFree>;
 
 std::string av_message(int code) {
   char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(code, text, sizeof text);
+  av().av_strerror(code, text, sizeof text);
   return text;
 }
 
@@ -124,29 +186,29 @@ AVDictionary* encoder_options(const std::string& name, int crf, int gpu) {
   if (name.find("_nvenc") != std::string::npos) {
     // A constant QP on every frame, as with x264/x265; the GOP of one frame (set on the
     // context) makes each an intra frame. AV1's QP scale is 0..255 where CRF's is 0..63.
-    av_dict_set(&d, "rc", "constqp", 0);
-    av_dict_set(&d, "qp", (name == "av1_nvenc" ? std::to_string(crf * 4) : q).c_str(), 0);
-    av_dict_set(&d, "preset", "p4", 0);
-    av_dict_set(&d, "tune", "hq", 0);
-    av_dict_set(&d, "gpu", std::to_string(gpu).c_str(), 0);
+    av().av_dict_set(&d, "rc", "constqp", 0);
+    av().av_dict_set(&d, "qp", (name == "av1_nvenc" ? std::to_string(crf * 4) : q).c_str(), 0);
+    av().av_dict_set(&d, "preset", "p4", 0);
+    av().av_dict_set(&d, "tune", "hq", 0);
+    av().av_dict_set(&d, "gpu", std::to_string(gpu).c_str(), 0);
   } else if (name == "libx265") {
-    av_dict_set(&d, "preset", "fast", 0);
-    av_dict_set(&d, "tune", "psnr", 0);
+    av().av_dict_set(&d, "preset", "fast", 0);
+    av().av_dict_set(&d, "tune", "psnr", 0);
     const std::string params = "keyint=1:min-keyint=1:bframes=0:scenecut=0:log-level=none:qp=" + q;
-    av_dict_set(&d, "x265-params", params.c_str(), 0);
+    av().av_dict_set(&d, "x265-params", params.c_str(), 0);
   } else if (name == "libx264") {
-    av_dict_set(&d, "qp", q.c_str(), 0);
-    av_dict_set(&d, "preset", "medium", 0);
-    av_dict_set(&d, "tune", "psnr", 0);
-    av_dict_set(&d, "x264-params", "keyint=1:min-keyint=1:bframes=0:scenecut=0", 0);
+    av().av_dict_set(&d, "qp", q.c_str(), 0);
+    av().av_dict_set(&d, "preset", "medium", 0);
+    av().av_dict_set(&d, "tune", "psnr", 0);
+    av().av_dict_set(&d, "x264-params", "keyint=1:min-keyint=1:bframes=0:scenecut=0", 0);
   } else if (name == "libsvtav1") {
-    av_dict_set(&d, "crf", q.c_str(), 0);
-    av_dict_set(&d, "preset", "8", 0);
+    av().av_dict_set(&d, "crf", q.c_str(), 0);
+    av().av_dict_set(&d, "preset", "8", 0);
   } else if (name == "libaom-av1") {
-    av_dict_set(&d, "crf", q.c_str(), 0);
-    av_dict_set(&d, "usage", "allintra", 0);
-    av_dict_set(&d, "cpu-used", "6", 0);
-    av_dict_set(&d, "row-mt", "1", 0);
+    av().av_dict_set(&d, "crf", q.c_str(), 0);
+    av().av_dict_set(&d, "usage", "allintra", 0);
+    av().av_dict_set(&d, "cpu-used", "6", 0);
+    av().av_dict_set(&d, "row-mt", "1", 0);
   }
   return d;
 }
@@ -186,7 +248,7 @@ void fill_frame(AVFrame* f, const uint16_t* plane, int bit_depth) {
     }
     return;
   }
-  const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(f->format));
+  const AVPixFmtDescriptor* desc = av().av_pix_fmt_desc_get(static_cast<AVPixelFormat>(f->format));
   for (int c = 1; c < desc->nb_components; ++c) {
     const int ch = AV_CEIL_RSHIFT(h, desc->log2_chroma_h);
     const int cw = AV_CEIL_RSHIFT(w, desc->log2_chroma_w);
@@ -206,6 +268,10 @@ void fill_frame(AVFrame* f, const uint16_t* plane, int bit_depth) {
 
 bool video_available(VideoCodec codec, std::string* why) {
   const CodecEntry& e = entry(codec);
+  if (const std::string& error = load_av().error; !error.empty()) {
+    if (why) *why = error;
+    return false;
+  }
   if (find_encoder(codec, -1) == nullptr) {
     if (why) *why = std::string("no ") + e.codec + " encoder in libavcodec (" + e.library + " missing)";
     return false;
@@ -218,6 +284,7 @@ bool video_available(VideoCodec codec, std::string* why) {
 }
 
 std::string video_encoder_name(VideoCodec codec, int gpu) {
+  if (!load_av().error.empty()) return "";
   const char* name = "";
   return find_encoder(codec, gpu, &name) ? name : "";
 }
@@ -239,7 +306,7 @@ ContextPtr open_encoder(const VideoParams& params, const char** name) {
   const AVPixelFormat format = input_format(codec, params.bit_depth);
   if (format == AV_PIX_FMT_NONE)
     throw unavailable(std::string(*name) + " does not take " + std::to_string(params.bit_depth) + "-bit frames");
-  ContextPtr ctx(avcodec_alloc_context3(codec));
+  ContextPtr ctx(av().avcodec_alloc_context3(codec));
   if (!ctx) throw unavailable("out of memory allocating a video encoder");
   ctx->width = params.width;
   ctx->height = params.height;
@@ -251,12 +318,12 @@ ContextPtr open_encoder(const VideoParams& params, const char** name) {
   ctx->thread_count = params.threads;
   ctx->color_range = AVCOL_RANGE_JPEG;
   AVDictionary* options = encoder_options(*name, params.crf, params.gpu);
-  const int opened = avcodec_open2(ctx.get(), codec, &options);
-  av_dict_free(&options);
+  const int opened = av().avcodec_open2(ctx.get(), codec, &options);
+  av().av_dict_free(&options);
   if (opened < 0) {
     const std::string on = params.gpu >= 0 ? " on CUDA device " + std::to_string(params.gpu) : "";
     throw unavailable(std::string(*name) + " cannot open a " + std::to_string(params.width) + "x" +
-                      std::to_string(params.height) + " " + av_get_pix_fmt_name(format) + " encoder" + on + ": " +
+                      std::to_string(params.height) + " " + av().av_get_pix_fmt_name(format) + " encoder" + on + ": " +
                       av_message(opened));
   }
   return ctx;
@@ -271,9 +338,9 @@ bool video_gpu_available(VideoCodec codec, int gpu, std::string* why) {
   const std::pair<int, int> key{static_cast<int>(codec), gpu};
   auto it = known.find(key);
   if (it == known.end()) {
-    quiet_logs();
     std::string reason;
     try {
+      quiet_logs();
       const char* name = "";
       open_encoder(VideoParams{codec, 8, 256, 256, 23, 0, gpu}, &name);
     } catch (const Error& e) {
@@ -294,32 +361,32 @@ std::vector<std::vector<uint8_t>> video_encode(const VideoParams& params, const 
   ContextPtr ctx = open_encoder(params, &name);
   const AVPixelFormat format = ctx->pix_fmt;
 
-  FramePtr frame(av_frame_alloc());
-  PacketPtr packet(av_packet_alloc());
+  FramePtr frame(av().av_frame_alloc());
+  PacketPtr packet(av().av_packet_alloc());
   if (!frame || !packet) throw unavailable("out of memory allocating a video frame");
   frame->format = format;
   frame->width = params.width;
   frame->height = params.height;
-  if (av_frame_get_buffer(frame.get(), 0) < 0) throw unavailable("out of memory allocating a video frame");
+  if (av().av_frame_get_buffer(frame.get(), 0) < 0) throw unavailable("out of memory allocating a video frame");
 
   std::vector<std::pair<int64_t, std::vector<uint8_t>>> coded;
   const auto drain = [&] {
     for (;;) {
-      const int got = avcodec_receive_packet(ctx.get(), packet.get());
+      const int got = av().avcodec_receive_packet(ctx.get(), packet.get());
       if (got == AVERROR(EAGAIN) || got == AVERROR_EOF) return;
       if (got < 0) throw runtime_error(std::string(name) + " failed: " + av_message(got));
       coded.emplace_back(packet->pts, std::vector<uint8_t>(packet->data, packet->data + packet->size));
-      av_packet_unref(packet.get());
+      av().av_packet_unref(packet.get());
     }
   };
   const size_t plane_samples = static_cast<size_t>(params.width) * params.height;
   for (uint64_t i = 0; i < frames; ++i) {
-    if (av_frame_make_writable(frame.get()) < 0) throw unavailable("out of memory for a video frame");
+    if (av().av_frame_make_writable(frame.get()) < 0) throw unavailable("out of memory for a video frame");
     fill_frame(frame.get(), planes + i * plane_samples, params.bit_depth);
     frame->pts = static_cast<int64_t>(i);
     frame->pict_type = AV_PICTURE_TYPE_I;
     for (;;) {
-      const int sent = avcodec_send_frame(ctx.get(), frame.get());
+      const int sent = av().avcodec_send_frame(ctx.get(), frame.get());
       if (sent != AVERROR(EAGAIN)) {
         if (sent < 0) throw runtime_error(std::string(name) + " refused a frame: " + av_message(sent));
         break;
@@ -328,7 +395,7 @@ std::vector<std::vector<uint8_t>> video_encode(const VideoParams& params, const 
     }
     drain();
   }
-  const int flushed = avcodec_send_frame(ctx.get(), nullptr);
+  const int flushed = av().avcodec_send_frame(ctx.get(), nullptr);
   if (flushed < 0) throw runtime_error(std::string(name) + " failed to flush: " + av_message(flushed));
   drain();
   if (coded.size() != frames)
@@ -346,14 +413,14 @@ void video_decode(const VideoParams& params, const std::vector<std::span<const u
   check_params(VideoParams{params.codec, params.bit_depth, params.width, params.height, 0, params.threads});
   const AVCodec* codec = find_decoder(params.codec);
   if (codec == nullptr) throw unavailable(std::string("no ") + entry(params.codec).codec + " decoder in libavcodec");
-  ContextPtr ctx(avcodec_alloc_context3(codec));
+  ContextPtr ctx(av().avcodec_alloc_context3(codec));
   if (!ctx) throw unavailable("out of memory allocating a video decoder");
   ctx->thread_count = params.threads;
-  const int opened = avcodec_open2(ctx.get(), codec, nullptr);
+  const int opened = av().avcodec_open2(ctx.get(), codec, nullptr);
   if (opened < 0) throw unavailable(std::string("cannot open the ") + codec->name + " decoder: " + av_message(opened));
 
-  FramePtr frame(av_frame_alloc());
-  PacketPtr packet(av_packet_alloc());
+  FramePtr frame(av().av_frame_alloc());
+  PacketPtr packet(av().av_packet_alloc());
   if (!frame || !packet) throw unavailable("out of memory allocating a video frame");
   const size_t plane_samples = static_cast<size_t>(params.width) * params.height;
   uint64_t decoded = 0;
@@ -362,11 +429,11 @@ void video_decode(const VideoParams& params, const std::vector<std::span<const u
   };
   const auto drain = [&] {
     for (;;) {
-      const int got = avcodec_receive_frame(ctx.get(), frame.get());
+      const int got = av().avcodec_receive_frame(ctx.get(), frame.get());
       if (got == AVERROR(EAGAIN) || got == AVERROR_EOF) return;
       if (got < 0) throw bad(av_message(got));
       if (decoded >= packets.size()) throw bad("more frames than packets");
-      const AVPixFmtDescriptor* desc = av_pix_fmt_desc_get(static_cast<AVPixelFormat>(frame->format));
+      const AVPixFmtDescriptor* desc = av().av_pix_fmt_desc_get(static_cast<AVPixelFormat>(frame->format));
       if (frame->width != params.width || frame->height != params.height || desc == nullptr ||
           (desc->flags & AV_PIX_FMT_FLAG_RGB) || desc->comp[0].plane != 0 || desc->comp[0].depth != params.bit_depth ||
           desc->comp[0].step != (params.bit_depth == 8 ? 1 : 2) || (desc->flags & AV_PIX_FMT_FLAG_BE))
@@ -383,25 +450,25 @@ void video_decode(const VideoParams& params, const std::vector<std::span<const u
           std::memcpy(dst, src, static_cast<size_t>(params.width) * 2);
       }
       ++decoded;
-      av_frame_unref(frame.get());
+      av().av_frame_unref(frame.get());
     }
   };
   for (const auto& p : packets) {
     if (p.empty() || p.size() > static_cast<size_t>(INT32_MAX)) throw bad("empty or oversized packet");
-    if (av_new_packet(packet.get(), static_cast<int>(p.size())) < 0) throw unavailable("out of memory for a packet");
+    if (av().av_new_packet(packet.get(), static_cast<int>(p.size())) < 0) throw unavailable("out of memory for a packet");
     std::memcpy(packet->data, p.data(), p.size());
     for (;;) {
-      const int sent = avcodec_send_packet(ctx.get(), packet.get());
+      const int sent = av().avcodec_send_packet(ctx.get(), packet.get());
       if (sent != AVERROR(EAGAIN)) {
         if (sent < 0) throw bad(av_message(sent));
         break;
       }
       drain();  // the decoder holds frames; take them and send the packet again
     }
-    av_packet_unref(packet.get());
+    av().av_packet_unref(packet.get());
     drain();
   }
-  avcodec_send_packet(ctx.get(), nullptr);
+  av().avcodec_send_packet(ctx.get(), nullptr);
   drain();
   if (decoded != packets.size())
     throw bad(std::to_string(decoded) + " frames from " + std::to_string(packets.size()) + " packets");

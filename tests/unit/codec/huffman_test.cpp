@@ -147,21 +147,27 @@ TEST(Huffman, DamagedStreamsThrowInvalidInput) {
   }
 }
 
+// Random elements of `width` bytes split into planes in `order`, and merged back.
+struct SplitCase {
+  std::vector<uint8_t> src, planes, back;
+  std::vector<uint8_t*> p;
+  SplitCase(std::mt19937& rng, int width, size_t count, PlaneOrder order)
+      : src(count * width), planes(src.size()), back(src.size()), p(width) {
+    for (auto& b : src) b = static_cast<uint8_t>(rng());
+    std::vector<const uint8_t*> cp(width);
+    for (int s = 0; s < width; ++s) cp[s] = p[s] = planes.data() + s * count;
+    split_planes(width, src.data(), count, p.data(), order);
+    merge_planes(width, cp.data(), count, back.data(), order);
+  }
+};
+
 TEST(BytePlanes, SplitMergeRoundTripAndExponentPlane) {
   std::mt19937 rng(3);
-  for (int width : {2, 4, 8}) {
+  for (int width : {2, 4, 8})
     for (size_t count : {0, 1, 7, 33, 1000}) {
-      std::vector<uint8_t> src(count * width);
-      for (auto& b : src) b = static_cast<uint8_t>(rng());
-      std::vector<uint8_t> planes(src.size()), back(src.size());
-      std::vector<uint8_t*> p(width);
-      std::vector<const uint8_t*> cp(width);
-      for (int s = 0; s < width; ++s) cp[s] = p[s] = planes.data() + s * count;
-      split_planes(width, src.data(), count, p.data());
-      merge_planes(width, cp.data(), count, back.data());
-      EXPECT_EQ(back, src) << "width " << width << ", count " << count;
+      const SplitCase c(rng, width, count, PlaneOrder::kRegrouped);
+      EXPECT_EQ(c.back, c.src) << "width " << width << ", count " << count;
     }
-  }
   // bf16 -1.5 = 0xbfc0: exponent 0x7f in plane 0; sign and mantissa 0x40 in plane 1.
   const uint8_t bf16[2] = {0xc0, 0xbf};
   uint8_t e = 0, m = 0;
@@ -182,22 +188,15 @@ TEST(BytePlanes, PlainBytesAndTheSortedHighPlane) {
   std::mt19937 rng(4);
   for (int width : {2, 4, 8}) {
     for (size_t count : {0, 1, 7, 33, 1000}) {
-      std::vector<uint8_t> src(count * width);
-      for (auto& b : src) b = static_cast<uint8_t>(rng());
-      std::vector<uint8_t> planes(src.size()), back(src.size());
-      std::vector<uint8_t*> p(width);
-      std::vector<const uint8_t*> cp(width);
-      for (int s = 0; s < width; ++s) cp[s] = p[s] = planes.data() + s * count;
-      split_planes(width, src.data(), count, p.data(), PlaneOrder::kBytes);
+      const SplitCase c(rng, width, count, PlaneOrder::kBytes);
       for (size_t i = 0; i < count; ++i)  // plane s holds byte width-1-s of each element
-        for (int s = 0; s < width; ++s) ASSERT_EQ(p[s][i], src[i * width + (width - 1 - s)]);
-      merge_planes(width, cp.data(), count, back.data(), PlaneOrder::kBytes);
-      EXPECT_EQ(back, src) << "width " << width << ", count " << count;
+        for (int s = 0; s < width; ++s) ASSERT_EQ(c.p[s][i], c.src[i * width + (width - 1 - s)]);
+      EXPECT_EQ(c.back, c.src) << "width " << width << ", count " << count;
 
       std::vector<uint8_t> sorted(count), unsorted(count);
-      sort_high_plane(p[0], p[1], count, sorted.data());
-      unsort_high_plane(sorted.data(), p[1], count, unsorted.data());
-      EXPECT_EQ(std::vector<uint8_t>(p[0], p[0] + count), unsorted);
+      sort_high_plane(c.p[0], c.p[1], count, sorted.data());
+      unsort_high_plane(sorted.data(), c.p[1], count, unsorted.data());
+      EXPECT_EQ(std::vector<uint8_t>(c.p[0], c.p[0] + count), unsorted);
     }
   }
   // Clear context first, then set, each group in element order.

@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
                "Restore the original file; with -t GLOB or --exclude GLOB (repeatable), extract the matching "
                "tensors as safetensors, HDF5 or .npy");
   app.add_flag("-l,--list", o.list, "List the container's tensors, codecs and ratios");
-  app.add_option("--level", o.level, "zstd level of the coded streams (default 3)")
+  app.add_option("--level", o.level,
+                 "zstd level of the coded streams (default 3); from 10, BitX deltas also try zstd on every plane")
       ->type_name("N")
       ->check(CLI::Range(1, 22));
   app.add_option("--chunk", o.chunk, "Bytes per independently coded chunk (default 1MiB)")->type_name("BYTES");

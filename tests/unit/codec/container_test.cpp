@@ -417,6 +417,28 @@ TEST(Container, BitxXorMatchesScalar) {
   }
 }
 
+TEST(Container, BitxFramesOfEitherLayoutDecode) {
+  // bitx_encode writes the delta layout; deltas written before it (regrouped planes,
+  // flags 0) are in existing containers and stores, and must still decode.
+  for (DType dtype : {DType::kBF16, DType::kF32}) {
+    const Tensor base = random_tensor(dtype, {5000}, 21);
+    Tensor tuned = random_tensor(dtype, {5000}, 21);
+    for (size_t i = 0; i < tuned.nbytes(); i += 7) tuned.mutable_data()[i] ^= 1;
+    const std::span<const uint8_t> b(base.data(), base.nbytes()), t(tuned.data(), tuned.nbytes());
+    const Bytes now = bitx_encode(dtype, t, b);
+    EXPECT_EQ(now[7], 1) << "delta layout";
+    Bytes x(t.begin(), t.end());
+    bitx_xor(x, b, x);
+    const Bytes before = lossless_compress(dtype, x);
+    EXPECT_EQ(before[7], 0);
+    for (const Bytes* frame : {&now, &before}) {
+      Bytes out(t.size());
+      bitx_decode(*frame, b, out);
+      EXPECT_TRUE(std::equal(out.begin(), out.end(), t.begin())) << dtype_name(dtype);
+    }
+  }
+}
+
 TEST(Container, ExtractHandsATensorOverInBoundedPieces) {
   // 24 MiB of mostly zero f32 in 1 MiB chunks: two batches, from a file and a pipe.
   Tensor big = Tensor::zeros(DType::kF32, {6 << 20});

@@ -327,17 +327,21 @@ TEST(Lossless, RandomDamageNeverCrashes) {
   LosslessOptions o;
   o.chunk_bytes = 1024;
   std::mt19937 rng(13);
-  for (const auto& [dtype, bytes] : small_inputs()) {
-    const auto frame = lossless_compress(dtype, bytes, o);
-    std::vector<uint8_t> back(bytes.size());
-    for (int trial = 0; trial < 300; ++trial) {
-      std::vector<uint8_t> bad = frame;
-      // Overwrite a run of bytes after the header checksum, which would catch it first.
-      const size_t at = kHeaderBytes + rng() % (bad.size() - kHeaderBytes);
-      const size_t len = std::min<size_t>(1 + rng() % 16, bad.size() - at);
-      for (size_t i = 0; i < len; ++i) bad[at + i] = static_cast<uint8_t>(rng());
-      if (bad == frame) continue;
-      EXPECT_EQ(kind_of([&] { lossless_decompress(bad, back, 1); }), ErrorKind::kInvalidInput);
+  for (bool delta : {false, true}) {
+    o.delta = delta;
+    for (const auto& [dtype, bytes] : small_inputs()) {
+      const auto frame = lossless_compress(dtype, bytes, o);
+      std::vector<uint8_t> back(bytes.size());
+      for (int trial = 0; trial < 300; ++trial) {
+        std::vector<uint8_t> bad = frame;
+        // Overwrite a run of bytes after the header checksum, which would catch it first.
+        const size_t at = kHeaderBytes + rng() % (bad.size() - kHeaderBytes);
+        const size_t len = std::min<size_t>(1 + rng() % 16, bad.size() - at);
+        for (size_t i = 0; i < len; ++i) bad[at + i] = static_cast<uint8_t>(rng());
+        if (bad == frame) continue;
+        EXPECT_EQ(kind_of([&] { lossless_decompress(bad, back, 1); }), ErrorKind::kInvalidInput)
+            << dtype_name(dtype) << (delta ? ", delta layout" : "");
+      }
     }
   }
 }

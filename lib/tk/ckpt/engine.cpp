@@ -394,6 +394,8 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
   std::unique_ptr<StepReader> parent_reader;
   codec::LosslessOptions codec_options;
   codec_options.threads = options_.threads;
+  codec::LosslessOptions delta_options = codec_options;
+  delta_options.delta = true;  // the XOR with the parent step: docs/TKZ.md, the delta layout
   for (size_t i = 0; i < n; ++i) {
     const NamedTensor& nt = job.tensors[i];
     Pending& p = pending[i];
@@ -425,7 +427,7 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
       parent_reader->read(be, delta);
       uint8_t* d = delta.data();
       for (uint64_t k = 0; k < e.nbytes; ++k) d[k] ^= bytes[k];
-      std::vector<uint8_t> frame = codec::lossless_compress(e.dtype, delta, codec_options);
+      std::vector<uint8_t> frame = codec::lossless_compress(e.dtype, delta, delta_options);
       if (frame.size() <= options_.delta_max_ratio * static_cast<double>(e.nbytes)) {
         e.encoding = "xor-lossless";
         e.source_step = parent->info.step;

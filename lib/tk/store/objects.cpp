@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "tk/codec/bitx.h"
 #include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/store/files.h"
@@ -28,7 +29,8 @@ std::vector<uint8_t> with_header(const StoreObjectHeader& h, const std::vector<u
   return out;
 }
 
-// dst = a XOR b, in place when dst is a.
+// dst = a XOR b, in place when dst is a (decoding a chain, on every thread for large
+// tensors).
 void xor_bytes(uint8_t* dst, const uint8_t* a, const uint8_t* b, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= (size_t{1} << 22))
   for (size_t i = 0; i < n; ++i) dst[i] = a[i] ^ b[i];
@@ -51,13 +53,11 @@ std::vector<uint8_t> store_object_plain(DType dtype, std::span<const uint8_t> by
 std::vector<uint8_t> store_object_bitx(DType dtype, std::span<const uint8_t> bytes, std::span<const uint8_t> base_bytes,
                                        const codec::Sha256Digest& base_key, const codec::LosslessOptions& options) {
   if (bytes.size() != base_bytes.size()) throw internal_error("BitX base of a different length");
-  Buffer delta = Buffer::allocate(bytes.size());
-  xor_bytes(delta.mutable_data(), bytes.data(), base_bytes.data(), bytes.size());
   StoreObjectHeader h;
   h.kind = StoreObjectKind::kBitx;
   h.decoded_size = bytes.size();
   h.base = base_key;
-  return with_header(h, codec::lossless_compress(dtype, {delta.data(), delta.size()}, options));
+  return with_header(h, codec::bitx_encode(dtype, bytes, base_bytes, options));
 }
 
 StoreObjectHeader store_object_parse_header(std::span<const uint8_t> object, const std::string& where) {

@@ -135,7 +135,8 @@ size_t clear_context(const uint8_t* context, size_t count) {
 }  // namespace
 
 // Both loops pick the position with a mask, not a branch (which GCC makes of `?:`
-// here): the context bit is often unpredictable, and the branch cost a restore 18%.
+// here). Per element, in a microbenchmark: 1.3 ns either way where 2-10% of the bits
+// are set (MiniLM's deltas: 6%), but 1.4 against 2.8 ns where 30% are.
 void sort_high_plane(const uint8_t* high, const uint8_t* context, size_t count, uint8_t* out) {
   size_t clear = 0, set = clear_context(context, count);
   for (size_t i = 0; i < count; ++i) {

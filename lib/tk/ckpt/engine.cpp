@@ -31,6 +31,7 @@
 #include "tk/ckpt/staging.h"
 #include "tk/ckpt/step_reader.h"
 #include "tk/ckpt/tier.h"
+#include "tk/codec/bitx.h"
 #include "tk/codec/lossless.h"
 #include "tk/core/clock.h"
 #include "tk/core/error.h"
@@ -425,8 +426,7 @@ std::vector<Pending> Engine::encode(const Job& job, const Manifest* parent, bool
       if (!parent_reader) parent_reader = std::make_unique<StepReader>(dir_, parent->info.step);
       std::vector<uint8_t> delta(e.nbytes);
       parent_reader->read(be, delta);
-      uint8_t* d = delta.data();
-      for (uint64_t k = 0; k < e.nbytes; ++k) d[k] ^= bytes[k];
+      codec::bitx_xor(delta, bytes, delta);
       std::vector<uint8_t> frame = codec::lossless_compress(e.dtype, delta, delta_options);
       if (frame.size() <= options_.delta_max_ratio * static_cast<double>(e.nbytes)) {
         e.encoding = "xor-lossless";

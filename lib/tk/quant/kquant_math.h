@@ -125,6 +125,16 @@ TK_HD inline double trial_error(const Format& f, const GroupStats& s, const Tria
                       : error_symmetric(s.swx2, t.lx, t.l2, scale);
 }
 
+// A sub-block's scale d q, its inverse (0 for a zero scale: all-zero codes) and its min
+// -(dmin qm).
+struct SubScale {
+  float scale, iscale, min;
+};
+TK_HD inline SubScale sub_scale(float d, int q, float dmin, int qm) {
+  const float scale = d * static_cast<float>(q);
+  return {scale, scale == 0 ? 0.0f : 1.0f / scale, -(dmin * static_cast<float>(qm))};
+}
+
 // The least-squares d (and dmin) with every code and integer of c fixed, rounded to f16,
 // into r (c's integers); false where there is no such fit (or its dmin is negative).
 TK_HD inline bool refit_scales(const Format& f, const GroupStats* st, const Choice& c, Choice& r) {
@@ -157,11 +167,9 @@ TK_HD inline Choice refit(const Format& f, const float* x, const float* w, const
   if (!refit_scales(f, st, c, r)) return c;
   r.err = 0;
   for (int i = 0; i < f.subs(); ++i) {
-    const float scale = r.d * static_cast<float>(r.q[i]);
-    const float iscale = scale == 0 ? 0.0f : 1.0f / scale;
-    const float min = -(r.dmin * static_cast<float>(r.qm[i]));
-    r.sums[i] = trial(f, x + i * f.sub, w + i * f.sub, iscale, min);
-    r.err += trial_error(f, st[i], r.sums[i], scale, min);
+    const SubScale s = sub_scale(r.d, r.q[i], r.dmin, r.qm[i]);
+    r.sums[i] = trial(f, x + i * f.sub, w + i * f.sub, s.iscale, s.min);
+    r.err += trial_error(f, st[i], r.sums[i], s.scale, s.min);
   }
   return r.err < c.err ? r : c;
 }
@@ -174,22 +182,15 @@ TK_HD inline Choice choose(const Format& f, const float* x, const float* w, bool
     const float* xi = x + i * f.sub;
     const float* wi = w + i * f.sub;
     st[i] = normalised_stats(group_stats_ref(xi, wi, f.sub), xi, f.sub);
+    const auto one = [&](float iscale, float min) { return trial(f, xi, wi, iscale, min); };
+    // The symmetric search passes no mins.
+    const auto batch = [&](const float* iscales, const float* mins, int count, TrialSums* sums) {
+      for (int k = 0; k < count; ++k) sums[k] = trial(f, xi, wi, iscales[k], mins ? mins[k] : 0.0f);
+    };
     if (f.asymmetric) {
-      const float hi = static_cast<float>(f.top());
-      best[i] = asymmetric_search(
-          st[i], f.top(), true, fast, f.search_tries,
-          [&](float iscale, float min) { return trial_asymmetric_ref(xi, wi, f.sub, iscale, min, hi); },
-          [&](const float* iscales, const float* mins, int count, TrialSums* sums) {
-            for (int k = 0; k < count; ++k) sums[k] = trial_asymmetric_ref(xi, wi, f.sub, iscales[k], mins[k], hi);
-          });
+      best[i] = asymmetric_search(st[i], f.top(), true, fast, f.search_tries, one, batch);
     } else {
-      const float lo = static_cast<float>(-f.nmax()), hi = static_cast<float>(f.nmax() - 1);
-      best[i].d = symmetric_search(
-          st[i], f.nmax(), fast, f.search_tries,
-          [&](float iscale, float) { return trial_symmetric_ref(xi, wi, f.sub, iscale, lo, hi); },
-          [&](const float* iscales, const float*, int count, TrialSums* sums) {
-            for (int k = 0; k < count; ++k) sums[k] = trial_symmetric_ref(xi, wi, f.sub, iscales[k], lo, hi);
-          });
+      best[i].d = symmetric_search(st[i], f.nmax(), fast, f.search_tries, one, batch);
     }
   }
   float largest, largest_min;
@@ -213,11 +214,9 @@ TK_HD inline Choice choose(const Format& f, const float* x, const float* w, bool
       for (int a = 0; a < width; ++a) {
         for (int bm = 0; bm < (f.asymmetric ? width : 1); ++bm) {
           if (q0 + a > q1 || m0 + bm > m1) continue;
-          const float scale = ds[k] * static_cast<float>(q0 + a);
-          const float iscale = scale == 0 ? 0.0f : 1.0f / scale;
-          const float min = -(dmin * static_cast<float>(m0 + bm));
-          const TrialSums t = trial(f, x + i * f.sub, w + i * f.sub, iscale, min);
-          const double e = trial_error(f, st[i], t, scale, min);
+          const SubScale s = sub_scale(ds[k], q0 + a, dmin, m0 + bm);
+          const TrialSums t = trial(f, x + i * f.sub, w + i * f.sub, s.iscale, s.min);
+          const double e = trial_error(f, st[i], t, s.scale, s.min);
           if (best_err < 0 || e < best_err) {
             best_err = e;
             c.sums[i] = t;
@@ -236,14 +235,12 @@ TK_HD inline Choice choose(const Format& f, const float* x, const float* w, bool
 // The codes of the super-block under its choice (unpacked, one per value).
 TK_HD inline void encode(const Format& f, const float* x, const Choice& c, uint8_t* codes) {
   for (int i = 0; i < f.subs(); ++i) {
-    const float scale = c.d * static_cast<float>(c.q[i]);
-    const float inv = scale == 0 ? 0.0f : 1.0f / scale;
-    const float min = -(c.dmin * static_cast<float>(c.qm[i]));
+    const SubScale s = sub_scale(c.d, c.q[i], c.dmin, c.qm[i]);
     for (int j = 0; j < f.sub; ++j) {
       const float v = x[i * f.sub + j];
       codes[i * f.sub + j] = f.asymmetric
-                                 ? code_asymmetric(v, inv, min, static_cast<float>(f.top()))
-                                 : code_symmetric(v, inv, static_cast<float>(-f.nmax()),
+                                 ? code_asymmetric(v, s.iscale, s.min, static_cast<float>(f.top()))
+                                 : code_symmetric(v, s.iscale, static_cast<float>(-f.nmax()),
                                                   static_cast<float>(f.nmax() - 1), f.nmax());
     }
   }

@@ -9,6 +9,21 @@
 
 namespace tk::quant {
 
+namespace {
+
+// Each row's error sums of x (rows x cols) against q's values: computed on the GPU that
+// decodes q, where one does, else from the values decoded here.
+std::vector<detail::RowSums> rows_measured(const Scheme& scheme, const Quantized& q, const float* x, int64_t rows,
+                                           int64_t cols, const float* weights, int64_t block, int device) {
+  std::vector<detail::RowSums> sums(static_cast<size_t>(rows));
+  if (device >= 0 && measure_view(scheme, q, x, weights, block, device, sums.data())) return sums;
+  std::vector<float> y(static_cast<size_t>(rows * cols));
+  dequantize_view(scheme, q, y.data(), false, device);
+  return row_errors(x, y.data(), rows, cols, weights, block);
+}
+
+}  // namespace
+
 Measured quantize_measure(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
                           const QuantOptions& options, bool keep_parts) {
   Measured m;
@@ -25,14 +40,8 @@ Measured quantize_measure(const Scheme& scheme, const std::vector<float>& x, con
   const std::vector<float> weights =
       options.importance ? repeat_columns(options.importance, cols, view) : std::vector<float>();
   const float* w = weights.empty() ? nullptr : weights.data();
-  // On the GPU that decodes q, the rows' sums there; else the values here, then the sums.
-  std::vector<detail::RowSums> sums(static_cast<size_t>(rows));
-  if (options.device < 0 || !measure_view(scheme, m.q, x.data(), w, block, options.device, sums.data())) {
-    std::vector<float> y(x.size());
-    dequantize_view(scheme, m.q, y.data(), false, options.device);
-    sums = row_errors(x.data(), y.data(), rows, view, w, block);
-  }
-  m.stats = error_stats(sums, static_cast<int64_t>(x.size()));
+  m.stats = error_stats(rows_measured(scheme, m.q, x.data(), rows, view, w, block, options.device),
+                        static_cast<int64_t>(x.size()));
   m.signal = m.stats.signal;
   m.bytes = m.q.stored_bytes();
   m.bpw = x.empty() ? 0 : static_cast<double>(m.bytes) * 8 / static_cast<double>(x.size());
@@ -125,12 +134,8 @@ Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const
   if (options.importance) o.importance = s.importance.data();
   const auto picked_rows = static_cast<int64_t>(s.chosen.size());
   const Quantized q = scheme.quantize(s.picked.data(), Shape{picked_rows, s.view}, o);
-  std::vector<detail::RowSums> sums(static_cast<size_t>(picked_rows));
-  if (o.device < 0 || !scheme.measure_on(q, s.picked.data(), o.importance, 0, o.device, sums.data())) {
-    std::vector<float> y(s.picked.size());
-    scheme.dequantize(q, y.data());
-    sums = row_errors(s.picked.data(), y.data(), picked_rows, s.view, o.importance, 0);
-  }
+  const std::vector<detail::RowSums> sums =
+      rows_measured(scheme, q, s.picked.data(), picked_rows, s.view, o.importance, 0, o.device);
   std::vector<double> err(static_cast<size_t>(picked_rows));
   for (int64_t j = 0; j < picked_rows; ++j) err[j] = sums[static_cast<size_t>(j)].weighted;
   // Ratio estimator over the sampled stratum: a row's error follows its energy closely

@@ -15,7 +15,16 @@ bool stdin_is_terminal() { return ::isatty(STDIN_FILENO) == 1; }
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
+namespace {
+
+// Set when close_stdout's final flush found the pipe without readers: the descriptor is
+// closed by then, so the check below can no longer ask it.
+bool g_flush_hit_broken_pipe = false;
+
+}  // namespace
+
 bool stdout_pipe_broken() {
+  if (g_flush_hit_broken_pipe) return true;
   struct stat st;
   if (::fstat(STDOUT_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
   // The writing end of a pipe without readers polls as POLLERR.
@@ -33,6 +42,7 @@ void close_stdout() {
     failed = true;
     err = errno;
   }
+  g_flush_hit_broken_pipe = failed && err == EPIPE;
   if (failed) throw errno_error("failed to write", "<stdout>", err != 0 ? err : EIO);
 }
 

@@ -84,9 +84,8 @@ size_t write_gguf(const ConvertOptions& o, quant::DequantReader& reader, const S
     if (reader.record(sel.index[j])) {
       type = quant::ggml_type_for(reader.quantized(sel.index[j]));
       if (!type) {
-        throw usage_error(fmt::format("its scheme and options have no ggml block type (GGUF holds {}); quantize "
-                                      "the original with 'tquant ... -o OUT.gguf'",
-                                      quant::ggml_schemes_text()),
+        throw usage_error(quant::ggml_no_type_reason(reader.quantized(sel.index[j])) +
+                              "; quantize the original with 'tquant ... -o OUT.gguf'",
                           tensor_where(info.name));
       }
       ++repacked;

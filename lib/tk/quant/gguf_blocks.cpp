@@ -355,6 +355,15 @@ std::string ggml_schemes_text() {
   return out;
 }
 
+std::string ggml_no_type_reason(const Quantized& q) {
+  for (const Twin& t : kTwins) {
+    if (q.scheme != t.scheme || !options_match(q, t) || whole_blocks(q, t)) continue;
+    return "its rows of " + std::to_string(q.shape.empty() ? 0 : q.shape.back()) + " values are not whole " +
+           io::ggml_traits(t.type).name + " blocks of " + std::to_string(t.block) + " values";
+  }
+  return "its scheme and options have no ggml block type (GGUF holds " + ggml_schemes_text() + ")";
+}
+
 std::vector<uint8_t> ggml_blocks(const Quantized& q, io::GgmlType type) {
   const Twin* t = twin_of(q);
   if (!t || t->type != type) {

@@ -62,6 +62,9 @@ std::optional<GgufTwin> tensorkit_twin(io::GgmlType type);
 std::optional<io::GgmlType> ggml_type_for_scheme(std::string_view scheme, bool symmetric);
 // The schemes with a ggml twin, for messages: "int8 (Q8_0), int4 (Q4_0), ...".
 std::string ggml_schemes_text();
+// Why q has no ggml type (ggml_type_for is nullopt), for messages: its rows are not whole
+// blocks of its scheme's twin, or its scheme and options have none.
+std::string ggml_no_type_reason(const Quantized& q);
 
 // The ggml blocks of q in memory order, row after row: numel / block blocks of the
 // type's size (ggml_storage_bytes(type, numel) bytes). Throws kUsage when

@@ -7,6 +7,7 @@
 
 #include "cli/display_text.h"
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 #include "tk/io/stream.h"
 
 namespace tk::cli {
@@ -50,6 +51,7 @@ std::string TextTable::render() const {
 
 void write_stdout(std::string_view text) {
   if (text.empty()) return;
+  check_mapped_files();  // a report computed from a truncated input is not printed
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
     throw errno_error("write failed", "<stdout>", errno);
 }

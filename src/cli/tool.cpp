@@ -13,6 +13,7 @@
 #include "cli/version.h"
 #include "cli/wait_policy.h"
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 
 namespace tk::cli {
 
@@ -166,7 +167,9 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
     if (gpu_work_.empty()) require_no_gpu(options_.device, name_);
     io::Metadata probe;
     metadata_edit(probe, output_);  // a bad --set-metadata fails before any work, not at the write
-    return body();
+    const int code = body();
+    if (code == kExitOk) check_mapped_files();
+    return code;
   } catch (...) {
     return report(std::current_exception());
   }
@@ -175,7 +178,15 @@ int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
 int Tool::report(const std::exception_ptr& error) {
   std::string command = name_;
   for (const CLI::App* sub : app_.get_subcommands()) command += " " + sub->get_name();
-  ErrorReport r = error_report(error, command, stdout_pipe_broken());
+  // Whatever failed after an input shrank under its mapping (a header read as zeros, a
+  // write from the lost pages) failed because of that: name the input instead.
+  std::exception_ptr cause = error;
+  try {
+    check_mapped_files(/*after_failure=*/true);
+  } catch (...) {
+    cause = std::current_exception();
+  }
+  ErrorReport r = error_report(cause, command, stdout_pipe_broken());
   if (!r.message.empty()) print_error(r.message);
   return r.exit_code;
 }

@@ -11,6 +11,7 @@
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 
 namespace tk::ckpt {
 
@@ -109,6 +110,7 @@ void publish_step(const io::DirFd& root, const std::string& tmp_name, uint64_t s
                   std::span<const uint8_t> manifest) {
   const std::string final_name = step_dir_name(step);
   try {
+    check_mapped_files();  // a step saved from a truncated input is not committed
     std::optional<io::DirFd> tmp_dir = root.open_dir(tmp_name);
     if (!tmp_dir) throw invalid_input("temporary step directory vanished", root.child_path(tmp_name));
     {

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 
 namespace tk {
 
@@ -23,6 +24,19 @@ namespace {
 // pages take 512 times fewer of them.
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kHugeThreshold = kHugePage;
+
+// The whole file, read (the fallback when no more mappings can be watched for SIGBUS).
+Buffer read_fd(int fd, size_t size, const std::string& path) {
+  Buffer b = Buffer::allocate(size);
+  for (size_t done = 0; done < size;) {
+    const ssize_t r = ::pread(fd, b.mutable_data() + done, size - done, static_cast<off_t>(done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw errno_error("read failed", path, errno);
+    if (r == 0) throw io_error("the file was truncated while it was being read", path);
+    done += static_cast<size_t>(r);
+  }
+  return b;
+}
 
 }  // namespace
 
@@ -101,8 +115,16 @@ Buffer Buffer::map_fd(int fd, const std::string& path) {
   if (b.size_ == 0) return b;
   void* p = ::mmap(nullptr, b.size_, PROT_READ, MAP_PRIVATE, fd, 0);
   if (p == MAP_FAILED) throw errno_error("failed to map", path, errno);
-  size_t size = b.size_;
-  b.storage_ = std::shared_ptr<void>(p, [size](void* q) { ::munmap(q, size); });
+  const size_t size = b.size_;
+  const int slot = mapped_files_register(p, size, path, st.st_dev, st.st_ino);
+  if (slot < 0) {
+    ::munmap(p, size);
+    return read_fd(fd, size, path);
+  }
+  b.storage_ = std::shared_ptr<void>(p, [size, slot](void* q) {
+    mapped_files_release(slot);  // before the range can be mapped again by anyone else
+    ::munmap(q, size);
+  });
   b.data_ = static_cast<uint8_t*>(p);
   b.writable_ = false;
   return b;

@@ -1,7 +1,10 @@
 #include "tk/core/error.h"
 
+#include <cerrno>
 #include <cstring>
 #include <new>
+
+#include "tk/core/mapped_files.h"
 
 namespace tk {
 
@@ -38,6 +41,15 @@ Error error_from(std::exception_ptr e) {
 }
 
 Error errno_error(const std::string& what, const std::string& where, int errnum) {
+  // A write(2) from a mapped input that shrank fails with EFAULT instead of raising
+  // SIGBUS: the input is what is wrong, not the output.
+  if (errnum == EFAULT) {
+    try {
+      check_mapped_files(/*after_failure=*/true);
+    } catch (const Error& shrunk) {
+      return shrunk;
+    }
+  }
   return Error(ErrorKind::kIo, what + ": " + std::strerror(errnum), where);
 }
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 #include "tk/io/dir_fd.h"
 
 namespace tk::io {
@@ -350,6 +351,7 @@ void OutputStream::commit() {
     return;
   }
   flush_buffer();
+  check_mapped_files();  // what was computed from a truncated input is not published
   if (temp_path_.empty() && path_ != "-") {  // a device or FIFO opened directly
     int rc = ::close(fd_);
     fd_ = -1;

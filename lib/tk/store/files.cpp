@@ -9,6 +9,7 @@
 #include <random>
 
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 
 namespace tk::store::files {
 
@@ -36,6 +37,7 @@ void publish_file(const io::DirFd& temp_dir, const std::string& temp_name, const
     io::write_fd(fd.fd(), bytes.data(), bytes.size(), temp_path);
     if (::fsync(fd.fd()) != 0) throw errno_error("failed to fsync", temp_path, errno);
     if (fd.close() != 0) throw errno_error("failed to close", temp_path, errno);
+    check_mapped_files();  // nothing computed from a truncated input is published
     temp_dir.rename(temp_name, target_dir, target);
   } catch (...) {
     ::unlinkat(temp_dir.fd(), temp_name.c_str(), 0);

@@ -17,6 +17,7 @@
 
 #include "tk/core/background.h"
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 
 namespace tk {
 namespace {
@@ -111,6 +112,57 @@ TEST(Buffer, MapFile) {
   }
   std::remove(path);
   EXPECT_EQ(kind_of([&] { Buffer::map_file(path); }), ErrorKind::kIo);
+}
+
+// A mapped file cut short while it is read: the lost pages read as zeros, the process
+// lives, and check_mapped_files() names the file until it has been reported.
+TEST(Buffer, MappedFileTruncatedWhileRead) {
+  char path[] = "/tmp/tk_buffer_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> bytes(size_t{1} << 20, 0xab);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  EXPECT_NO_THROW(check_mapped_files());
+  {
+    Buffer m = Buffer::map_file(path);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    EXPECT_EQ(m.data()[100], 0xab);                  // the page still in the file
+    EXPECT_EQ(m.data()[m.size() - 1], 0);            // SIGBUS without the handler
+    EXPECT_EQ(m.data()[m.size() / 2], 0);
+    std::string what;
+    try {
+      check_mapped_files();
+    } catch (const Error& e) {
+      what = std::string(e.what()) + " " + e.where();
+    }
+    EXPECT_NE(what.find("truncated while it was being read"), std::string::npos) << what;
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+  }
+  // Released after the shrink: reported once more, then forgotten.
+  EXPECT_EQ(kind_of([] { check_mapped_files(); }), ErrorKind::kIo);
+  EXPECT_NO_THROW(check_mapped_files());
+  close(fd);
+  std::remove(path);
+}
+
+// A mapping that shrank without a page fault (only the kernel read it) is told by its size
+// once something has failed, not before.
+TEST(Buffer, MappedFileShorterAfterFailure) {
+  char path[] = "/tmp/tk_buffer_test_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::vector<uint8_t> bytes(size_t{1} << 16, 1);
+  ASSERT_EQ(write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  Buffer m = Buffer::map_file(path);
+  ASSERT_EQ(ftruncate(fd, 10), 0);
+  EXPECT_NO_THROW(check_mapped_files());
+  EXPECT_EQ(kind_of([] { check_mapped_files(/*after_failure=*/true); }), ErrorKind::kIo);
+  EXPECT_EQ(errno_error("write failed", "out", EFAULT).where(), path);  // the input, not the output
+  m = Buffer();
+  EXPECT_EQ(kind_of([] { check_mapped_files(/*after_failure=*/true); }), ErrorKind::kIo);
+  EXPECT_NO_THROW(check_mapped_files(/*after_failure=*/true));
+  close(fd);
+  std::remove(path);
 }
 
 TEST(Buffer, MapEmptyFile) {

@@ -171,7 +171,13 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
   bool pass = differ == 0 && counts[Status::kOnlyA] == 0 && counts[Status::kOnlyB] == 0 &&
               (counts[Status::kClose] == 0 || options.tolerance.has_value() || options.rtol.has_value());
 
-  if (common.text_report()) {
+  const std::string counts_text = fmt::format("{} equal, {} close, {} differ, {} only in A, {} only in B",
+                                              counts[Status::kEqual], counts[Status::kClose], differ,
+                                              counts[Status::kOnlyA], counts[Status::kOnlyB]);
+  if (common.text_report() && common.quiet) {
+    // As diff -q: one line when the files differ, nothing when they match.
+    if (!pass) cli::write_stdout(fmt::format("{} and {} differ: {}\n", options.a, options.b, counts_text));
+  } else if (common.text_report()) {
     cli::TextTable table({"name", "status", "dtype", "max_abs_err", "rel_err", "sqnr_db"});
     for (const Row& r : rows) {
       if (compared(r))
@@ -181,8 +187,7 @@ int run_diff(cli::Tool& tool, const DiffOptions& options) {
         table.add_row({r.name, status_text(r), dtype_text(r), "-", "-", "-"});
     }
     cli::write_stdout(table.render());
-    cli::write_stdout(fmt::format("{} equal, {} close, {} differ, {} only in A, {} only in B\n", counts[Status::kEqual],
-                                  counts[Status::kClose], differ, counts[Status::kOnlyA], counts[Status::kOnlyB]));
+    cli::write_stdout(counts_text + "\n");
   }
   if (common.json) {
     json tensors = json::array();

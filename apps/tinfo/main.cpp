@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
 
   tk::tinfo::DiffOptions diff;
   CLI::App* diff_cmd = tool.add_subcommand(
-      "diff", "Compare two files tensor by tensor; exit 0 when they match, 1 when they differ");
+      "diff", "Compare two files tensor by tensor; exit 0 when they match, 1 when they differ (with -q: one line when they differ, nothing when they match)");
   diff_cmd->add_option("A", diff.a, "Reference file")->required();
   diff_cmd->add_option("B", diff.b, "File to compare with A")->required();
   diff_cmd->add_option_function<double>("--tolerance", [&diff](double t) { diff.tolerance = t; },

@@ -27,9 +27,13 @@ def help_text(binary, words):
 def parse(text):
     """{description, usage, sections: {title: [(names, description)]}} of a --help text."""
     lines = text.splitlines()
-    doc = {"description": lines[0] if lines else "", "usage": "", "sections": {}}
+    # The description: the lines before "Usage: " (wrapped to 100 columns).
+    head = 0
+    while head < len(lines) and not lines[head].startswith("Usage: "):
+        head += 1
+    doc = {"description": " ".join(l.strip() for l in lines[:head]).strip(), "usage": "", "sections": {}}
     section = None
-    for line in lines[1:]:
+    for line in lines[head:]:
         if line.startswith("Usage: "):
             doc["usage"] = line[len("Usage: "):]
         elif re.match(r"^[A-Z][A-Za-z ]*:$", line):
@@ -67,7 +71,8 @@ def man_page(tool, top, subs, version):
         out.append(f".SH {title.upper()}")
         for names, desc in entries:
             out += [".TP", f".B {roff(names)}", roff(desc)]
-    for name, doc in subs.items():
+    for path, doc in subs.items():
+        name = " ".join(path)
         out += [f'.SH "{tool.upper()} {name.upper()}"', roff(doc["description"]) + ".",
                 ".PP", f".B {roff(doc['usage'])}"]
         for title, entries in doc["sections"].items():
@@ -96,22 +101,81 @@ def options_of(doc):
     return flags
 
 
+def expand_scheme(name):
+    """Completion words of a 'Schemes:' entry: 'int2..int8' -> int2 .. int8, 'kmeans:BITS' -> 'kmeans:'."""
+    m = re.match(r"^([a-z]+)(\d+)\.\.\1(\d+)$", name)
+    if m:
+        return [f"{m.group(1)}{b}" for b in range(int(m.group(2)), int(m.group(3)) + 1)]
+    return [name.split(":")[0] + ":"] if ":" in name else [name]
+
+
+def section_words(docs, title):
+    """First words of the entries of section `title` in the first of `docs` that has it."""
+    for doc in docs:
+        if title in doc["sections"]:
+            return [entry[0].split(" ")[0] for entry in doc["sections"][title]]
+    return []
+
+
+def option_values(doc, top):
+    """{flag: [values]} for the options of `doc` whose values are a known set: a type name
+    listing them ('safetensors|hdf5', 'cuda[:N]' offered as 'cuda'), --scheme (the tool's
+    'Schemes:'), a DT (the tool's 'Float dtypes:')."""
+    out = {}
+    for title, entries in doc["sections"].items():
+        if title != "Options":
+            continue
+        for names, _ in entries:
+            parts = names.split(" ")
+            kind = parts[1] if len(parts) > 1 else ""
+            values = []
+            if "|" in kind:
+                values = [re.sub(r"\[.*?\]", "", v) for v in kind.split("|")]
+            elif "--scheme" in option_names(names):
+                values = [w for n in section_words([doc, top], "Schemes") for w in expand_scheme(n)]
+            elif kind == "DT":
+                values = section_words([doc, top], "Float dtypes")
+            if values:
+                for flag in option_names(names):
+                    out[flag] = values
+    return out
+
+
+def subcommand_paths(subs):
+    """The subcommand paths ('store', 'store add') of `subs`, {path: doc}."""
+    return {" ".join(path): doc for path, doc in subs.items()}
+
+
 def bash_completion(tool, top, subs):
+    """bash: the subcommand path on the line (store, store add), then its options after '-',
+    the values of an option that takes a known set, its subcommands, else file names."""
     fn = "_tk_" + tool
+    paths = subcommand_paths(subs)
     lines = [f"# bash completion for {tool} (generated from its --help by scripts/gen-shell-docs.py)",
-             f"{fn}() {{", '  local cur="${COMP_WORDS[COMP_CWORD]}" sub="" i',
+             f"{fn}() {{",
+             '  local cur="${COMP_WORDS[COMP_CWORD]}" prev="" path="" cand i',
+             '  ((COMP_CWORD > 0)) && prev="${COMP_WORDS[COMP_CWORD-1]}"',
              '  for ((i = 1; i < COMP_CWORD; i++)); do',
-             '    case "${COMP_WORDS[i]}" in -*) ;; *) sub="${COMP_WORDS[i]}"; break ;; esac',
-             "  done", "  local opts", '  case "$sub" in']
-    for name, doc in subs.items():
-        lines.append(f'    {name}) opts="{" ".join(options_of(doc))}" ;;')
-    lines += [f'    *) opts="{" ".join(options_of(top))}" ;;', "  esac",
+             '    case "${COMP_WORDS[i]}" in -*) continue ;; esac',
+             '    cand="${path:+$path }${COMP_WORDS[i]}"',
+             '    case "$cand" in']
+    if paths:
+        lines.append("      " + "|".join(f'"{p}"' for p in paths) + ') path="$cand" ;;')
+    lines += ["    esac", "  done", '  case "$path|$prev" in']
+    for path, doc in [("", top)] + list(paths.items()):
+        for flag, values in option_values(doc, top).items():
+            lines.append(f'    "{path}|{flag}") mapfile -t COMPREPLY < <(compgen -W "{" ".join(values)}" -- "$cur"); return ;;')
+    lines += ["  esac", '  local opts="" words=""', '  case "$path" in']
+    for path, doc in paths.items():
+        children = [p.split(" ")[-1] for p in paths if p.startswith(path + " ") and p.count(" ") == path.count(" ") + 1]
+        lines.append(f'    "{path}") opts="{" ".join(options_of(doc))}"; words="{" ".join(children)}" ;;')
+    top_children = [p for p in paths if " " not in p]
+    lines += [f'    *) opts="{" ".join(options_of(top))}"; words="{" ".join(top_children)}" ;;', "  esac",
               '  if [[ "$cur" == -* ]]; then',
-              '    mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")']
-    if subs:
-        lines += ['  elif [[ -z "$sub" ]]; then',
-                  f'    mapfile -t COMPREPLY < <(compgen -W "{" ".join(subs)}" -- "$cur"; compgen -f -- "$cur")']
-    lines += ["  else", '    mapfile -t COMPREPLY < <(compgen -f -- "$cur")', "  fi", "}",
+              '    mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")',
+              '  elif [[ -n "$words" ]]; then',
+              '    mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur"; compgen -f -- "$cur")',
+              "  else", '    mapfile -t COMPREPLY < <(compgen -f -- "$cur")', "  fi", "}",
               f"complete -o filenames -F {fn} {tool}"]
     return "\n".join(lines) + "\n"
 
@@ -120,47 +184,83 @@ def fish_quote(text):
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def fish_path_condition(path, paths):
+    """fish condition: `path`'s words seen, and none of its subcommands yet."""
+    conds = [f"__fish_seen_subcommand_from {w}" for w in path.split(" ")] if path else []
+    children = [p.split(" ")[-1] for p in paths if (p.startswith(path + " ") if path else True)
+                and p.count(" ") == (path.count(" ") + 1 if path else 0)]
+    if children:
+        conds.append("not __fish_seen_subcommand_from " + " ".join(children))
+    return "; and ".join(conds) if conds else None
+
+
 def fish_completion(tool, top, subs):
+    paths = subcommand_paths(subs)
     lines = [f"# fish completion for {tool} (generated from its --help by scripts/gen-shell-docs.py)"]
-    if subs:
-        names = " ".join(subs)
-        for name, doc in subs.items():
-            lines.append(f"complete -c {tool} -n '__fish_use_subcommand' -a {name} -d {fish_quote(doc['description'])}")
-        for name, doc in subs.items():
-            lines += fish_options(tool, doc, f"__fish_seen_subcommand_from {name}")
-        lines += fish_options(tool, top, f"not __fish_seen_subcommand_from {names}")
-    else:
-        lines += fish_options(tool, top, None)
+    for path, doc in paths.items():
+        parent = " ".join(path.split(" ")[:-1])
+        cond = fish_path_condition(parent, paths)
+        cond_arg = f" -n {fish_quote(cond)}" if cond else ""
+        lines.append(f"complete -c {tool}{cond_arg} -a {path.split(' ')[-1]} -d {fish_quote(doc['description'][:80])}")
+    for path, doc in [("", top)] + list(paths.items()):
+        lines += fish_options(tool, doc, top, fish_path_condition(path, paths))
     return "\n".join(lines) + "\n"
 
 
-def fish_options(tool, doc, condition):
+def fish_options(tool, doc, top, condition):
     out = []
+    values = option_values(doc, top)
     for title, entries in doc["sections"].items():
         if title != "Options":
             continue
         for names, desc in entries:
             args = []
-            for n in option_names(names):
+            flags = option_names(names)
+            for n in flags:
                 args.append(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}")
+            known = next((values[f] for f in flags if f in values), None)
+            if known:
+                args.append(f"-x -a {fish_quote(' '.join(known))}")
             cond = f" -n {fish_quote(condition)}" if condition else ""
             out.append(f"complete -c {tool}{cond} {' '.join(args)} -d {fish_quote(desc[:80])}")
     return out
 
 
 def zsh_completion(docs):
+    """zsh: as bash, from $words: the subcommand path, an option's known values, options,
+    subcommands, else files."""
     lines = ["#compdef " + " ".join(docs),
              "# zsh completion for the tensorkit tools (generated from their --help by scripts/gen-shell-docs.py)",
-             "local -a subs opts", "case $service in"]
+             "local -a subs opts vals",
+             "local path_ cand prev i extra=0",
+             "path_=''",
+             "prev=${words[CURRENT-1]}",
+             "for ((i = 2; i < CURRENT; i++)); do",
+             "  [[ ${words[i]} == -* ]] && continue",
+             "  cand=\"${path_:+$path_ }${words[i]}\"",
+             "  case \"$service:$cand\" in"]
+    all_paths = [f"{tool}:{p}" for tool, (top, subs) in docs.items() for p in subcommand_paths(subs)]
+    if all_paths:
+        lines.append("    (" + "|".join(f"'{p}'" for p in all_paths) + ") path_=$cand ;;")
+    lines += ["    (*) ((extra++)) ;;", "  esac", "done", "case \"$service:$path_:$prev\" in"]
     for tool, (top, subs) in docs.items():
-        lines.append(f"  {tool})")
-        lines.append(f"    subs=({' '.join(subs)})")
-        lines.append(f"    opts=({' '.join(sorted(set(options_of(top) + [o for d in subs.values() for o in options_of(d)])))})")
-        lines.append("    ;;")
+        for path, doc in [("", top)] + list(subcommand_paths(subs).items()):
+            for flag, values in option_values(doc, top).items():
+                lines.append(f"  ('{tool}:{path}:{flag}') compadd -- {' '.join(values)}; return ;;")
+    lines += ["esac", "case \"$service:$path_\" in"]
+    for tool, (top, subs) in docs.items():
+        paths = subcommand_paths(subs)
+        for path, doc in [("", top)] + list(paths.items()):
+            children = [p.split(" ")[-1] for p in paths if (p.startswith(path + " ") if path else True)
+                        and p.count(" ") == (path.count(" ") + 1 if path else 0)]
+            lines.append(f"  ('{tool}:{path}')")
+            lines.append(f"    subs=({' '.join(children)})")
+            lines.append(f"    opts=({' '.join(options_of(doc))})")
+            lines.append("    ;;")
     lines += ["esac",
               "if [[ $PREFIX == -* ]]; then",
               "  compadd -- $opts",
-              "elif (( CURRENT == 2 )) && (( ${#subs} )); then",
+              "elif (( ${#subs} )) && (( extra == 0 )); then",
               "  compadd -- $subs; _files",
               "else",
               "  _files",
@@ -181,9 +281,13 @@ def main():
     for tool in tools:
         binary = os.path.join(args.bin, tool)
         top = parse(help_text(binary, []))
-        subs = {}
-        for name, _ in top["sections"].get("Subcommands", []):
-            subs[name] = parse(help_text(binary, [name]))
+        subs = {}  # {(word, ...): doc}, every level (tcompress store add)
+        pending = [[name] for name, _ in top["sections"].get("Subcommands", [])]
+        while pending:
+            path = pending.pop(0)
+            doc = parse(help_text(binary, path))
+            subs[tuple(path)] = doc
+            pending += [path + [name] for name, _ in doc["sections"].get("Subcommands", [])]
         first = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
         version = first.split()[-1] if first.split() else ""
         docs[tool] = (top, subs)

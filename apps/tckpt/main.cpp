@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
   restore_cmd->add_option("--step", restore.step, "Step to restore (default: the newest)")->type_name("N");
   tool.add_output(*restore_cmd, restore.output);
   tool.add_metadata_options(*restore_cmd, false);
-  restore_cmd->add_option("--format", restore.format, "Output format: safetensors, hdf5 or npy (default: from OUT)")
-      ->type_name("FMT");
+  restore_cmd->add_option("--format", restore.format, "Output format (default: from OUT)")
+      ->type_name("safetensors|hdf5|npy");
 
   tk::tckpt::StepOptions verify;
   CLI::App* verify_cmd = tool.add_subcommand("verify", "Check every checksum of step N (default: every step)");

@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
   app.add_option("--base", o.base,
                  "BitX: code tensors as XOR deltas against this safetensors model (needed again with -d)")
       ->type_name("BASE");
-  app.add_option("--format", o.format, "Format of a tensor extracted with -d -t: safetensors, hdf5 or npy")
-      ->type_name("FMT");
+  app.add_option("--format", o.format, "Format of a tensor extracted with -d -t")
+      ->type_name("safetensors|hdf5|npy");
   app.add_flag("--sha256", o.sha256,
                "Record the original's SHA-256 (what sha256sum prints) instead of its XXH3-128 (what xxh128sum "
                "prints): a serial pass at about 1.7 GB/s, in a version-1 container that earlier builds read too");

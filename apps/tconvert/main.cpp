@@ -1,5 +1,9 @@
 // tconvert: safetensors <-> HDF5 <-> GGUF <-> .npy/.npz (PyTorch checkpoints in); casts, select, rename, merge.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "tconvert.h"
+#include "tk/core/dtype.h"
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tconvert",
@@ -23,11 +27,11 @@ int main(int argc, char** argv) {
   tool.add_output(app, o.output);
   tool.add_metadata_options(app);
   app.add_option("--format", o.format,
-                 "Output format: safetensors, hdf5, gguf, npy, npz, or compressed-tensors (-o DIR, from a "
-                 "quantized model); default: from OUT's extension. A quantized model (tquant's, or "
-                 "compressed-tensors) to gguf or compressed-tensors is repacked without quantizing again")
-      ->type_name("FMT");
-  app.add_option("--dtype", o.dtype, "Cast float tensors to DT (f32, f16, bf16, f8_e4m3, ...); others are kept")
+                 "Output format (compressed-tensors: -o DIR, from a quantized model); default: from OUT's "
+                 "extension. A quantized model (tquant's, or compressed-tensors) to gguf or compressed-tensors "
+                 "is repacked without quantizing again")
+      ->type_name("safetensors|hdf5|gguf|npy|npz|compressed-tensors");
+  app.add_option("--dtype", o.dtype, "Cast float tensors to DT (see Float dtypes below); others are kept")
       ->type_name("DT");
   app.add_flag("--saturate", o.saturate, "Clamp values beyond the range of --dtype to its largest finite value");
   app.add_option("--rename", o.renames, "Rename tensors matching FROM; '*' in TO is what '*' in FROM matched")
@@ -39,6 +43,13 @@ int main(int argc, char** argv) {
       ->type_name("SIZE");
   app.add_option("--compress", o.compress, "Compress HDF5 datasets with zstd (filter 32015) at LEVEL (default 3)")
       ->type_name("zstd[:LEVEL]");
+  // The spellings --dtype takes, before the examples and exit codes that close every help.
+  std::vector<std::string> float_dtypes;
+  for (int d = 0; d < static_cast<int>(tk::DType::kCount); ++d) {
+    const tk::DTypeTraits& traits = tk::dtype_traits(static_cast<tk::DType>(d));
+    if (traits.cls == tk::DTypeClass::kFloat) float_dtypes.push_back(traits.short_name);
+  }
+  app.footer(fmt::format("Float dtypes:\n  {}\n\n{}", fmt::join(float_dtypes, "\n  "), app.get_footer()));
   return tool.run(argc, argv, [&] {
     if (o.inputs.empty()) o.inputs.push_back("-");
     return tk::tconvert::run_convert(tool, o);

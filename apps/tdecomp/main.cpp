@@ -9,8 +9,8 @@ void add_io(tk::cli::Tool& tool, CLI::App* sub, std::string& input, std::string&
   sub->add_option("input", input, "Input file ('-': stdin, the default)")->type_name("IN");
   tool.add_output(*sub, output);
   tool.add_metadata_options(*sub);
-  sub->add_option("--format", format, "Output format: safetensors or hdf5 (default: from OUT's extension)")
-      ->type_name("FMT");
+  sub->add_option("--format", format, "Output format (default: from OUT's extension)")
+      ->type_name("safetensors|hdf5");
 }
 
 void add_storage(CLI::App* sub, DecompOptions& o, bool budget) {

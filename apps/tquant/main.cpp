@@ -23,10 +23,10 @@ int main(int argc, char** argv) {
   tool.add_output(app, q.output);
   tool.add_metadata_options(app);
   app.add_option("--format", q.format,
-                 "Output format: safetensors, hdf5, gguf (ggml block types: the schemes with a ggml twin) or "
-                 "compressed-tensors (-o DIR: a model directory for vLLM and transformers; int2..int8, "
+                 "Output format; gguf: ggml block types (the schemes with a ggml twin); "
+                 "compressed-tensors: -o DIR, a model directory for vLLM and transformers (int2..int8, "
                  "fp8_e4m3, nvfp4); default: from OUT's extension")
-      ->type_name("FMT");
+      ->type_name("safetensors|hdf5|gguf|compressed-tensors");
   app.add_option("--scheme", q.scheme, "Quantize every selected float tensor with this scheme")->type_name("NAME");
   app.add_option("--group-size", q.group_size, "Values per group along a row (default: the scheme's)")
       ->type_name("G");
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   tool.add_metadata_options(*dequant);
   dequant->add_option("--dtype", d.dtype, "dtype of restored tensors (default: each tensor's original)")
       ->type_name("f32|bf16|f16");
-  dequant->add_option("--format", d.format, "Output format: safetensors, hdf5 or gguf")->type_name("FMT");
+  dequant->add_option("--format", d.format, "Output format")->type_name("safetensors|hdf5|gguf");
 
   std::string svg;
   CLI::App* curve = tool.add_subcommand(

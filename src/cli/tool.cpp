@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <sstream>
 
 #include "cli/display_text.h"
 #include "cli/error_report.h"
@@ -31,6 +32,44 @@ void print_line(const std::string& tool, const char* prefix, std::string_view te
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+constexpr size_t kHelpWidth = 100;
+
+// `text` with spaces turned into newlines so that no line is longer than `width` (a
+// longer word stays whole on its own line).
+std::string wrap_words(const std::string& text, size_t width) {
+  std::string out;
+  size_t line = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const size_t word = end - start;
+    if (word > 0) {
+      if (line > 0 && line + 1 + word > width) {
+        out += '\n';
+        line = 0;
+      } else if (line > 0) {
+        out += ' ';
+        ++line;
+      }
+      out.append(text, start, word);
+      line += word;
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// `text` with `spaces` spaces after each newline.
+std::string indent_lines(const std::string& text, size_t spaces) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(spaces, ' ');
+  }
+  return out;
+}
+
 // CLI11's help with its artefacts removed: a flag's name without the default of its
 // negation ("--progress,--no-progress{false}"), an option's type name without its
 // validators' descriptions ("hevc|av1|h264:{hevc,av1,h264}", "N:NONNEGATIVE").
@@ -42,6 +81,19 @@ class HelpFormatter : public CLI::Formatter {
     for (const std::string& n : opt->get_snames()) names += (names.empty() ? "-" : ",-") + n;
     for (const std::string& n : opt->get_lnames()) names += (names.empty() ? "--" : ",--") + n;
     return names;
+  }
+  // Descriptions wrapped to fit 100 columns: CLI11 indents what follows each newline.
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return wrap_words(opt->get_description(), kHelpWidth - get_column_width());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return wrap_words(CLI::Formatter::make_description(app), kHelpWidth);
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             wrap_words(sub->get_description(), kHelpWidth - get_column_width()), get_column_width());
+    return out.str();
   }
   std::string make_option_opts(const CLI::Option* opt) const override {
     if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
@@ -97,10 +149,15 @@ void Tool::check_output(const std::string& output, const std::vector<std::string
 
 void Tool::set_examples(const std::vector<std::pair<std::string, std::string>>& examples) {
   size_t width = 0;
+  bool fits = true;
   for (const auto& [command, _] : examples) width = std::max(width, command.size());
+  for (const auto& [_, what] : examples) fits = fits && 2 + width + 2 + what.size() <= kHelpWidth;
+  // Side by side when every row fits in 100 columns, else each description under its command.
   std::string text = "Examples:\n";
-  for (const auto& [command, what] : examples)
-    text += "  " + command + std::string(width - command.size() + 2, ' ') + what + "\n";
+  for (const auto& [command, what] : examples) {
+    if (fits) text += "  " + command + std::string(width - command.size() + 2, ' ') + what + "\n";
+    else text += "  " + command + "\n      " + indent_lines(wrap_words(what, kHelpWidth - 6), 6) + "\n";
+  }
   app_.footer(text + "\n" + kExitCodesHelp);
 }
 

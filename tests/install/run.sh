@@ -50,6 +50,24 @@ got=$(bash -c 'source "$1"; COMP_WORDS=(tdecomp cp --ra); COMP_CWORD=2; _tk_tdec
 got=$(bash -c 'source "$1"; COMP_WORDS=(tcompress --min); COMP_CWORD=1; _tk_tcompress; echo "${COMPREPLY[*]}"' _ \
   "$share/bash-completion/completions/tcompress")
 [ "$got" = "--min-sqnr" ] || { echo "install test: bash completion of 'tcompress --min' gave '$got'" >&2; exit 1; }
+# One level deeper, and the values of options that take a known set, not file names.
+bash_offers() {  # TOOL WORD...: what the bash completion offers for the last word
+  local tool=$1
+  shift
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tk_'"$tool"'; echo "${COMPREPLY[*]}"' _ \
+    "$share/bash-completion/completions/$tool" "$tool" "$@"
+}
+expect_offer() {  # WHAT GOT WANT: WANT among the words of GOT
+  grep -qw -- "$3" <<<"$2" || { echo "install test: $1 offers '$2', not $3" >&2; exit 1; }
+}
+expect_offer "bash 'tcompress store '" "$(bash_offers tcompress store '')" add
+[ "$(bash_offers tcompress store add --st)" = "--store" ] || { echo "install test: bash 'store add --st'" >&2; exit 1; }
+expect_offer "bash 'tquant --scheme '" "$(bash_offers tquant --scheme '')" q4k
+[ "$(bash_offers tquant --format g)" = "gguf" ] || { echo "install test: bash 'tquant --format g'" >&2; exit 1; }
+[ "$(bash_offers tconvert --dtype bf)" = "bf16" ] || { echo "install test: bash 'tconvert --dtype bf'" >&2; exit 1; }
+grep -q '^\.SH "TCOMPRESS STORE ADD"' "$share/man/man1/tcompress.1" &&
+  sed -n '/^\.SH "TCOMPRESS STORE ADD"/,/^\.SH/p' "$share/man/man1/tcompress.1" | grep -q 'store' ||
+  { echo "install test: man tcompress lacks 'store add' and its options" >&2; exit 1; }
 
 # fish and zsh: fish's own `complete -C` on the installed file; zsh's completion body run
 # with compadd recording what it offers (compsys then keeps the words matching PREFIX).
@@ -60,9 +78,9 @@ got=$(fish --no-config -c 'source $argv[1]; complete -C "tdecomp tu"' "$fish_dir
 [ "$got" = "tucker" ] || { echo "install test: fish completion of 'tdecomp tu' gave '$got'" >&2; exit 1; }
 zsh_file=$share/zsh/vendor-completions/_tensorkit
 zsh -n "$zsh_file" || { echo "install test: $zsh_file is not zsh" >&2; exit 1; }
-zsh_offers() {  # SERVICE CURRENT: the words the completion offers there
+zsh_offers() {  # SERVICE CURRENT PREFIX [WORDS]: the words the completion offers there
   zsh -fc 'compadd() { shift; print -rl -- "$@"; }; _files() { print -r -- "(files)"; }
-    service=$2; CURRENT=$3; PREFIX=$4; source "$1"' _ "$zsh_file" "$@"
+    service=$2; CURRENT=$3; PREFIX=$4; words=(${=5}); source "$1"' _ "$zsh_file" "$@"
 }
 # (captured first: grep -q would close the pipe early, and pipefail would fail on that)
 got=$(zsh_offers tcompress 2 --m)
@@ -70,6 +88,16 @@ grep -qx -- --min-sqnr <<<"$got" || { echo "install test: zsh offers no --min-sq
 got=$(zsh_offers tdecomp 2 t)
 grep -qx tucker <<<"$got" || { echo "install test: zsh offers no tdecomp tucker" >&2; exit 1; }
 [ "$(zsh_offers tinfo 3 x)" = "(files)" ] || { echo "install test: zsh completes no files for tinfo" >&2; exit 1; }
+got=$(zsh_offers tcompress 3 '' 'tcompress store')
+grep -qx add <<<"$got" || { echo "install test: zsh offers no 'tcompress store add'" >&2; exit 1; }
+got=$(zsh_offers tcompress 4 --st 'tcompress store add --st')
+grep -qx -- --store <<<"$got" || { echo "install test: zsh offers no 'store add --store'" >&2; exit 1; }
+got=$(zsh_offers tquant 3 '' 'tquant --scheme')
+grep -qx q4k <<<"$got" || { echo "install test: zsh offers no 'tquant --scheme q4k'" >&2; exit 1; }
+got=$(fish --no-config -c 'source $argv[1]; complete -C "tcompress store a"' "$fish_dir/tcompress.fish" | cut -f1)
+[ "$got" = "add" ] || { echo "install test: fish completion of 'tcompress store a' gave '$got'" >&2; exit 1; }
+got=$(fish --no-config -c 'source $argv[1]; complete -C "tconvert --dtype bf"' "$fish_dir/tconvert.fish" | cut -f1)
+[ "$got" = "bf16" ] || { echo "install test: fish completion of 'tconvert --dtype bf' gave '$got'" >&2; exit 1; }
 
 logged configure "$cmake" -S "$here/consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx"

@@ -102,6 +102,7 @@ std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, co
   if (args.min_elements < 0) throw usage_error("must not be negative", "--min-elements");
   std::vector<std::pair<std::string, std::string>> rules;
   for (const std::string& r : args.rules) rules.push_back(parse_rule(r));
+  std::vector<bool> rule_used(rules.size(), false);
   std::vector<PlanEntry> plan;
   for (size_t i = 0; i < infos.size(); ++i) {
     const std::string& name = infos[i].name;
@@ -110,8 +111,10 @@ std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, co
     e.index = i;
     e.info = infos[i];
     const std::pair<std::string, std::string>* rule = nullptr;
-    for (const auto& r : rules) {
-      if (io::glob_match(r.first, name)) rule = &r;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (!io::glob_match(rules[r].first, name)) continue;
+      rule = &rules[r];
+      rule_used[r] = true;
     }
     std::string kept;
     if (!dtype_is_float(infos[i].dtype)) {
@@ -135,6 +138,10 @@ std::vector<PlanEntry> plan_tensors(const std::vector<io::TensorInfo>& infos, co
     }
     plan.push_back(std::move(e));
   }
+  // As -t: a rule that matches no selected tensor is a mistake (a typo, GGUF names given
+  // HF ones), not a rule to skip in silence.
+  for (size_t r = 0; r < rules.size(); ++r)
+    if (!rule_used[r]) throw usage_error("no tensor matches '" + rules[r].first + "'", "--rule");
   return plan;
 }
 

@@ -2,6 +2,7 @@
 #include "store.h"
 #include "tcompress.h"
 #include "tk/device/device.h"
+#include "zstd_flags.h"
 
 int main(int argc, char** argv) {
   tk::cli::Tool tool("tcompress",
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   tool.set_gpu_work(
       "encoding --video through the GPU's hardware encoder, NVENC (hevc_nvenc, h264_nvenc, av1_nvenc where "
       "libavcodec has it), as LLM.265 does. Decoding, the lossless modes and --lossy quant run on the CPU");
+  tool.set_argument_filter([&app](int n, char** args) { return tk::tcompress::translate_zstd_flags(app, n, args); });
   return tool.run(argc, argv, [&] {
     if (tool.options().device.kind == tk::device::Request::Kind::kCuda &&
         (tk::tcompress::store_parsed(store) || o.decompress || o.list || o.video.empty())) {

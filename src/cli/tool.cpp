@@ -203,7 +203,14 @@ int Tool::run(int argc, char** argv, const std::function<int()>& body) {
 int Tool::run_body(int argc, char** argv, const std::function<int()>& body) {
   try {
     try {
-      app_.parse(argc, argv);
+      if (argument_filter_) {
+        std::vector<std::string> args = argument_filter_(argc, argv);
+        std::vector<char*> filtered{argc > 0 ? argv[0] : nullptr};
+        for (std::string& a : args) filtered.push_back(a.data());
+        app_.parse(static_cast<int>(filtered.size()), filtered.data());
+      } else {
+        app_.parse(argc, argv);
+      }
     } catch (const CLI::CallForHelp&) {
       write_stdout(app_.help());
       return kExitOk;

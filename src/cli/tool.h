@@ -59,6 +59,13 @@ class Tool {
   // The metadata of a composed output: edits, provenance and "format" (metadata_stamp).
   void stamp(io::Metadata& metadata) const { metadata_stamp(metadata, output_, provenance()); }
 
+  // Rewrite the arguments (without argv[0]) before they are parsed: another tool's
+  // spellings of the same flags (tcompress takes zstd's -19). Its errors are reported as
+  // the body's are.
+  void set_argument_filter(std::function<std::vector<std::string>(int argc, char** argv)> filter) {
+    argument_filter_ = std::move(filter);
+  }
+
   // Parse the command line and call `body`, whose return value is the exit code.
   // --help and --version print to stdout and return 0. A parse error prints
   // "TOOL: error: MESSAGE (see 'TOOL --help')" and returns 2; a tk::Error prints
@@ -92,6 +99,7 @@ class Tool {
   CommonOptions options_;
   OutputOptions output_;
   std::vector<std::string> args_;
+  std::function<std::vector<std::string>(int, char**)> argument_filter_;
 };
 
 }  // namespace tk::cli

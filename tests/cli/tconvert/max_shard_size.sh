@@ -2,7 +2,7 @@
 # the model; it needs a .safetensors name, and safetensors output.
 tconvert -q "$TD/tiny.safetensors" --max-shard-size 600B -o model.safetensors
 ls model*
-tinfo diff -q "$TD/tiny.safetensors" model.safetensors.index.json | tail -1
+tinfo diff -q "$TD/tiny.safetensors" model.safetensors.index.json && echo "the shards read back as the model"
 tconvert "$TD/tiny.safetensors" --max-shard-size 600B -o - 2>&1 | head -1; echo "rc=$?"
 tconvert "$TD/tiny.safetensors" --max-shard-size 600B -o m.h5 2>&1; echo "rc=$?"
 tconvert "$TD/tiny.safetensors" --max-shard-size 0 -o z.safetensors 2>&1; echo "rc=$?"

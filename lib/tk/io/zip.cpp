@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <set>
 
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
@@ -142,7 +141,7 @@ void ZipArchive::parse() {
     throw malformed("central directory outside the file", name_);
   if (count > cd_bytes / kCentralBytes) throw malformed("more entries than the central directory holds", name_);
   entries_.reserve(static_cast<size_t>(count));
-  std::set<std::string_view> names;
+  by_name_.reserve(static_cast<size_t>(count));
   const uint8_t* p = base + cd_offset;
   const uint8_t* cd_end = p + cd_bytes;
   for (uint64_t i = 0; i < count; ++i) {
@@ -201,6 +200,8 @@ void ZipArchive::parse() {
     if (local > cd_offset || cd_offset - local < kLocalBytes || le32(base + local) != kLocalSig)
       throw malformed("local header out of place", where);
     const uint8_t* lh = base + local;
+    if (le16(lh + 8) != method) throw malformed("local header names another compression method", where);
+    entry.header_offset = local;
     entry.data_offset = local + kLocalBytes + le16(lh + 26) + le16(lh + 28);
     if (entry.data_offset > cd_offset || entry.stored_bytes > cd_offset - entry.data_offset)
       throw malformed("entry data runs past the start of the central directory", where);
@@ -208,14 +209,35 @@ void ZipArchive::parse() {
       throw malformed("local header names another entry", where);
     p += kCentralBytes + name_len + extra_len + comment_len;
     entries_.push_back(std::move(entry));
-    if (!names.insert(entries_.back().name).second) throw malformed("duplicate entry", where);
+    if (!by_name_.emplace(entries_.back().name, entries_.size() - 1).second) throw malformed("duplicate entry", where);
+  }
+  check_overlaps(cd_offset);
+}
+
+// Entries in the order of their local headers: each one's header and data must end
+// where the next one's header begins, or before; the last before the central directory.
+// Quoting one local header from several directory entries, or one entry's data from
+// another's, would let a small file claim any amount of data.
+void ZipArchive::check_overlaps(uint64_t cd_offset) const {
+  std::vector<size_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return entries_[a].header_offset < entries_[b].header_offset; });
+  for (size_t k = 0; k < order.size(); ++k) {
+    const ZipEntry& e = entries_[order[k]];
+    const uint64_t end = e.data_offset + e.stored_bytes;  // both bounded by cd_offset
+    const uint64_t next = k + 1 < order.size() ? entries_[order[k + 1]].header_offset : cd_offset;
+    if (end > next)
+      throw malformed(k + 1 < order.size() ? "overlapped entries (with '" + entries_[order[k + 1]].name + "')"
+                                           : "overlapped entries (with the central directory)",
+                      name_ + ": entry '" + e.name + "'");
   }
 }
 
 std::optional<size_t> ZipArchive::find(std::string_view name) const {
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_[i].name == name) return i;
-  return std::nullopt;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 Buffer ZipArchive::read(size_t index) const {

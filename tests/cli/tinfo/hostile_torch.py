@@ -73,10 +73,10 @@ def case(name):
         # A list of one tensor and 10^6 references to it: 10^6 tensors of one storage.
         return checkpoint(b"]" + tensor("0", 1, [1], [1]) + b"q\x00a(" + b"h\x00" * 10**6 + b"e", {"0": ONE})
     if name == "skip-repeats":
-        # A tensor, one 64 KiB key given 1000 times (a dict keeps it once), and a list of
+        # A tensor, one 4 KiB key given 1000 times (a dict keeps it once), and a list of
         # the tensor and 10^5 ints: the same skip reasons over and over.
         body = b"}" + ustr("w") + tensor("0", 1, [1], [1]) + b"q\x03s"
-        body += ustr("n" * (64 << 10)) + b"q\x01" + b"K\x01q\x02" + b"s"
+        body += ustr("n" * (4 << 10)) + b"q\x01" + b"K\x01q\x02" + b"s"
         body += b"(" + b"h\x01h\x02" * 1000 + b"u"
         body += ustr("ints") + b"](h\x03" + b"K\x07" * 10**5 + b"es"
         return checkpoint(body, {"0": ONE})

@@ -1,4 +1,4 @@
-# A checkpoint whose non-tensor values repeat one reason 10^5 times, and a 64 KiB key
+# A checkpoint whose non-tensor values repeat one reason 10^5 times, and a 4 KiB key
 # given 1000 times (a dict keeps a key once, as Python does): one warning line per
 # reason, with a count and a few names cut short (once 1.5 GB of stderr from such files).
 . "$TK_SRC/tests/cli/tinfo/bounded.bash"

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
@@ -265,6 +266,68 @@ Buffer ZipArchive::read_prefix(size_t index, size_t n) const {
   const size_t got = inflate_into({file_.data() + e.data_offset, e.stored_bytes}, {out.mutable_data(), n}, false,
                                   name_ + ": entry '" + e.name + "'");
   return out.slice(0, got);
+}
+
+void ZipArchive::read_pieces(size_t index, uint64_t skip, uint64_t n, size_t piece_bytes,
+                             const std::function<void(std::span<const uint8_t>)>& sink) const {
+  const ZipEntry& e = entries_.at(index);
+  const std::string where = name_ + ": entry '" + e.name + "'";
+  if (piece_bytes == 0 || skip > e.bytes || n > e.bytes - skip)
+    throw internal_error("zip read_pieces out of the entry", where);
+  if (!e.deflated) {
+    Buffer whole = read(index);
+    for (uint64_t at = 0; at < n; at += piece_bytes)
+      sink({whole.data() + skip + at, static_cast<size_t>(std::min<uint64_t>(piece_bytes, n - at))});
+    return;
+  }
+  z_stream z{};
+  if (::inflateInit2(&z, -MAX_WBITS) != Z_OK) throw unavailable("cannot start zlib's inflate", where);
+  std::vector<uint8_t> out(std::min<size_t>(piece_bytes, size_t{1} << 20));
+  std::vector<uint8_t> piece;
+  piece.reserve(static_cast<size_t>(std::min<uint64_t>(piece_bytes, n)));
+  uint32_t crc = static_cast<uint32_t>(::crc32_z(0, nullptr, 0));
+  uint64_t produced = 0;
+  const uint8_t* next_in = file_.data() + e.data_offset;
+  uint64_t left_in = e.stored_bytes;
+  int rc = Z_OK;
+  try {
+    while (rc != Z_STREAM_END) {
+      const uInt chunk_in = static_cast<uInt>(std::min<uint64_t>(left_in, 1u << 30));
+      z.next_in = const_cast<Bytef*>(next_in);
+      z.avail_in = chunk_in;
+      z.next_out = out.data();
+      z.avail_out = static_cast<uInt>(out.size());
+      rc = ::inflate(&z, Z_NO_FLUSH);
+      next_in += chunk_in - z.avail_in;
+      left_in -= chunk_in - z.avail_in;
+      const size_t got = out.size() - z.avail_out;
+      if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && got > 0)) break;
+      if (got > e.bytes - produced) throw malformed("deflate data longer than declared", where);
+      crc = static_cast<uint32_t>(::crc32_z(crc, out.data(), got));
+      // The part of this output inside [skip, skip + n), a piece at a time.
+      const uint64_t lo = std::max(produced, skip), hi = std::min(produced + got, skip + n);
+      for (uint64_t at = lo; at < hi;) {
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(hi - at, piece_bytes - piece.size()));
+        piece.insert(piece.end(), out.data() + (at - produced), out.data() + (at - produced) + take);
+        at += take;
+        if (piece.size() == piece_bytes) {
+          sink(piece);
+          piece.clear();
+        }
+      }
+      produced += got;
+      if (got == 0 && left_in == 0 && rc != Z_STREAM_END) break;
+    }
+  } catch (...) {
+    ::inflateEnd(&z);
+    throw;
+  }
+  ::inflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    throw malformed(rc == Z_OK || rc == Z_BUF_ERROR ? "deflate data ends early" : "corrupt deflate data", where);
+  if (produced != e.bytes) throw malformed("deflate data shorter than declared", where);
+  if (!piece.empty()) sink(piece);
+  if (crc != e.crc32) throw invalid_input("zip entry fails its CRC-32 check", where);
 }
 
 Buffer whole_input(InputStream& in, bool allow_mmap, TempFile& spool) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +56,12 @@ class ZipArchive {
   Buffer read(size_t index) const;
   // At most the first `n` bytes of the entry, not checked against the CRC (for headers).
   Buffer read_prefix(size_t index, size_t n) const;
+  // Deliver bytes [skip, skip + n) of the entry to `sink` in pieces of `piece_bytes` (the
+  // last one may be shorter), inflated a piece at a time: memory is a piece, whatever
+  // the entry's size. The whole entry is checked against its size and CRC-32, the CRC
+  // after the last piece (a caller must not commit what it received before the return).
+  void read_pieces(size_t index, uint64_t skip, uint64_t n, size_t piece_bytes,
+                   const std::function<void(std::span<const uint8_t>)>& sink) const;
 
  private:
   void parse();

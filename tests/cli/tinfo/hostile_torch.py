@@ -118,6 +118,28 @@ def case(name):
         at = data.index(b"a/data/0", data.index(b"PK\x01\x02")) - 46
         patched = struct.pack("<III", zlib.crc32(covered), len(covered), len(covered))
         return data[:at + 16] + patched + data[at + 28:]
+    if name == "npz-zeros":
+        # np.savez_compressed of 320 MiB of zeros, written a chunk at a time: 320 KB.
+        n = 320 << 20
+        header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % (n // 4)
+        header += b" " * (-(10 + len(header) + 1) % 64) + b"\n"
+        npy_head = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
+        deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+        crc = zlib.crc32(npy_head)
+        body = [deflate.compress(npy_head)]
+        zeros = bytes(16 << 20)
+        for _ in range(n // len(zeros)):
+            crc = zlib.crc32(zeros, crc)
+            body.append(deflate.compress(zeros))
+        body.append(deflate.flush())
+        data = b"".join(body)
+        name = b"w.npy"
+        total = len(npy_head) + n
+        local = struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, 8, 0, 33, crc, len(data), total, len(name), 0) + name
+        central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 8, 0, 33, crc, len(data), total,
+                              len(name), 0, 0, 0, 0, 0, 0) + name
+        end = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 1, 1, len(central), len(local) + len(data), 0)
+        return local + data + central + end
     raise SystemExit("unknown case " + name)
 
 

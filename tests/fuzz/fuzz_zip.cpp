@@ -2,10 +2,11 @@
 // must parse or be refused with kInvalidInput (kUnavailable only if zlib cannot start);
 // a parsed archive's entries lie inside the file without overlapping, each is found by
 // its name, and each of at most 16 MiB reads (checked against its CRC-32) to its
-// declared size, its prefix agreeing with the whole.
+// declared size, its prefix and its pieces agreeing with the whole.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "fuzz_util.h"
@@ -29,6 +30,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(whole.size() == e.bytes);
         tk::Buffer head = zip.read_prefix(i, 100);
         check(head.size() <= whole.size() && std::memcmp(head.data(), whole.data(), head.size()) == 0);
+        // The same bytes a piece at a time, from an offset.
+        const uint64_t skip = std::min<uint64_t>(3, whole.size());
+        uint64_t at = skip;
+        zip.read_pieces(i, skip, whole.size() - skip, 1000, [&](std::span<const uint8_t> piece) {
+          check(piece.size() <= whole.size() - at && std::memcmp(piece.data(), whole.data() + at, piece.size()) == 0);
+          at += piece.size();
+        });
+        check(at == whole.size());
       } catch (const tk::Error& err) {
         tk::fuzz::expect_kind(err, kinds);
       }

@@ -640,7 +640,9 @@ class Walker {
       budget_.refund(path.size());
     };
     if (v->kind == Kind::kDict) {
-      for (auto& [key, value] : dict_entries(v)) child(value, key);
+      uint64_t charged = 0;  // the dict's entries, while they exist
+      for (auto& [key, value] : dict_entries(v, &charged)) child(value, key);
+      budget_.refund(charged);
     } else {
       for (size_t k = 0; k < v->items.size(); ++k) child(v->items[k], std::to_string(k));
     }
@@ -673,10 +675,9 @@ class Walker {
 
   // The items of a dict as Python holds them: a key given twice keeps its first place
   // and its last value.
-  std::vector<std::pair<std::string, Object*>> dict_entries(Object* dict) {
+  std::vector<std::pair<std::string, Object*>> dict_entries(Object* dict, uint64_t* charged) {
     std::vector<std::pair<std::string, Object*>> entries;
     std::unordered_map<std::string, size_t> at;
-    uint64_t charged = 0;
     for (size_t k = 0; k + 1 < dict->items.size(); k += 2) {
       Object* key = dict->items[k];
       std::string text;
@@ -690,10 +691,9 @@ class Walker {
       }
       const uint64_t cost = 2 * (text.size() + kNodeBytes);
       budget_.charge(cost);
-      charged += cost;
+      *charged += cost;
       entries.emplace_back(std::move(text), dict->items[k + 1]);
     }
-    budget_.refund(charged);  // freed when the walk leaves the dict, roughly
     return entries;
   }
 

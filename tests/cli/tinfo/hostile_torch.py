@@ -84,10 +84,10 @@ def case(name):
         # One float viewed with stride 0 as 2^27 floats (512 MiB).
         return checkpoint(b"}" + ustr("w") + tensor("0", 1, [1 << 27], [0]) + b"s", {"0": ONE}, deflate=False)
     if name == "many-lookups":
-        # 30000 entries, the storage last, and 3 * 10^5 tensors that look it up.
+        # 40000 entries, the storage last, and 2 * 10^5 tensors that look it up.
         body = tensor("0", 1, [1], [1]) + b"q\x00" + b"0" + b"}(" + b"".join(
-            ustr("t%d" % k) + b"h\x00" for k in range(300000)) + b"u"
-        return checkpoint(body, {"0": ONE}, fillers=30000)
+            ustr("t%d" % k) + b"h\x00" for k in range(200000)) + b"u"
+        return checkpoint(body, {"0": ONE}, fillers=40000)
     if name == "npz-with-pickle":
         # An .npz of one array, plus an entry named like a checkpoint's pickle.
         buf = io.BytesIO()

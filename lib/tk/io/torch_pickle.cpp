@@ -7,102 +7,20 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <memory>
-#include <optional>
-#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "tk/core/error.h"
+#include "tk/io/torch_pickle_object.h"
 
 namespace tk::io {
 
 namespace {
 
-// Containers nested deeper than this are refused (a state_dict is two or three deep).
-constexpr int kMaxDepth = 64;
+using namespace pickle;
+
 constexpr size_t kMaxRank = 64;
-// What a hash-table node or a heap string costs beyond its bytes, roughly.
-constexpr uint64_t kNodeBytes = 48;
 // A memo index this far past the dense ones goes to the hash table.
 constexpr uint64_t kMemoGap = 1024;
-
-// Counts the bytes a pickle makes the reader build; refuses the pickle past its limit.
-class MemoryBudget {
- public:
-  MemoryBudget(uint64_t pickle_bytes, std::string where)
-      : left_(kPickleBaseBytes + std::min(pickle_bytes, std::numeric_limits<uint64_t>::max() / 64) *
-                                     kPickleBytesPerByte),
-        limit_(left_),
-        pickle_bytes_(pickle_bytes),
-        where_(std::move(where)) {}
-  void charge(uint64_t bytes) {
-    if (bytes > left_)
-      throw invalid_input("malformed pickle: it builds more than " + std::to_string(limit_ >> 20) +
-                              " MiB of objects from " + std::to_string(pickle_bytes_) + " bytes",
-                          where_);
-    left_ -= bytes;
-  }
-  void refund(uint64_t bytes) { left_ = std::min(limit_, left_ + bytes); }
-
- private:
-  uint64_t left_, limit_, pickle_bytes_;
-  std::string where_;
-};
-
-struct Object;
-
-// The parts of a storage (kStorage) or a tensor (kTensor).
-struct TensorPart {
-  std::string_view key;  // kStorage: its entry under data/
-  uint64_t storage_bytes = 0;
-  const Object* storage = nullptr;  // kTensor
-  std::string_view unsupported;     // why it cannot be read (a dtype tensorkit lacks)
-  uint64_t offset = 0;              // in elements
-  Shape shape;
-  std::vector<int64_t> stride;
-};
-
-// A Python value as the unpickler builds it. Objects live in an arena and point at each
-// other, so that cycles and deep nesting cost nothing to free; strings are views of the
-// pickle or of strings the unpickler owns.
-struct Object {
-  enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kBytes, kTuple, kList, kDict, kGlobal, kStorage, kTensor };
-  Kind kind = Kind::kNone;
-  bool untyped_storage = false;  // kGlobal torch.storage.UntypedStorage: sizes in bytes
-  int8_t holds_tensor = -1;      // the walker's answer, once known
-  bool on_path = false;          // the walker is inside it
-  // kGlobal naming a storage type or a dtype, kStorage, kTensor: the dtype, when
-  // tensorkit has it.
-  std::optional<DType> dtype;
-  union {
-    int64_t i = 0;  // kBool, kInt
-    double f;       // kFloat
-  };
-  std::string_view s;            // kStr, kBytes; kGlobal: "module.name"
-  std::vector<Object*> items;    // kTuple, kList; kDict: key, value, key, value, ...
-  std::unique_ptr<TensorPart> t;  // kStorage, kTensor
-};
-
-using Kind = Object::Kind;
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kNone: return "None";
-    case Kind::kBool: return "a bool";
-    case Kind::kInt: return "an int";
-    case Kind::kFloat: return "a float";
-    case Kind::kStr: return "a string";
-    case Kind::kBytes: return "bytes";
-    case Kind::kTuple: return "a tuple";
-    case Kind::kList: return "a list";
-    case Kind::kDict: return "a dict";
-    case Kind::kGlobal: return "a class or function";
-    case Kind::kStorage: return "a storage";
-    case Kind::kTensor: return "a tensor";
-  }
-  return "an object";
-}
 
 // The dtype of a legacy typed storage class (torch.FloatStorage, ...).
 std::optional<DType> storage_dtype(std::string_view name) {
@@ -614,120 +532,14 @@ Object* Unpickler::run() {
   }
 }
 
-// Collect the tensors under a value, named by their paths; subtrees without tensors go
-// to the skipped list whole. Every name it keeps is charged to the budget, so that a
-// long key shared by many paths cannot multiply into gigabytes of names.
-class Walker {
- public:
-  Walker(std::string where, uint64_t edges, MemoryBudget& budget, PickleContents* out)
-      : where_(std::move(where)), visits_(4 * edges + 16), budget_(budget), out_(out) {}
-
-  void walk(Object* v, const std::string& name, int depth) {
-    // Shared containers could make the listing exponential in the file's size.
-    if (visits_-- == 0) throw invalid_input("containers shared too often to list their tensors", where_);
-    if (v->kind == Kind::kTensor) return tensor(v, name);
-    if (v->kind != Kind::kDict && v->kind != Kind::kList && v->kind != Kind::kTuple)
-      return skip(name, std::string(kind_name(v->kind)) + ", not a tensor");
-    if (depth > kMaxDepth) throw invalid_input("containers nested deeper than " + std::to_string(kMaxDepth), where_);
-    if (v->on_path) throw invalid_input("a container that holds itself", where_);
-    if (!has_tensor(v, 0)) return skip(name, std::string(kind_name(v->kind)) + " without tensors");
-    v->on_path = true;
-    // The names of the children exist one at a time, each charged while it does.
-    auto child = [&](Object* item, std::string_view key) {
-      std::string path = name.empty() ? std::string(key) : name + "." + std::string(key);
-      budget_.charge(path.size());
-      walk(item, path, depth + 1);
-      budget_.refund(path.size());
-    };
-    if (v->kind == Kind::kDict) {
-      uint64_t charged = 0;  // the dict's entries, while they exist
-      for (auto& [key, value] : dict_entries(v, &charged)) child(value, key);
-      budget_.refund(charged);
-    } else {
-      for (size_t k = 0; k < v->items.size(); ++k) child(v->items[k], std::to_string(k));
-    }
-    v->on_path = false;
-  }
-
- private:
-  void tensor(Object* v, const std::string& name) {
-    const TensorPart& p = *v->t;
-    if (!p.unsupported.empty()) return skip(name, std::string(p.unsupported));
-    // Twice: once here, once in the reader's listing (TensorInfo and view) made from it.
-    budget_.charge(2 * (sizeof(PickledTensor) + 2 * name.size() + p.storage->t->key.size() + kNodeBytes +
-                        p.shape.size() * 2 * sizeof(int64_t)));
-    if (!names_.insert(name).second) throw invalid_input("two tensors are named '" + name + "'", where_);
-    PickledTensor t;
-    t.name = name;
-    t.storage_key = p.storage->t->key;
-    t.storage_bytes = p.storage->t->storage_bytes;
-    t.dtype = *v->dtype;
-    t.offset = p.offset;
-    t.shape = p.shape;
-    t.stride = p.stride;
-    out_->tensors.push_back(std::move(t));
-  }
-
-  void skip(const std::string& name, std::string reason) {
-    budget_.charge(2 * sizeof(SkippedObject) + name.size() + reason.size());
-    out_->skipped.push_back({name, std::move(reason)});
-  }
-
-  // The items of a dict as Python holds them: a key given twice keeps its first place
-  // and its last value.
-  std::vector<std::pair<std::string, Object*>> dict_entries(Object* dict, uint64_t* charged) {
-    std::vector<std::pair<std::string, Object*>> entries;
-    std::unordered_map<std::string, size_t> at;
-    for (size_t k = 0; k + 1 < dict->items.size(); k += 2) {
-      Object* key = dict->items[k];
-      std::string text;
-      if (key->kind == Kind::kStr) text = key->s;
-      else if (key->kind == Kind::kInt) text = std::to_string(key->i);
-      else throw invalid_input(std::string("a dict key that is ") + kind_name(key->kind), where_);
-      auto [it, fresh] = at.try_emplace(text, entries.size());
-      if (!fresh) {
-        entries[it->second].second = dict->items[k + 1];
-        continue;
-      }
-      const uint64_t cost = 2 * (text.size() + kNodeBytes);
-      budget_.charge(cost);
-      *charged += cost;
-      entries.emplace_back(std::move(text), dict->items[k + 1]);
-    }
-    return entries;
-  }
-
-  // Whether a tensor lies under `v`; each object is looked at once (a cycle counts as
-  // holding none, and walk() refuses it where it matters).
-  bool has_tensor(Object* v, int depth) {
-    if (v->kind == Kind::kTensor) return true;
-    if (v->kind != Kind::kDict && v->kind != Kind::kList && v->kind != Kind::kTuple) return false;
-    if (depth > kMaxDepth) throw invalid_input("containers nested deeper than " + std::to_string(kMaxDepth), where_);
-    if (v->holds_tensor >= 0) return v->holds_tensor == 1;
-    v->holds_tensor = 0;
-    bool found = false;
-    for (size_t k = v->kind == Kind::kDict ? 1 : 0; k < v->items.size() && !found;
-         k += v->kind == Kind::kDict ? 2 : 1)
-      found = has_tensor(v->items[k], depth + 1);
-    v->holds_tensor = found ? 1 : 0;
-    return found;
-  }
-
-  std::string where_;
-  uint64_t visits_;
-  MemoryBudget& budget_;
-  PickleContents* out_;
-  std::unordered_set<std::string> names_;
-};
-
 }  // namespace
 
-PickleContents torch_read_pickle(std::span<const uint8_t> pickle, const std::string& where, const std::string& stem) {
-  MemoryBudget budget(pickle.size(), where);
-  Unpickler unpickler(pickle, where, budget);
+PickleContents torch_read_pickle(std::span<const uint8_t> bytes, const std::string& where, const std::string& stem) {
+  MemoryBudget budget(bytes.size(), where);
+  Unpickler unpickler(bytes, where, budget);
   Object* root = unpickler.run();
   PickleContents out;
-  Walker(where, unpickler.edges(), budget, &out).walk(root, root->kind == Kind::kTensor ? stem : std::string(), 0);
+  pickle::walk(root, stem, unpickler.edges(), where, budget, &out);
   return out;
 }
 

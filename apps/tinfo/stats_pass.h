@@ -1,6 +1,6 @@
 // Statistics of many tensors of one reader, in the reader's storage order (so pipes
-// work), small tensors several at a time in parallel, large ones one at a time with
-// their own parallel pass.
+// work), small tensors several at a time in parallel, large ones one at a time, piece
+// by piece, each piece with its own parallel pass.
 #pragma once
 
 #include <vector>
@@ -11,7 +11,8 @@
 namespace tk::tinfo {
 
 // Statistics of tensors `indices` (increasing) of `reader`, in the same order.
-// Memory: at most one large tensor, or a batch of small ones up to a few tens of MiB.
+// Memory: a piece of a large tensor (unless the reader holds it whole), or a batch of
+// small ones up to a few tens of MiB.
 std::vector<TensorStats> stats_pass(io::TensorReader& reader, const std::vector<size_t>& indices);
 
 }  // namespace tk::tinfo

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "tk/ckpt/step_tensors.h"
 #include "tk/codec/tkz_reader.h"
@@ -14,6 +17,11 @@
 namespace tk::cli {
 
 namespace {
+
+// Warnings about skipped objects: one line per reason, naming a few of them, for this
+// many reasons; a count for the rest (a file can hold millions).
+constexpr size_t kSkippedExamples = 3;
+constexpr size_t kSkippedReasons = 20;
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
@@ -75,8 +83,43 @@ std::unique_ptr<io::TensorReader> open_any(const std::string& path, const io::Re
 }  // namespace
 
 void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::string& path) {
-  for (const io::SkippedObject& s : reader.skipped())
-    tool.warning("skipped '" + s.name + "': " + s.reason + " (" + io::input_display_name(path) + ")");
+  // A name or reason may be as long as the file made it.
+  auto shortened = [](const std::string& text, size_t most) {
+    return text.size() <= most ? text : text.substr(0, most) + "...";
+  };
+  struct Group {
+    std::vector<const io::SkippedObject*> examples;  // the first few
+    uint64_t count = 0;
+  };
+  std::vector<std::string_view> order;
+  std::unordered_map<std::string_view, Group> groups;
+  for (const io::SkippedObject& s : reader.skipped()) {
+    auto [it, fresh] = groups.try_emplace(s.reason);
+    if (fresh) order.push_back(s.reason);
+    if (it->second.examples.size() < kSkippedExamples) it->second.examples.push_back(&s);
+    ++it->second.count;
+  }
+  const std::string file = " (" + io::input_display_name(path) + ")";
+  uint64_t rest = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Group& g = groups[order[k]];
+    if (k >= kSkippedReasons) {
+      rest += g.count;
+      continue;
+    }
+    const std::string reason = shortened(std::string(order[k]), 200);
+    if (g.count == 1) {
+      tool.warning("skipped '" + shortened(g.examples[0]->name, 200) + "': " + reason + file);
+      continue;
+    }
+    std::string names;
+    for (const io::SkippedObject* s : g.examples) names += (names.empty() ? "'" : ", '") + shortened(s->name, 64) + "'";
+    if (g.count > g.examples.size()) names += ", ...";
+    tool.warning("skipped " + std::to_string(g.count) + " objects (" + names + "): " + reason + file);
+  }
+  if (rest > 0)
+    tool.warning("skipped " + std::to_string(rest) + " more objects for " + std::to_string(order.size() - kSkippedReasons) +
+                 " other reasons" + file);
 }
 
 std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::string& path,

@@ -12,8 +12,10 @@
 
 namespace tk::cli {
 
-// Warn on stderr, one line per object `reader` left out of the file at `path`:
-// "TOOL: warning: skipped 'NAME': REASON (FILE)". Printed even with -q: data is missing.
+// Warn on stderr about the objects `reader` left out of the file at `path`, one line per
+// reason: "TOOL: warning: skipped 'NAME': REASON (FILE)", or for a reason shared by
+// several "skipped N objects ('A', 'B', 'C', ...): REASON (FILE)"; past 20 reasons, one
+// line counts the rest. Printed even with -q: data is missing.
 void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::string& path);
 
 // io::open_reader(path, options), or a codec::TkzReader for a .tkz file, then warn_skipped.

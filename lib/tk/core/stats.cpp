@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tk/core/dtype.h"
+#include "tk/core/error.h"
 
 namespace tk {
 namespace {
@@ -43,18 +44,23 @@ Access access_of(DType dtype) {
 
 bool uses_f32(Access access) { return access == Access::kF32InPlace || access == Access::kViaF32; }
 
-// Elements [first, first + n) of `tensor` as T: a pointer into the tensor when T is its
-// own type, else widened into `scratch` (at least n elements).
+// Elements [first, first + n) of the array `data` of `dtype` as T: a pointer into it
+// when T is its own type, else widened into `scratch` (at least n elements).
 template <typename T>
-const T* elements(const Tensor& tensor, Access access, uint64_t first, uint64_t n, T* scratch) {
+const T* elements(DType dtype, const void* data, Access access, uint64_t first, uint64_t n, T* scratch) {
   if constexpr (std::is_same_v<T, float>) {
-    if (access == Access::kF32InPlace) return tensor.data_as<float>() + first;
-    convert_to_f32(tensor.dtype(), tensor.data(), first, n, scratch);
+    if (access == Access::kF32InPlace) return static_cast<const float*>(data) + first;
+    convert_to_f32(dtype, data, first, n, scratch);
   } else {
-    if (access == Access::kF64InPlace) return tensor.data_as<double>() + first;
-    convert_to_f64(tensor.dtype(), tensor.data(), first, n, scratch);
+    if (access == Access::kF64InPlace) return static_cast<const double*>(data) + first;
+    convert_to_f64(dtype, data, first, n, scratch);
   }
   return scratch;
+}
+
+template <typename T>
+const T* elements(const Tensor& tensor, Access access, uint64_t first, uint64_t n, T* scratch) {
+  return elements<T>(tensor.dtype(), tensor.data(), access, first, n, scratch);
 }
 
 // ---- 32-byte vectors (GCC/Clang vector extensions) ----
@@ -170,36 +176,7 @@ template <typename V> double lane_max(V v) {
 
 // ---- statistics ----
 
-// Statistics of a run of elements; mean and m2 (sum of squared deviations from the
-// mean) are over the finite elements, and the mean is relative to a shift common to the
-// whole tensor (one of its values): block means far from zero would otherwise keep only
-// their leading digits, and the differences between them, which the merge needs, would
-// be lost.
-struct StatsPartial {
-  uint64_t finite = 0, zeros = 0, nans = 0, infs = 0;
-  double min = kInf, max = -kInf, absmax = 0, mean = 0, m2 = 0;
-
-  // Chan, Golub and LeVeque's pairwise update.
-  void merge(const StatsPartial& o) {
-    zeros += o.zeros;
-    nans += o.nans;
-    infs += o.infs;
-    min = std::min(min, o.min);
-    max = std::max(max, o.max);
-    absmax = std::max(absmax, o.absmax);
-    if (o.finite == 0) return;
-    if (finite == 0) {
-      finite = o.finite, mean = o.mean, m2 = o.m2;
-      return;
-    }
-    double na = static_cast<double>(finite), nb = static_cast<double>(o.finite);
-    double n = na + nb;
-    double delta = o.mean - mean;
-    mean += delta * (nb / n);
-    m2 += o.m2 + delta * delta * (na * nb / n);
-    finite += o.finite;
-  }
-};
+using detail::StatsPartial;
 
 // One block of at most kBlock elements in two passes over 32-byte vectors: counts,
 // extrema and the sum, then squared deviations from the block mean while the block is
@@ -241,21 +218,22 @@ template <typename T>
   return p;
 }
 
-// The first finite value among the first kBlock elements, else 0.
+// The first finite value among the first min(kBlock, n) elements of `data`, else 0.
 template <typename T>
-double stats_shift(const Tensor& tensor, Access access) {
-  const uint64_t len = std::min(kBlock, tensor.numel());
+double stats_shift(DType dtype, const void* data, uint64_t n, Access access) {
+  const uint64_t len = std::min(kBlock, n);
   std::vector<T> scratch(len);
-  const T* x = elements<T>(tensor, access, 0, len, scratch.data());
+  const T* x = elements<T>(dtype, data, access, 0, len, scratch.data());
   for (uint64_t i = 0; i < len; ++i)
     if (std::isfinite(x[i])) return static_cast<double>(x[i]);
   return 0;
 }
 
-// Statistics with means relative to `shift`.
+// Statistics of the n elements at `data`, means relative to `shift`, merged into `total`
+// a chunk at a time in order (so that a tensor passed in pieces of whole chunks gives
+// the same result as passed whole).
 template <typename T>
-StatsPartial stats_chunked(const Tensor& tensor, Access access, double shift) {
-  const uint64_t n = tensor.numel();
+void stats_chunked(DType dtype, const void* data, uint64_t n, Access access, double shift, StatsPartial& total) {
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<StatsPartial> slots(chunks);
 #pragma omp parallel if (chunks >= kMinParallelChunks)
@@ -267,14 +245,12 @@ StatsPartial stats_chunked(const Tensor& tensor, Access access, double shift) {
       StatsPartial acc;
       for (uint64_t first = c * kChunk; first < end; first += kBlock) {
         const uint64_t len = std::min(kBlock, end - first);
-        acc.merge(stats_block(elements<T>(tensor, access, first, len, scratch.data()), len, shift));
+        acc.merge(stats_block(elements<T>(dtype, data, access, first, len, scratch.data()), len, shift));
       }
       slots[c] = acc;
     }
   }
-  StatsPartial total;
   for (const StatsPartial& s : slots) total.merge(s);
-  return total;
 }
 
 // ---- comparison ----
@@ -349,19 +325,60 @@ DiffPartial diff_chunked(const Tensor& a, Access access_a, const Tensor& b, Acce
 
 }  // namespace
 
-TensorStats tensor_stats(const Tensor& tensor) {
-  TensorStats out;
-  out.count = tensor.numel();
-  Access access = access_of(tensor.dtype());
-  double shift = 0;
-  StatsPartial p;
-  if (uses_f32(access)) {
-    shift = stats_shift<float>(tensor, access);
-    p = stats_chunked<float>(tensor, access, shift);
-  } else {
-    shift = stats_shift<double>(tensor, access);
-    p = stats_chunked<double>(tensor, access, shift);
+namespace detail {
+
+void StatsPartial::merge(const StatsPartial& o) {
+  zeros += o.zeros;
+  nans += o.nans;
+  infs += o.infs;
+  min = std::min(min, o.min);
+  max = std::max(max, o.max);
+  absmax = std::max(absmax, o.absmax);
+  if (o.finite == 0) return;
+  if (finite == 0) {
+    finite = o.finite, mean = o.mean, m2 = o.m2;
+    return;
   }
+  double na = static_cast<double>(finite), nb = static_cast<double>(o.finite);
+  double n = na + nb;
+  double delta = o.mean - mean;
+  mean += delta * (nb / n);
+  m2 += o.m2 + delta * delta * (na * nb / n);
+  finite += o.finite;
+}
+
+}  // namespace detail
+
+TensorStats tensor_stats(const Tensor& tensor) {
+  StatsStream stream(tensor.dtype(), tensor.numel());
+  stream.add(tensor.data(), tensor.numel());
+  return stream.finish();
+}
+
+StatsStream::StatsStream(DType dtype, uint64_t numel) : dtype_(dtype), numel_(numel) {}
+
+uint64_t StatsStream::piece_elements() { return kChunk; }
+
+void StatsStream::add(const void* data, uint64_t count) {
+  if (count > numel_ - seen_ || (seen_ % kChunk != 0 && count > 0))
+    throw internal_error("statistics fed a piece of the wrong size");
+  if (count == 0) return;
+  const Access access = access_of(dtype_);
+  if (uses_f32(access)) {
+    if (seen_ == 0) shift_ = stats_shift<float>(dtype_, data, count, access);
+    stats_chunked<float>(dtype_, data, count, access, shift_, total_);
+  } else {
+    if (seen_ == 0) shift_ = stats_shift<double>(dtype_, data, count, access);
+    stats_chunked<double>(dtype_, data, count, access, shift_, total_);
+  }
+  seen_ += count;
+}
+
+TensorStats StatsStream::finish() const {
+  if (seen_ != numel_) throw internal_error("statistics fed fewer elements than declared");
+  const StatsPartial& p = total_;
+  TensorStats out;
+  out.count = numel_;
   out.finite = p.finite;
   out.zeros = p.zeros;
   out.nans = p.nans;
@@ -373,7 +390,7 @@ TensorStats tensor_stats(const Tensor& tensor) {
   out.min = p.min;
   out.max = p.max;
   out.absmax = p.absmax;
-  out.mean = shift + p.mean;
+  out.mean = shift_ + p.mean;
   out.std = std::sqrt(p.m2 / static_cast<double>(p.finite));
   return out;
 }

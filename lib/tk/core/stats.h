@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "tk/core/tensor.h"
 
@@ -25,6 +26,43 @@ struct TensorStats {
 // booleans count as finite; -0 counts as a zero. The result is the same for any number
 // of OpenMP threads.
 TensorStats tensor_stats(const Tensor& tensor);
+
+namespace detail {
+// Statistics of a run of elements; mean and m2 (sum of squared deviations from the
+// mean) are over the finite elements, and the mean is relative to a shift common to the
+// whole tensor (one of its values): block means far from zero would otherwise keep only
+// their leading digits, and the differences between them, which the merge needs, would
+// be lost.
+struct StatsPartial {
+  uint64_t finite = 0, zeros = 0, nans = 0, infs = 0;
+  double min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity();
+  double absmax = 0, mean = 0, m2 = 0;
+
+  // Chan, Golub and LeVeque's pairwise update.
+  void merge(const StatsPartial& o);
+};
+}  // namespace detail
+
+// The statistics of a tensor whose elements arrive in order, piece by piece (a tensor
+// streamed from a file or gathered from a view, never held whole): the same result, to
+// the bit, as tensor_stats of the whole tensor.
+class StatsStream {
+ public:
+  StatsStream(DType dtype, uint64_t numel);
+  // Every piece but the last holds a multiple of this many elements.
+  static uint64_t piece_elements();
+  // The next `count` elements, at `data` in the dtype's bytes. Throws kInternal for a
+  // piece of the wrong size or more elements than declared.
+  void add(const void* data, uint64_t count);
+  // After the last element.
+  TensorStats finish() const;
+
+ private:
+  DType dtype_;
+  uint64_t numel_, seen_ = 0;
+  double shift_ = 0;
+  detail::StatsPartial total_;
+};
 
 struct TensorDiff {
   bool same_dtype = false;

@@ -55,6 +55,22 @@ class NpzReader final : public TensorReader {
   FileFormat format() const override { return FileFormat::kNpz; }
   bool random_access() const override { return true; }
 
+  // A deflated array in row-major order and little-endian is inflated a piece at a
+  // time: its entry may hold a thousand times the file's bytes.
+  void read_pieces(size_t index, size_t piece_bytes, const PieceSink& sink) override {
+    const Array& a = arrays_.at(index);
+    const NpyHeader& h = a.layout.header;
+    const bool fortran = h.fortran_order && h.shape.size() > 1;
+    if (!archive_->entries()[a.entry].deflated || fortran || h.big_endian)
+      return TensorReader::read_pieces(index, piece_bytes, sink);
+    try {
+      archive_->read_pieces(a.entry, a.layout.data_offset, a.layout.data_bytes, piece_bytes, sink);
+    } catch (const Error& e) {
+      if (!e.where().empty()) throw;
+      throw e.with_context(name_ + ": array '" + infos_[index].name + "'");
+    }
+  }
+
   Tensor read(size_t index) override {
     const Array& a = arrays_.at(index);
     try {

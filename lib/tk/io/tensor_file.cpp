@@ -51,6 +51,19 @@ std::unique_ptr<TensorReader> archive_open(std::unique_ptr<InputStream> in, cons
   return npz_open(std::move(archive), in->name());
 }
 
+// Whether the zip archive starting `in` begins with a torch.save pickle, NAME/data.pkl.
+bool zip_first_entry_is_pickle(InputStream& in) {
+  constexpr size_t kLocalBytes = 30;
+  auto head = in.peek(kLocalBytes);
+  if (head.size() < kLocalBytes || std::memcmp(head.data(), kZipLocalMagic, 4) != 0) return false;
+  const size_t name_bytes = head[26] | static_cast<size_t>(head[27]) << 8;
+  auto local = in.peek(kLocalBytes + name_bytes);
+  if (local.size() < kLocalBytes + name_bytes) return false;
+  const std::string_view name(reinterpret_cast<const char*>(local.data()) + kLocalBytes, name_bytes);
+  const size_t slash = name.find('/');
+  return slash != std::string_view::npos && name.substr(slash + 1) == "data.pkl";
+}
+
 }  // namespace
 
 const char* format_name(FileFormat format) {
@@ -101,10 +114,11 @@ FileFormat detect_format(InputStream& in) {
   if (head.size() >= 6 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) return FileFormat::kNpy;
   if (head.size() >= 4 && std::memcmp(head.data(), "TKZ", 3) == 0 && head[3] < 16) return FileFormat::kTkz;
   if (head.size() >= 4 && std::memcmp(head.data(), "GGUF", 4) == 0) return FileFormat::kGguf;
-  // A zip archive: .npz or torch.save, told apart by their entries.
+  // A zip archive: .npz or torch.save, told apart by their entries (archive_open); here
+  // by the first, since torch.save writes NAME/data.pkl first.
   if (head.size() >= 4 && (std::memcmp(head.data(), kZipLocalMagic, 4) == 0 ||
                            std::memcmp(head.data(), kZipEmptyMagic, 4) == 0))
-    return FileFormat::kNpz;
+    return zip_first_entry_is_pickle(in) ? FileFormat::kTorch : FileFormat::kNpz;
   // safetensors: u64 little-endian header length, then JSON starting with '{'.
   const std::optional<detail::SafetensorsPrefix> prefix = detail::safetensors_prefix(head);
   const bool json_after_prefix = prefix && prefix->json_follows;
@@ -243,7 +257,10 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         in.reset();
         return sharded_open(path, options);
       case FileFormat::kNpz: return archive_open(std::move(in), options, path == "-" ? "tensor" : path_stem(path));
-      case FileFormat::kTorch: throw invalid_input(torch_legacy_message());
+      case FileFormat::kTorch:
+        if (auto h = in->peek(4); h.size() == 4 && std::memcmp(h.data(), kZipLocalMagic, 4) == 0)
+          return archive_open(std::move(in), options, path == "-" ? "tensor" : path_stem(path));
+        throw invalid_input(torch_legacy_message());
       case FileFormat::kTkz:
         // The tools read a container's tensors from a path (codec/tkz_reader.h).
         throw invalid_input("a .tkz container is read as tensors only from a file path; or restore it with "

@@ -4,13 +4,15 @@
 // weights-only subset: dicts and OrderedDicts, lists, tuples, numbers, strings, None,
 // and the tensor rebuild functions (`torch._utils._rebuild_tensor_v2`/`_v3`,
 // `_rebuild_parameter`) over storages `NAME/data/KEY`. Any other callable, such as
-// `os.system` or a pickled nn.Module class, is refused with kInvalidInput naming it.
+// `os.system` or a pickled nn.Module class, is refused with kInvalidInput naming it; the
+// memory the pickle builds is bounded by its size (torch_pickle.h).
 //
 // Tensors are named by their path through the containers, '.'-joined ("model.fc.weight",
-// "layers.0.bias"); a top-level tensor takes the file's stem. Non-contiguous tensors are
-// gathered into row-major order; contiguous ones are views of the mapped file. Values
-// that are not tensors (an epoch counter, the optimizer's param_groups) are listed in
-// TensorReader::skipped(), one entry per subtree without tensors.
+// "layers.0.bias"); a top-level tensor takes the file's stem. Contiguous tensors are
+// views of the mapped file; others are gathered into row-major order, by read() whole
+// and by read_pieces() a piece at a time (a view may repeat a small storage many times).
+// Values that are not tensors (an epoch counter, the optimizer's param_groups) are
+// listed in TensorReader::skipped(), one entry per subtree without tensors.
 #pragma once
 
 #include <memory>
@@ -22,7 +24,10 @@ namespace tk::io {
 
 class ZipArchive;
 
-// True when `archive` is a torch.save archive (it holds a top-level `NAME/data.pkl`).
+// Whether `archive` is a torch.save checkpoint (true) or an .npz (false), told by its
+// entries: a checkpoint holds `NAME/data.pkl` and no .npy entry outside `NAME/`; an
+// .npz holds .npy entries and no data.pkl, or no entries at all. Throws kInvalidInput
+// for an archive that holds both, or neither.
 bool torch_is_archive(const ZipArchive& archive);
 
 // Read the checkpoint in `archive`; `name` names it in errors, `stem` names a tensor

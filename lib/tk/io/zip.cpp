@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <set>
+#include <vector>
 
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
@@ -142,7 +142,7 @@ void ZipArchive::parse() {
     throw malformed("central directory outside the file", name_);
   if (count > cd_bytes / kCentralBytes) throw malformed("more entries than the central directory holds", name_);
   entries_.reserve(static_cast<size_t>(count));
-  std::set<std::string_view> names;
+  by_name_.reserve(static_cast<size_t>(count));
   const uint8_t* p = base + cd_offset;
   const uint8_t* cd_end = p + cd_bytes;
   for (uint64_t i = 0; i < count; ++i) {
@@ -201,6 +201,8 @@ void ZipArchive::parse() {
     if (local > cd_offset || cd_offset - local < kLocalBytes || le32(base + local) != kLocalSig)
       throw malformed("local header out of place", where);
     const uint8_t* lh = base + local;
+    if (le16(lh + 8) != method) throw malformed("local header names another compression method", where);
+    entry.header_offset = local;
     entry.data_offset = local + kLocalBytes + le16(lh + 26) + le16(lh + 28);
     if (entry.data_offset > cd_offset || entry.stored_bytes > cd_offset - entry.data_offset)
       throw malformed("entry data runs past the start of the central directory", where);
@@ -208,14 +210,35 @@ void ZipArchive::parse() {
       throw malformed("local header names another entry", where);
     p += kCentralBytes + name_len + extra_len + comment_len;
     entries_.push_back(std::move(entry));
-    if (!names.insert(entries_.back().name).second) throw malformed("duplicate entry", where);
+    if (!by_name_.emplace(entries_.back().name, entries_.size() - 1).second) throw malformed("duplicate entry", where);
+  }
+  check_overlaps(cd_offset);
+}
+
+// Entries in the order of their local headers: each one's header and data must end
+// where the next one's header begins, or before; the last before the central directory.
+// Quoting one local header from several directory entries, or one entry's data from
+// another's, would let a small file claim any amount of data.
+void ZipArchive::check_overlaps(uint64_t cd_offset) const {
+  std::vector<size_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return entries_[a].header_offset < entries_[b].header_offset; });
+  for (size_t k = 0; k < order.size(); ++k) {
+    const ZipEntry& e = entries_[order[k]];
+    const uint64_t end = e.data_offset + e.stored_bytes;  // both bounded by cd_offset
+    const uint64_t next = k + 1 < order.size() ? entries_[order[k + 1]].header_offset : cd_offset;
+    if (end > next)
+      throw malformed(k + 1 < order.size() ? "overlapped entries (with '" + entries_[order[k + 1]].name + "')"
+                                           : "overlapped entries (with the central directory)",
+                      name_ + ": entry '" + e.name + "'");
   }
 }
 
 std::optional<size_t> ZipArchive::find(std::string_view name) const {
-  for (size_t i = 0; i < entries_.size(); ++i)
-    if (entries_[i].name == name) return i;
-  return std::nullopt;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
 }
 
 Buffer ZipArchive::read(size_t index) const {
@@ -243,6 +266,68 @@ Buffer ZipArchive::read_prefix(size_t index, size_t n) const {
   const size_t got = inflate_into({file_.data() + e.data_offset, e.stored_bytes}, {out.mutable_data(), n}, false,
                                   name_ + ": entry '" + e.name + "'");
   return out.slice(0, got);
+}
+
+void ZipArchive::read_pieces(size_t index, uint64_t skip, uint64_t n, size_t piece_bytes,
+                             const std::function<void(std::span<const uint8_t>)>& sink) const {
+  const ZipEntry& e = entries_.at(index);
+  const std::string where = name_ + ": entry '" + e.name + "'";
+  if (piece_bytes == 0 || skip > e.bytes || n > e.bytes - skip)
+    throw internal_error("zip read_pieces out of the entry", where);
+  if (!e.deflated) {
+    Buffer whole = read(index);
+    for (uint64_t at = 0; at < n; at += piece_bytes)
+      sink({whole.data() + skip + at, static_cast<size_t>(std::min<uint64_t>(piece_bytes, n - at))});
+    return;
+  }
+  z_stream z{};
+  if (::inflateInit2(&z, -MAX_WBITS) != Z_OK) throw unavailable("cannot start zlib's inflate", where);
+  std::vector<uint8_t> out(std::min<size_t>(piece_bytes, size_t{1} << 20));
+  std::vector<uint8_t> piece;
+  piece.reserve(static_cast<size_t>(std::min<uint64_t>(piece_bytes, n)));
+  uint32_t crc = static_cast<uint32_t>(::crc32_z(0, nullptr, 0));
+  uint64_t produced = 0;
+  const uint8_t* next_in = file_.data() + e.data_offset;
+  uint64_t left_in = e.stored_bytes;
+  int rc = Z_OK;
+  try {
+    while (rc != Z_STREAM_END) {
+      const uInt chunk_in = static_cast<uInt>(std::min<uint64_t>(left_in, 1u << 30));
+      z.next_in = const_cast<Bytef*>(next_in);
+      z.avail_in = chunk_in;
+      z.next_out = out.data();
+      z.avail_out = static_cast<uInt>(out.size());
+      rc = ::inflate(&z, Z_NO_FLUSH);
+      next_in += chunk_in - z.avail_in;
+      left_in -= chunk_in - z.avail_in;
+      const size_t got = out.size() - z.avail_out;
+      if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && got > 0)) break;
+      if (got > e.bytes - produced) throw malformed("deflate data longer than declared", where);
+      crc = static_cast<uint32_t>(::crc32_z(crc, out.data(), got));
+      // The part of this output inside [skip, skip + n), a piece at a time.
+      const uint64_t lo = std::max(produced, skip), hi = std::min(produced + got, skip + n);
+      for (uint64_t at = lo; at < hi;) {
+        const size_t take = static_cast<size_t>(std::min<uint64_t>(hi - at, piece_bytes - piece.size()));
+        piece.insert(piece.end(), out.data() + (at - produced), out.data() + (at - produced) + take);
+        at += take;
+        if (piece.size() == piece_bytes) {
+          sink(piece);
+          piece.clear();
+        }
+      }
+      produced += got;
+      if (got == 0 && left_in == 0 && rc != Z_STREAM_END) break;
+    }
+  } catch (...) {
+    ::inflateEnd(&z);
+    throw;
+  }
+  ::inflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    throw malformed(rc == Z_OK || rc == Z_BUF_ERROR ? "deflate data ends early" : "corrupt deflate data", where);
+  if (produced != e.bytes) throw malformed("deflate data shorter than declared", where);
+  if (!piece.empty()) sink(piece);
+  if (crc != e.crc32) throw invalid_input("zip entry fails its CRC-32 check", where);
 }
 
 Buffer whole_input(InputStream& in, bool allow_mmap, TempFile& spool) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "tk/core/dtype.h"
+#include "tk/core/error.h"
 
 namespace tk {
 namespace {
@@ -286,6 +288,39 @@ TEST(TensorStats, ResultDoesNotDependOnThreadCount) {
   EXPECT_EQ(std::memcmp(&one.mean, &three.mean, sizeof(double)), 0);
   EXPECT_EQ(std::memcmp(&one.std, &three.std, sizeof(double)), 0);
   EXPECT_EQ(one.nans, three.nans);
+}
+
+// A tensor fed in pieces of whole chunks gives the bits tensor_stats gives for it whole,
+// for every dtype (sub-byte ones included: a piece starts on a byte).
+TEST(StatsStream, PiecesGiveTheSameBitsAsTheWhole) {
+  const uint64_t piece = StatsStream::piece_elements();
+  for (int d = 0; d < static_cast<int>(DType::kCount); ++d) {
+    DType dtype = static_cast<DType>(d);
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor t = random_tensor(dtype, 3 * piece + 12, 200 + d);
+    const TensorStats whole = tensor_stats(t);
+    StatsStream stream(dtype, t.numel());
+    for (uint64_t first = 0; first < t.numel(); first += piece) {
+      const uint64_t n = std::min(piece, t.numel() - first);
+      stream.add(t.data() + dtype_storage_bytes(dtype, first), n);
+    }
+    const TensorStats got = stream.finish();
+    EXPECT_EQ(std::memcmp(&got.mean, &whole.mean, sizeof(double)), 0);
+    EXPECT_EQ(std::memcmp(&got.std, &whole.std, sizeof(double)), 0);
+    EXPECT_EQ(std::memcmp(&got.min, &whole.min, sizeof(double)), 0);
+    EXPECT_EQ(std::memcmp(&got.max, &whole.max, sizeof(double)), 0);
+    EXPECT_EQ(got.finite, whole.finite);
+    EXPECT_EQ(got.nans, whole.nans);
+    EXPECT_EQ(got.zeros, whole.zeros);
+  }
+}
+
+TEST(StatsStream, RefusesPiecesOfTheWrongSize) {
+  StatsStream stream(DType::kF32, 3 * StatsStream::piece_elements());
+  std::vector<float> x(StatsStream::piece_elements(), 1.0f);
+  stream.add(x.data(), 5);  // a short piece must be the last
+  EXPECT_THROW(stream.add(x.data(), 5), Error);
+  EXPECT_THROW(stream.finish(), Error);
 }
 
 TEST(TensorDiff, DifferentShapesComputeNothing) {

@@ -334,7 +334,10 @@ CpResult cp_als_spread(const DenseView<T>& slab, const std::vector<int64_t>& sha
   if (comm.rank() != 0) o.on_iteration = {};
   validate_options(shape, o);
   if (o.mask) throw usage_error("masked CP does not run across processes");
-  const auto [lo, hi] = slab_rows(shape[0], comm.rank(), comm.size());
+  // Named values, not a structured binding: the lambda below captures them, which clang
+  // before 16 refuses for bindings (make fuzz builds with clang).
+  const auto rows = slab_rows(shape[0], comm.rank(), comm.size());
+  const int64_t lo = rows.first, hi = rows.second;
   std::vector<int64_t> local = shape;
   local[0] = hi - lo;
   if (slab.shape != local) throw usage_error("cp_als: this process's slab is not its rows of mode 0");

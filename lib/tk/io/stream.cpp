@@ -74,7 +74,47 @@ std::string output_display_name(const std::string& path) { return path == "-" ? 
 
 // ---------------------------------------------------------------- InputStream
 
-std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
+namespace {
+
+const char* file_type_noun(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISCHR(mode)) return "a character device";
+  return "a special file";
+}
+
+bool is_pipe(mode_t mode) { return S_ISFIFO(mode) || S_ISSOCK(mode); }
+
+// Open input `path`. A pipe the caller named is opened blocking (a named pipe's writer
+// may come later); everything else without blocking, so that a FIFO put in a regular
+// file's place is seen by fstat and refused rather than waited on.
+int open_input(const std::string& path, const InputOptions& options) {
+  struct stat st;
+  const bool named_pipe = options.pipes && ::stat(path.c_str(), &st) == 0 && is_pipe(st.st_mode);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (named_pipe ? 0 : O_NONBLOCK));
+  if (fd < 0) throw errno_error("failed to open for reading", path, errno);
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw errno_error("failed to stat", path, err);
+  }
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || (named_pipe && is_pipe(st.st_mode))) {
+    if (!named_pipe) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+  }
+  ::close(fd);
+  throw invalid_input(std::string("expected a regular file") + (options.pipes ? " or a pipe" : "") + ", found " +
+                          file_type_noun(st.st_mode),
+                      path);
+}
+
+}  // namespace
+
+std::unique_ptr<InputStream> InputStream::open(const std::string& path, const InputOptions& options) {
   std::unique_ptr<InputStream> s(new InputStream());
   s->path_ = path;
   s->name_ = input_display_name(path);
@@ -82,8 +122,7 @@ std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
     s->fd_ = STDIN_FILENO;
     enlarge_pipe(s->fd_);
   } else {
-    s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (s->fd_ < 0) throw errno_error("failed to open for reading", path, errno);
+    s->fd_ = open_input(path, options);
     s->owns_fd_ = true;
   }
   struct stat st;
@@ -266,6 +305,24 @@ Buffer InputStream::read_all() {
 
 // ---------------------------------------------------------------- OutputStream
 
+OutputTarget output_target(const std::string& path, const OutputOptions& options) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return OutputTarget::kAbsent;
+    throw errno_error("failed to look at the output", path, errno);
+  }
+  if (S_ISREG(st.st_mode)) return OutputTarget::kRegularFile;
+  if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
+  if (options.special_files) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OutputTarget::kStream;
+    struct stat to;
+    if (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &to) == 0 && is_pipe(to.st_mode)) return OutputTarget::kStream;
+  }
+  if (S_ISLNK(st.st_mode))
+    throw usage_error("the output is a symbolic link, which is not written through; remove it or name its target", path);
+  throw usage_error(std::string("the output is ") + file_type_noun(st.st_mode) + ", not a regular file", path);
+}
+
 std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const OutputOptions& options) {
   std::unique_ptr<OutputStream> s(new OutputStream());
   s->path_ = path;
@@ -274,26 +331,39 @@ std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const 
   if (path == "-") {
     s->fd_ = STDOUT_FILENO;
     enlarge_pipe(s->fd_);
-  } else {
-    struct stat st;
-    bool exists = ::stat(path.c_str(), &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
-    if (exists && !S_ISREG(st.st_mode)) {
-      // A device or FIFO (/dev/null, a named pipe): write to it directly; renaming a
-      // temporary file over it would replace the device node.
-      s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
-      s->buf_.reserve(kWriteChunk);
-      return s;
-    }
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    s->temp_path_ = dir + "." + base + ".tmp-" + random_suffix();
-    s->fd_ = ::open(s->temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
-    pending_add(s->temp_path_.c_str());
+    s->buf_.reserve(kWriteChunk);
+    return s;
   }
+  if (output_target(path, options) == OutputTarget::kStream) {
+    // A device or pipe (/dev/null, a named pipe, process substitution): written
+    // directly, as renaming a file over it would replace the node. O_NONBLOCK keeps a
+    // FIFO without a reader from blocking the open; then fstat checks that what was
+    // opened is still a device or pipe, not whatever was swapped in since.
+    // A FIFO named directly is opened blocking: its reader may come later.
+    struct stat st;
+    const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    const bool direct_fifo = !link && S_ISFIFO(st.st_mode);
+    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (link ? 0 : O_NOFOLLOW) | (direct_fifo ? 0 : O_NONBLOCK));
+    if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+    if (::fstat(s->fd_, &st) != 0 || !(is_pipe(st.st_mode) || (!link && S_ISCHR(st.st_mode))))
+      throw usage_error("the output changed while it was opened", path);
+    ::fcntl(s->fd_, F_SETFL, ::fcntl(s->fd_, F_GETFL) & ~O_NONBLOCK);
+    s->buf_.reserve(kWriteChunk);
+    return s;
+  }
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  s->target_name_ = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (s->target_name_.empty()) throw usage_error("is a directory", path);
+  const int probe = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (probe < 0) throw errno_error("failed to open for writing", path, errno);  // as a failed create would say
+  ::close(probe);
+  s->dir_ = std::make_unique<DirFd>(DirFd::open(dir));
+  s->temp_name_ = "." + s->target_name_ + ".tmp-" + random_suffix();
+  s->temp_path_ = (slash == std::string::npos ? "" : dir) + s->temp_name_;
+  s->fd_ = ::openat(s->dir_->fd(), s->temp_name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+  pending_add(s->temp_path_.c_str());
   s->buf_.reserve(kWriteChunk);
   return s;
 }
@@ -310,7 +380,7 @@ OutputStream::~OutputStream() {
   if (temp_path_.empty() && fd_ >= 0 && path_ != "-") ::close(fd_);
   if (!temp_path_.empty()) {
     if (fd_ >= 0) ::close(fd_);
-    ::unlink(temp_path_.c_str());
+    ::unlinkat(dir_->fd(), temp_name_.c_str(), 0);
     pending_remove(temp_path_.c_str());
   }
 }
@@ -369,20 +439,13 @@ void OutputStream::commit() {
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw errno_error("close failed", name_, errno);
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw errno_error("rename failed", name_, errno);
+  // renameat replaces whatever name is at the target (a link planted since the check
+  // included) and never writes through it.
+  if (::renameat(dir_->fd(), temp_name_.c_str(), dir_->fd(), target_name_.c_str()) != 0)
+    throw errno_error("rename failed", name_, errno);
   pending_remove(temp_path_.c_str());
   committed_ = true;
-  if (options_.durable) {
-    size_t slash = path_.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      int r = ::fsync(dfd);
-      int e = errno;
-      ::close(dfd);
-      if (r != 0) throw errno_error("fsync of directory failed", dir, e);
-    }
-  }
+  if (options_.durable && ::fsync(dir_->fd()) != 0) throw errno_error("fsync of directory failed", dir_->path(), errno);
 }
 
 size_t pending_temp_paths(const char** out, size_t max) {

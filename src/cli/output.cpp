@@ -73,9 +73,7 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
   }
   io::FileFormat f = io::format_from_extension(output);
   if (f == io::FileFormat::kUnknown) {
-    struct stat st;
-    const bool stream = output == "-" || (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-    if (stream) return io::FileFormat::kSafetensors;
+    if (output == "-" || io::output_target(output) == io::OutputTarget::kStream) return io::FileFormat::kSafetensors;
     throw usage_error("unknown output extension; use .safetensors, .h5, .gguf, .npy or .npz, or give --format", output);
   }
   if (f == io::FileFormat::kShardIndex || f == io::FileFormat::kTkz || f == io::FileFormat::kTorch)

@@ -305,7 +305,26 @@ Buffer InputStream::read_all() {
 
 // ---------------------------------------------------------------- OutputStream
 
+// The descriptor that `path` names when it is one of this process's own descriptor
+// names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else -1. These are
+// links that no one else can plant, to whatever the descriptor is open on.
+int descriptor_name(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size() || path.size() > prefix.size() + 9) continue;
+    int n = 0;
+    for (size_t i = prefix.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      n = n * 10 + (path[i] - '0');
+    }
+    return n;
+  }
+  return -1;
+}
+
 OutputTarget output_target(const std::string& path, const OutputOptions& options) {
+  if (options.special_files && descriptor_name(path) >= 0) return OutputTarget::kStream;
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return OutputTarget::kAbsent;
@@ -313,11 +332,7 @@ OutputTarget output_target(const std::string& path, const OutputOptions& options
   }
   if (S_ISREG(st.st_mode)) return OutputTarget::kRegularFile;
   if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
-  if (options.special_files) {
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OutputTarget::kStream;
-    struct stat to;
-    if (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &to) == 0 && is_pipe(to.st_mode)) return OutputTarget::kStream;
-  }
+  if (options.special_files && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return OutputTarget::kStream;
   if (S_ISLNK(st.st_mode))
     throw usage_error("the output is a symbolic link, which is not written through; remove it or name its target", path);
   throw usage_error(std::string("the output is ") + file_type_noun(st.st_mode) + ", not a regular file", path);
@@ -335,20 +350,23 @@ std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const 
     return s;
   }
   if (output_target(path, options) == OutputTarget::kStream) {
-    // A device or pipe (/dev/null, a named pipe, process substitution): written
-    // directly, as renaming a file over it would replace the node. O_NONBLOCK keeps a
-    // FIFO without a reader from blocking the open; then fstat checks that what was
-    // opened is still a device or pipe, not whatever was swapped in since.
-    // A FIFO named directly is opened blocking: its reader may come later.
-    struct stat st;
-    const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
-    const bool direct_fifo = !link && S_ISFIFO(st.st_mode);
-    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (link ? 0 : O_NOFOLLOW) | (direct_fifo ? 0 : O_NONBLOCK));
-    if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
-    if (::fstat(s->fd_, &st) != 0 || !(is_pipe(st.st_mode) || (!link && S_ISCHR(st.st_mode))))
-      throw usage_error("the output changed while it was opened", path);
-    ::fcntl(s->fd_, F_SETFL, ::fcntl(s->fd_, F_GETFL) & ~O_NONBLOCK);
     s->buf_.reserve(kWriteChunk);
+    if (const int n = descriptor_name(path); n >= 0) {
+      // The descriptor itself, duplicated: its offset and O_APPEND are kept, as a
+      // shell's redirection set them (opening the link anew would start at offset 0).
+      s->fd_ = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
+      if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+      return s;
+    }
+    // A character device or FIFO named directly (/dev/null, a named pipe): written
+    // directly, as renaming a file over it would replace the node. Opened without
+    // following a link, and checked again by fstat: nothing swapped in since the
+    // check is written to. A FIFO's open waits for its reader, as a pipe's writer does.
+    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    struct stat st;
+    if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+    if (::fstat(s->fd_, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+      throw usage_error("the output changed while it was opened", path);
     return s;
   }
   size_t slash = path.find_last_of('/');

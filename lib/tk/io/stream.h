@@ -98,16 +98,16 @@ Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::s
 struct OutputOptions {
   bool durable = false;  // fsync the file (and its directory) before and after the rename
   // The caller named this path (a user's -o): a character device or FIFO at it, named
-  // directly (/dev/null, a named pipe), or a symbolic link to a pipe or socket (the
-  // caller's own descriptor: /dev/stdout into a pipe, /dev/fd/N of process
-  // substitution), is written as a stream. False for names derived on the caller's
-  // behalf (shards, a shard index): those must be absent or regular files.
+  // directly (/dev/null, a named pipe), or one of the process's own descriptor names
+  // (/dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N, as process substitution
+  // gives), is written as a stream. False for names derived on the caller's behalf
+  // (shards, a shard index): those must be absent or regular files.
   bool special_files = true;
 };
 
 // How an output path will be written. The directory part is the caller's and followed;
-// the final component is not: a symbolic link is never written through, except to a
-// pipe or socket as above.
+// the final component is not: a symbolic link is never written through, except the
+// descriptor names above.
 enum class OutputTarget {
   kAbsent,       // a new file, through a temporary name and a rename
   kRegularFile,  // an existing regular file, replaced as a name by the same rename
@@ -115,8 +115,8 @@ enum class OutputTarget {
 };
 
 // Classify `path` for writing with `options`, before any work is done. Throws kUsage
-// naming the path for what cannot be an output: a directory, a block device, a socket
-// or a symbolic link to anything but a pipe or socket; and with special_files false,
+// naming the path for what cannot be an output: a directory, a block device, a socket,
+// a symbolic link (other than a descriptor name); and with special_files false,
 // anything but an absent name or a regular file.
 OutputTarget output_target(const std::string& path, const OutputOptions& options = {});
 

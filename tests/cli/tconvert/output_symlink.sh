@@ -10,11 +10,15 @@ tconvert "$TD/tiny.safetensors" -o out/model.safetensors -f; echo "with -f: rc=$
 tconvert "$TD/tiny.safetensors" -o out/other.safetensors -f; echo "link to a file: rc=$?"
 cat elsewhere.txt
 ls -A out | sort
-# Named directly, a character device is written as a stream, and so is a pipe reached
-# through the names of this process's descriptors (/dev/stdout, process substitution).
+ln -s /dev/null out/report.json
+tinfo "$TD/tiny.safetensors" --json out/report.json; echo "--json through a link: rc=$?"
+# Named directly, a character device is written as a stream, and so is what the
+# process's own descriptor names lead to (/dev/stdout, process substitution).
 tconvert -q --no-provenance "$TD/tiny.safetensors" -o ref.safetensors
 tconvert -q "$TD/tiny.safetensors" -o /dev/null; echo "/dev/null: rc=$?"
 tconvert -q --no-provenance "$TD/tiny.safetensors" -o /dev/stdout | cmp -s - ref.safetensors; echo "/dev/stdout into a pipe: rc=$?"
 tconvert -q --no-provenance "$TD/tiny.safetensors" -o >(cat > sub.safetensors); echo "process substitution: rc=$?"
+tconvert -q --no-provenance "$TD/tiny.safetensors" -o /dev/stdout > redirected.safetensors; echo "/dev/stdout into a file: rc=$?"
+cmp redirected.safetensors ref.safetensors && echo "same bytes"
 for i in 1 2 3 4 5 6 7 8 9 10; do cmp -s sub.safetensors ref.safetensors && break; sleep 0.2; done
 cmp sub.safetensors ref.safetensors && echo "same bytes"

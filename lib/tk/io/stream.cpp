@@ -305,6 +305,8 @@ Buffer InputStream::read_all() {
 
 // ---------------------------------------------------------------- OutputStream
 
+namespace {
+
 // The descriptor that `path` names when it is one of this process's own descriptor
 // names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else -1. These are
 // links that no one else can plant, to whatever the descriptor is open on.
@@ -322,6 +324,8 @@ int descriptor_name(const std::string& path) {
   }
   return -1;
 }
+
+}  // namespace
 
 OutputTarget output_target(const std::string& path, const OutputOptions& options) {
   if (options.special_files && descriptor_name(path) >= 0) return OutputTarget::kStream;

@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include "tk/core/error.h"
 #include "tk/core/isa.h"
+#include "tk/io/stream.h"
 
 namespace tk::cli {
 
@@ -28,7 +30,17 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
       ->type_name("N");
   app.add_option_function<std::string>("--json", [&o](const std::string& p) { o.json = p; },
                                        "Write a JSON report to PATH ('-': stdout, replacing the text report)")
-      ->type_name("PATH|-");
+      ->type_name("PATH|-")
+      ->check([](const std::string& p) -> std::string {
+        // Refused before any work, as data outputs are: a planted link, a directory.
+        if (p == "-") return {};
+        try {
+          io::output_target(p);
+        } catch (const Error& e) {
+          return e.message() + " (" + p + ")";
+        }
+        return {};
+      });
   app.add_flag_function("-q,--quiet", [&o](int64_t) { o.quiet = true; }, "No summaries on stderr");
   app.add_flag_function("-v,--verbose", [&o](int64_t n) { o.verbose += static_cast<int>(n); },
                         "More detail on stderr; repeatable");

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "tk/core/error.h"
+#include "tk/io/stream.h"
 
 namespace tk::cli {
 
@@ -52,17 +53,15 @@ void add_provenance_flag(CLI::App& app, OutputOptions& o) {
 }
 
 void check_output_new(const std::string& output, bool force) {
-  if (output == "-" || force) return;
-  struct stat st;
-  if (::stat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+  if (output == "-") return;
+  if (io::output_target(output) == io::OutputTarget::kRegularFile && !force)
     throw usage_error("the output exists; use -f to overwrite", output);
 }
 
 void check_output_not_directory(const std::string& output) {
   if (output == "-") return;
-  struct stat st;
-  // Devices and FIFOs are written directly by io::OutputStream; only a directory is refused.
-  if (::stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw usage_error("is a directory", output);
+  // What the library will refuse to write, refused before anything is read.
+  io::output_target(output);
 }
 
 io::FileFormat output_format(const std::string& output, const std::string& format_flag) {
@@ -74,9 +73,7 @@ io::FileFormat output_format(const std::string& output, const std::string& forma
   }
   io::FileFormat f = io::format_from_extension(output);
   if (f == io::FileFormat::kUnknown) {
-    struct stat st;
-    const bool stream = output == "-" || (::stat(output.c_str(), &st) == 0 && !S_ISREG(st.st_mode));
-    if (stream) return io::FileFormat::kSafetensors;
+    if (output == "-" || io::output_target(output) == io::OutputTarget::kStream) return io::FileFormat::kSafetensors;
     throw usage_error("unknown output extension; use .safetensors, .h5, .gguf, .npy or .npz, or give --format", output);
   }
   if (f == io::FileFormat::kShardIndex || f == io::FileFormat::kTkz || f == io::FileFormat::kTorch)

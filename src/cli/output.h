@@ -36,7 +36,8 @@ void add_metadata_edit_options(CLI::App& app, OutputOptions& options);
 void add_provenance_flag(CLI::App& app, OutputOptions& options);
 
 // Refuse an output that is an existing regular file unless `force`: kUsage "exists; use
-// -f to overwrite". Standard output, devices and FIFOs are written, not replaced.
+// -f to overwrite". Standard output, devices and FIFOs are written, not replaced; what
+// io::output_target refuses (a symbolic link, a block device) is refused here.
 void check_output_new(const std::string& output, bool force);
 
 // Refuse binary data on a terminal: throws kUsage "refusing to write binary data to a
@@ -53,9 +54,10 @@ void check_binary_input(const std::vector<std::string>& inputs, bool stdin_is_te
 // Throws kUsage naming the path.
 void check_output_not_input(const std::vector<std::string>& inputs, const std::string& output);
 
-// Refuse an output path that is a directory (kUsage). Devices and FIFOs (/dev/null, a
-// named pipe) are accepted: io::OutputStream writes to them directly instead of through
-// a temporary file and a rename.
+// Refuse an output path that io::OutputStream would refuse (kUsage): a directory, a
+// block device, a socket, a symbolic link other than one to a pipe. Character devices
+// and FIFOs named directly (/dev/null, a named pipe) are accepted: io::OutputStream
+// writes to them directly instead of through a temporary file and a rename.
 void check_output_not_directory(const std::string& output);
 
 // The format to write: `format_flag` when given ("safetensors", "st", "hdf5", "h5",

@@ -63,21 +63,8 @@ void write_json(const nlohmann::json& doc, const std::string& path) {
     write_stdout(text);
     return;
   }
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    // A device or FIFO (/dev/stderr, a named pipe): write to it directly; renaming a
-    // temporary file over it would replace the device node.
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) throw errno_error("failed to open for writing", path, errno);
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    int err = errno;
-    if (std::fclose(f) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    if (!ok) throw errno_error("write failed", path, err);
-    return;
-  }
+  // A regular file is replaced through a temporary name; a device, a FIFO or a
+  // descriptor name (/dev/stderr) is written directly; a planted link is refused.
   auto out = io::OutputStream::open(path);
   out->write(text.data(), text.size());
   out->commit();

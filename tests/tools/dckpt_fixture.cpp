@@ -1,9 +1,12 @@
-// tk_dckpt_fixture DIR STEP WORLD [--gap]: write step STEP of a distributed checkpoint
+// tk_dckpt_fixture DIR STEP WORLD [--gap|--part-offset|--part-dtype]: write step STEP of a distributed checkpoint
 // as WORLD ranks would, without MPI (each rank's part in turn, then rank 0's commit), for
 // the CLI cases of tckpt. Tensors: "w" F32 [10, 3] = i*3 + j split by rows, "v" F64
 // [4, 5] = 100 + i*5 + j split by columns (both unevenly), "b" I32 [3] = {7, 8, 9}
 // replicated (saved by rank 0). --gap publishes a manifest that lacks rank 1's slice of
 // w, as a damaged or hand-made step would (the commit itself refuses such a step).
+// --part-offset and --part-dtype commit the step, then rewrite rank 1's part with its
+// slice of w at another offset, or as I32, and the part's checksum recomputed: a part
+// changed after the commit that still passes its own checksum.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -30,13 +33,14 @@ std::pair<int64_t, int64_t> share(int64_t n, uint32_t world, uint32_t r) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: tk_dckpt_fixture DIR STEP WORLD [--gap]\n");
+    std::fprintf(stderr, "usage: tk_dckpt_fixture DIR STEP WORLD [--gap|--part-offset|--part-dtype]\n");
     return 2;
   }
   const std::string dir = argv[1];
   const uint64_t step = std::stoull(argv[2]);
   const uint32_t world = static_cast<uint32_t>(std::stoul(argv[3]));
-  const bool gap = argc > 4 && std::strcmp(argv[4], "--gap") == 0;
+  const std::string flag = argc > 4 ? argv[4] : "";
+  const bool gap = flag == "--gap";
   try {
     fs::make_dirs(dir);
     io::DirFd root = io::DirFd::open(dir);
@@ -69,6 +73,15 @@ int main(int argc, char** argv) {
     }
     if (!gap) {
       publish_parts(root, tmp_name, step, world);
+      if (flag != "--part-offset" && flag != "--part-dtype") return 0;
+      io::DirFd step_dir = *root.open_dir(step_dir_name(step));
+      RankPart part = read_part(step_dir, 1, step);
+      if (flag == "--part-offset") part.pieces.at(0).slice.offset += 4;
+      else part.pieces.at(0).dtype = DType::kI32;
+      const std::string name = part_file_name(1);
+      step_dir.unlink(name);
+      fs::File file = fs::create_file(step_dir, name);
+      fs::write_all(file, part_encode(part));
       return 0;
     }
     Manifest m = merge_parts(step, parts, part_bytes);

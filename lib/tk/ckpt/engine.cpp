@@ -677,6 +677,7 @@ StepInfo Engine::info(uint64_t step) const {
 
 std::vector<NamedTensor> Engine::restore(uint64_t step) const {
   StepReader reader(dir_, step);
+  reader.require_parts();
   const auto& entries = reader.manifest().info.entries;
   for (const auto& e : entries) reader.check_claims(e);  // before allocating what they claim
   std::vector<NamedTensor> out;
@@ -698,6 +699,7 @@ std::vector<NamedTensor> Engine::restore(uint64_t step) const {
 
 void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
   StepReader reader(dir_, step);
+  reader.require_parts();
   const auto& entries = reader.manifest().info.entries;
   const auto by_name = entries_by_name(entries);
   std::vector<const TensorEntry*> matched(targets.size());
@@ -738,6 +740,7 @@ void Engine::restore_into(uint64_t step, std::span<NamedTensor> targets) const {
 
 void Engine::restore_stream(uint64_t step, const std::vector<std::string>& names, const RestoreSink& sink) const {
   StepReader reader(dir_, step);
+  reader.require_parts();
   const auto& entries = reader.manifest().info.entries;
   const auto by_name = entries_by_name(entries);
   std::vector<const TensorEntry*> matched;

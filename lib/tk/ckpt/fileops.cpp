@@ -94,9 +94,19 @@ File create_file(const io::DirFd& dir, const std::string& name) {
 }
 
 File open_read(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw errno_error("failed to open for reading", path, errno);
-  return File(fd, path);
+  // The files of a step are the checkpointer's own: a link or a FIFO in their place was
+  // planted. O_NONBLOCK keeps a FIFO from blocking the open; fstat then refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) throw invalid_input("expected a regular file, found a symbolic link", path);
+    throw errno_error("failed to open for reading", path, errno);
+  }
+  File file(fd, path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw errno_error("failed to stat", path, errno);
+  if (!S_ISREG(st.st_mode)) throw invalid_input("expected a regular file", path);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return file;
 }
 
 void write_all(File& file, std::span<const uint8_t> bytes) {

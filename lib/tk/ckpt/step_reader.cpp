@@ -12,6 +12,7 @@
 #include <new>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -467,46 +468,110 @@ std::vector<std::string> StepReader::check_layout() const {
   return problems;
 }
 
-// Each rank's part must be there and list what the manifest says the rank saved: a step
-// assembled from incomplete parts is refused by the missing rank's name.
+namespace {
+
+std::string shape_or_box(const SliceEntry& sl) { return box_to_string({sl.start, sl.shape}); }
+
+// The first field in which slice `got` (merged from the parts) differs from `want` (the
+// manifest's), or "".
+std::string slice_difference(const SliceEntry& got, const SliceEntry& want) {
+  if (got.rank != want.rank) return "rank " + std::to_string(got.rank) + ", the manifest rank " + std::to_string(want.rank);
+  if (got.start != want.start || got.shape != want.shape)
+    return "slice " + shape_or_box(got) + ", the manifest " + shape_or_box(want);
+  if (got.shard != want.shard) return "shard " + got.shard + ", the manifest " + want.shard;
+  if (got.offset != want.offset)
+    return "offset " + std::to_string(got.offset) + ", the manifest " + std::to_string(want.offset);
+  if (got.nbytes != want.nbytes)
+    return std::to_string(got.nbytes) + " bytes, the manifest " + std::to_string(want.nbytes);
+  if (got.xxh3 != want.xxh3 || got.blocks != want.blocks) return "other checksums than the manifest";
+  return "";
+}
+
+// Where the step merged from its parts differs from its manifest, one line per tensor.
+std::vector<std::string> manifest_differences(const Manifest& merged, const Manifest& m) {
+  std::vector<std::string> out;
+  const uint64_t step = m.info.step;
+  std::map<std::string_view, const TensorEntry*> by_name;
+  for (const auto& e : merged.info.entries) by_name.emplace(e.name, &e);
+  for (const auto& e : m.info.entries) {
+    auto it = by_name.find(e.name);
+    const std::string where = tensor_where(step, e.name) + ": the rank parts ";
+    if (it == by_name.end()) {
+      out.push_back(where + "do not hold it");
+      continue;
+    }
+    const TensorEntry& g = *it->second;
+    by_name.erase(it);
+    if (g.dtype != e.dtype || g.shape != e.shape) {
+      out.push_back(where + "say " + dtype_name(g.dtype) + " " + shape_to_string(g.shape) + ", the manifest " +
+                    dtype_name(e.dtype) + " " + shape_to_string(e.shape));
+    } else if (g.slices.size() != e.slices.size()) {
+      out.push_back(where + "hold " + std::to_string(g.slices.size()) + " slices of it, the manifest lists " +
+                    std::to_string(e.slices.size()));
+    } else {
+      auto order = [](const SliceEntry* a, const SliceEntry* b) {
+        return std::tie(a->rank, a->start, a->shape) < std::tie(b->rank, b->start, b->shape);
+      };
+      std::vector<const SliceEntry*> gs, es;
+      for (const auto& sl : g.slices) gs.push_back(&sl);
+      for (const auto& sl : e.slices) es.push_back(&sl);
+      std::sort(gs.begin(), gs.end(), order);
+      std::sort(es.begin(), es.end(), order);
+      for (size_t k = 0; k < es.size(); ++k) {
+        std::string diff = slice_difference(*gs[k], *es[k]);
+        if (diff.empty()) continue;
+        out.push_back(where + "say " + diff + " (rank " + std::to_string(es[k]->rank) + ")");
+        break;
+      }
+    }
+  }
+  for (const auto& [name, e] : by_name) out.push_back(tensor_where(step, std::string(name)) + ": saved by the rank parts, not in the manifest");
+  auto shard_list = [](const std::vector<ShardInfo>& v) {
+    std::vector<std::pair<std::string, uint64_t>> l;
+    for (const auto& sh : v) l.emplace_back(sh.file, sh.bytes);
+    std::sort(l.begin(), l.end());
+    return l;
+  };
+  if (shard_list(merged.shards) != shard_list(m.shards))
+    out.push_back(step_dir_name(step) + ": the rank parts name other shards or sizes than the manifest");
+  return out;
+}
+
+}  // namespace
+
+// Each rank's part must be there and merge into exactly the manifest: the parts are
+// what the ranks wrote, the manifest what rank 0 made of them, so a part changed after
+// the commit (a slice's offset, dtype or shape, with its checksum recomputed) shows
+// here even where the data still reads.
 std::vector<std::string> StepReader::check_parts() const {
   std::vector<std::string> problems;
   const StepInfo& info = manifest_.info;
   if (info.world_size == 0) return problems;
   io::DirFd dir = io::DirFd::open(info.dir);
-  // The manifest's slices by (tensor, rank), and how many each rank has, built once: a
-  // job of R ranks and T tensors is checked in R x T lookups, not R x T x T.
-  std::map<std::pair<std::string_view, uint32_t>, std::vector<const SliceEntry*>> slices;
-  std::vector<size_t> listed(info.world_size, 0);
-  for (const auto& e : info.entries)
-    for (const auto& sl : e.slices) {
-      slices[{e.name, sl.rank}].push_back(&sl);
-      if (sl.rank < listed.size()) ++listed[sl.rank];
-    }
+  std::vector<RankPart> parts;
+  std::vector<uint64_t> part_bytes;
   for (uint32_t r = 0; r < info.world_size; ++r) {
     try {
-      RankPart part = read_part(dir, r, info.step);
-      size_t stored = 0;
-      for (const auto& p : part.pieces) {
-        if (!p.stored) continue;
-        ++stored;
-        auto found = slices.find({p.name, r});
-        const bool in_manifest = found != slices.end() &&
-                                 std::any_of(found->second.begin(), found->second.end(), [&](const SliceEntry* sl) {
-                                   return sl->start == p.slice.start && sl->shape == p.slice.shape && sl->xxh3 == p.slice.xxh3;
-                                 });
-        if (!in_manifest)
-          problems.push_back(tensor_where(info.step, p.name) + ": rank " + std::to_string(r) + " saved slice " +
-                             box_to_string({p.slice.start, p.slice.shape}) + " that the manifest does not list");
-      }
-      if (listed[r] != stored)
-        problems.push_back(step_dir_name(info.step) + ": rank " + std::to_string(r) + ": the manifest lists " +
-                           std::to_string(listed[r]) + " slices of it, its part " + std::to_string(stored));
+      parts.push_back(read_part(dir, r, info.step));
+      part_bytes.push_back(dir.file_size(part_file_name(r)).value_or(0));
     } catch (const Error& err) {
       problems.push_back((err.where().empty() ? "" : err.where() + ": ") + err.message());
     }
   }
+  if (!problems.empty()) return problems;
+  try {
+    return manifest_differences(merge_parts(info.step, parts, part_bytes), manifest_);
+  } catch (const Error& err) {
+    problems.push_back((err.where().empty() ? "" : err.where() + ": ") + "the rank parts do not merge: " + err.message());
+  }
   return problems;
+}
+
+void StepReader::require_parts() const {
+  std::vector<std::string> problems = check_parts();
+  if (problems.empty()) return;
+  std::string more = problems.size() > 1 ? " (and " + std::to_string(problems.size() - 1) + " more problems)" : "";
+  throw invalid_input(problems.front() + more);
 }
 
 }  // namespace tk::ckpt

@@ -51,6 +51,12 @@ class StepReader {
   // Everything verify() checks except tensor contents: shard files present with the
   // recorded sizes and valid safetensors headers agreeing with the manifest.
   std::vector<std::string> check_layout() const;
+  // A distributed step's rank parts, each present and all merging into exactly the
+  // manifest (what each rank saved: slice, shard, offset, dtype, checksums): problems,
+  // one line each, or none. Nothing for a step of one process.
+  std::vector<std::string> check_parts() const;
+  // check_parts, for restores: kInvalidInput with the first problem.
+  void require_parts() const;
 
  private:
   class Cursor;
@@ -58,7 +64,6 @@ class StepReader {
   // Returns how many elements it copied.
   uint64_t read_slice_part(const TensorEntry& entry, const SliceEntry& slice, const Box& want, uint64_t elem,
                            std::span<uint8_t> out) const;
-  std::vector<std::string> check_parts() const;
   // A slice's shard, opened, with the slice's range checked inside it; and how messages
   // name the slice ("step-7: tensor 'w': slice [0:500, 0:37] of rank 0").
   fs::File open_slice(uint64_t step, const TensorEntry& entry, const SliceEntry& slice) const;

@@ -25,6 +25,7 @@ bool entry_exists(const std::filesystem::path& path) {
 class StepTensors final : public io::TensorReader {
  public:
   StepTensors(const std::string& root, uint64_t step) : reader_(root, step) {
+    reader_.require_parts();  // a step whose parts disagree with its manifest is damaged
     const StepInfo& info = reader_.manifest().info;
     for (const TensorEntry& e : info.entries) infos_.push_back({e.name, e.dtype, e.shape, e.nbytes});
     metadata_ = info.metadata;

@@ -91,7 +91,7 @@ std::unique_ptr<TensorReader> open_shard(const std::string& index_path, const st
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
     throw invalid_input("shard " + quote_name(file) + " listed in the index does not exist", index_path);
   try {
-    auto in = InputStream::open(path);
+    auto in = InputStream::open(path, {.pipes = false});  // a planted FIFO is refused, not waited on
     if (detect_format(*in) != FileFormat::kSafetensors) throw invalid_input("shard is not a safetensors file");
     return safetensors_open(std::move(in), options);
   } catch (const Error& e) {

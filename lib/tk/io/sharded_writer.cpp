@@ -53,11 +53,13 @@ class ShardedWriter final : public TensorWriter {
                                                             plan.size())).string());
       index_path_ = (target.parent_path() / (stem + ".safetensors.index.json")).string();
     }
-    if (!options_.replace) {
-      std::vector<std::string> outputs = paths;
-      if (!index_path_.empty()) outputs.push_back(index_path_);
-      for (const std::string& p : outputs)
-        if (fs::exists(fs::symlink_status(p))) throw usage_error("the output exists; use -f to overwrite", p);
+    // Every name is checked before any is opened: a shard name that is a link, a FIFO
+    // or a device is refused even with `replace`, and nothing is left behind for it.
+    std::vector<std::string> outputs = paths;
+    if (!index_path_.empty()) outputs.push_back(index_path_);
+    for (const std::string& p : outputs) {
+      const OutputTarget t = output_target(p, file_options());
+      if (t != OutputTarget::kAbsent && !options_.replace) throw usage_error("the output exists; use -f to overwrite", p);
     }
     where_.resize(infos.size());
     std::vector<size_t> order;
@@ -69,7 +71,7 @@ class ShardedWriter final : public TensorWriter {
         weight_map_[infos[plan[s][k]].name] = fs::path(paths[s]).filename().string();
         total_bytes_ += infos[plan[s][k]].nbytes;
       }
-      shards_.push_back(safetensors_writer(OutputStream::open(paths[s], {options_.durable})));
+      shards_.push_back(safetensors_writer(OutputStream::open(paths[s], file_options())));
       for (size_t local : shards_.back()->begin(shard_infos, metadata)) order.push_back(plan[s][local]);
     }
     return order;
@@ -97,12 +99,15 @@ class ShardedWriter final : public TensorWriter {
     for (const auto& [name, file] : weight_map_) weight_map[name] = file;
     const nlohmann::json index = {{"metadata", {{"total_size", total_bytes_}}}, {"weight_map", weight_map}};
     const std::string text = index.dump(2) + "\n";
-    auto out = OutputStream::open(index_path_, {options_.durable});
+    auto out = OutputStream::open(index_path_, file_options());
     out->write(reinterpret_cast<const uint8_t*>(text.data()), text.size());
     out->commit();
   }
 
  private:
+  // The shards and the index are names this writer makes up: regular files or nothing.
+  OutputOptions file_options() const { return {.durable = options_.durable, .special_files = false}; }
+
   std::pair<size_t, size_t> place(size_t index) const {
     if (index >= where_.size()) throw internal_error("tensor index out of range", path_);
     return where_[index];

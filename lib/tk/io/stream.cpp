@@ -75,7 +75,47 @@ std::string output_display_name(const std::string& path) { return path == "-" ? 
 
 // ---------------------------------------------------------------- InputStream
 
-std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
+namespace {
+
+const char* file_type_noun(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISCHR(mode)) return "a character device";
+  return "a special file";
+}
+
+bool is_pipe(mode_t mode) { return S_ISFIFO(mode) || S_ISSOCK(mode); }
+
+// Open input `path`. A pipe the caller named is opened blocking (a named pipe's writer
+// may come later); everything else without blocking, so that a FIFO put in a regular
+// file's place is seen by fstat and refused rather than waited on.
+int open_input(const std::string& path, const InputOptions& options) {
+  struct stat st;
+  const bool named_pipe = options.pipes && ::stat(path.c_str(), &st) == 0 && is_pipe(st.st_mode);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (named_pipe ? 0 : O_NONBLOCK));
+  if (fd < 0) throw errno_error("failed to open for reading", path, errno);
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    throw errno_error("failed to stat", path, err);
+  }
+  if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || (named_pipe && is_pipe(st.st_mode))) {
+    if (!named_pipe) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+  }
+  ::close(fd);
+  throw invalid_input(std::string("expected a regular file") + (options.pipes ? " or a pipe" : "") + ", found " +
+                          file_type_noun(st.st_mode),
+                      path);
+}
+
+}  // namespace
+
+std::unique_ptr<InputStream> InputStream::open(const std::string& path, const InputOptions& options) {
   std::unique_ptr<InputStream> s(new InputStream());
   s->path_ = path;
   s->name_ = input_display_name(path);
@@ -83,8 +123,7 @@ std::unique_ptr<InputStream> InputStream::open(const std::string& path) {
     s->fd_ = STDIN_FILENO;
     enlarge_pipe(s->fd_);
   } else {
-    s->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (s->fd_ < 0) throw errno_error("failed to open for reading", path, errno);
+    s->fd_ = open_input(path, options);
     s->owns_fd_ = true;
   }
   struct stat st;
@@ -267,6 +306,43 @@ Buffer InputStream::read_all() {
 
 // ---------------------------------------------------------------- OutputStream
 
+namespace {
+
+// The descriptor that `path` names when it is one of this process's own descriptor
+// names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else -1. These are
+// links that no one else can plant, to whatever the descriptor is open on.
+int descriptor_name(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size() || path.size() > prefix.size() + 9) continue;
+    int n = 0;
+    for (size_t i = prefix.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      n = n * 10 + (path[i] - '0');
+    }
+    return n;
+  }
+  return -1;
+}
+
+}  // namespace
+
+OutputTarget output_target(const std::string& path, const OutputOptions& options) {
+  if (options.special_files && descriptor_name(path) >= 0) return OutputTarget::kStream;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return OutputTarget::kAbsent;
+    throw errno_error("failed to look at the output", path, errno);
+  }
+  if (S_ISREG(st.st_mode)) return OutputTarget::kRegularFile;
+  if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
+  if (options.special_files && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return OutputTarget::kStream;
+  if (S_ISLNK(st.st_mode))
+    throw usage_error("the output is a symbolic link, which is not written through; remove it or name its target", path);
+  throw usage_error(std::string("the output is ") + file_type_noun(st.st_mode) + ", not a regular file", path);
+}
+
 std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const OutputOptions& options) {
   std::unique_ptr<OutputStream> s(new OutputStream());
   s->path_ = path;
@@ -275,26 +351,42 @@ std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const 
   if (path == "-") {
     s->fd_ = STDOUT_FILENO;
     enlarge_pipe(s->fd_);
-  } else {
-    struct stat st;
-    bool exists = ::stat(path.c_str(), &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) throw usage_error("is a directory", path);
-    if (exists && !S_ISREG(st.st_mode)) {
-      // A device or FIFO (/dev/null, a named pipe): write to it directly; renaming a
-      // temporary file over it would replace the device node.
-      s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    s->buf_.reserve(kWriteChunk);
+    return s;
+  }
+  if (output_target(path, options) == OutputTarget::kStream) {
+    s->buf_.reserve(kWriteChunk);
+    if (const int n = descriptor_name(path); n >= 0) {
+      // The descriptor itself, duplicated: its offset and O_APPEND are kept, as a
+      // shell's redirection set them (opening the link anew would start at offset 0).
+      s->fd_ = ::fcntl(n, F_DUPFD_CLOEXEC, 0);
       if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
-      s->buf_.reserve(kWriteChunk);
       return s;
     }
-    size_t slash = path.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    s->temp_path_ = dir + "." + base + ".tmp-" + random_suffix();
-    s->fd_ = ::open(s->temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    // A character device or FIFO named directly (/dev/null, a named pipe): written
+    // directly, as renaming a file over it would replace the node. Opened without
+    // following a link, and checked again by fstat: nothing swapped in since the
+    // check is written to. A FIFO's open waits for its reader, as a pipe's writer does.
+    s->fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    struct stat st;
     if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
-    pending_add(s->temp_path_.c_str());
+    if (::fstat(s->fd_, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+      throw usage_error("the output changed while it was opened", path);
+    return s;
   }
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  s->target_name_ = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (s->target_name_.empty()) throw usage_error("is a directory", path);
+  const int probe = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (probe < 0) throw errno_error("failed to open for writing", path, errno);  // as a failed create would say
+  ::close(probe);
+  s->dir_ = std::make_unique<DirFd>(DirFd::open(dir));
+  s->temp_name_ = "." + s->target_name_ + ".tmp-" + random_suffix();
+  s->temp_path_ = (slash == std::string::npos ? "" : dir) + s->temp_name_;
+  s->fd_ = ::openat(s->dir_->fd(), s->temp_name_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (s->fd_ < 0) throw errno_error("failed to open for writing", path, errno);
+  pending_add(s->temp_path_.c_str());
   s->buf_.reserve(kWriteChunk);
   return s;
 }
@@ -311,7 +403,7 @@ OutputStream::~OutputStream() {
   if (temp_path_.empty() && fd_ >= 0 && path_ != "-") ::close(fd_);
   if (!temp_path_.empty()) {
     if (fd_ >= 0) ::close(fd_);
-    ::unlink(temp_path_.c_str());
+    ::unlinkat(dir_->fd(), temp_name_.c_str(), 0);
     pending_remove(temp_path_.c_str());
   }
 }
@@ -371,20 +463,13 @@ void OutputStream::commit() {
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) throw errno_error("close failed", name_, errno);
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) throw errno_error("rename failed", name_, errno);
+  // renameat replaces whatever name is at the target (a link planted since the check
+  // included) and never writes through it.
+  if (::renameat(dir_->fd(), temp_name_.c_str(), dir_->fd(), target_name_.c_str()) != 0)
+    throw errno_error("rename failed", name_, errno);
   pending_remove(temp_path_.c_str());
   committed_ = true;
-  if (options_.durable) {
-    size_t slash = path_.find_last_of('/');
-    std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      int r = ::fsync(dfd);
-      int e = errno;
-      ::close(dfd);
-      if (r != 0) throw errno_error("fsync of directory failed", dir, e);
-    }
-  }
+  if (options_.durable && ::fsync(dir_->fd()) != 0) throw errno_error("fsync of directory failed", dir_->path(), errno);
 }
 
 size_t pending_temp_paths(const char** out, size_t max) {

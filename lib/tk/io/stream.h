@@ -15,16 +15,29 @@
 
 namespace tk::io {
 
+class DirFd;
+
 // Display name of a path for messages: "-" is "<stdin>" / "<stdout>".
 std::string input_display_name(const std::string& path);
 std::string output_display_name(const std::string& path);
 
 // A buffered sequential reader over a file descriptor or a memory buffer.
+struct InputOptions {
+  // The caller named this path (a user's argument): a FIFO or socket behind it (a named
+  // pipe, process substitution's /dev/fd/N) is read as a stream, its open blocking until
+  // a writer comes. False for files found on the caller's behalf (the shards an index
+  // names): those must be regular files, and are opened without blocking so that a
+  // planted FIFO is refused, never waited on.
+  bool pipes = true;
+};
+
 class InputStream {
  public:
-  // Open `path` for reading; "-" is standard input. Throws kIo when it cannot be opened
+  // Open `path` for reading; "-" is standard input. Symbolic links are followed; what
+  // they lead to must be a regular file, or a pipe when options.pipes (a device is
+  // refused: kInvalidInput "not a regular file"). Throws kIo when it cannot be opened
   // and kUsage when it is a directory.
-  static std::unique_ptr<InputStream> open(const std::string& path);
+  static std::unique_ptr<InputStream> open(const std::string& path, const InputOptions& options = {});
   // Read from memory (kept alive by the Buffer). `name` is used in messages.
   static std::unique_ptr<InputStream> from_buffer(Buffer data, std::string name);
   ~InputStream();
@@ -84,15 +97,38 @@ Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::s
 
 struct OutputOptions {
   bool durable = false;  // fsync the file (and its directory) before and after the rename
+  // The caller named this path (a user's -o): a character device or FIFO at it, named
+  // directly (/dev/null, a named pipe), or one of the process's own descriptor names
+  // (/dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N, as process substitution
+  // gives), is written as a stream. False for names derived on the caller's behalf
+  // (shards, a shard index): those must be absent or regular files.
+  bool special_files = true;
 };
+
+// How an output path will be written. The directory part is the caller's and followed;
+// the final component is not: a symbolic link is never written through, except the
+// descriptor names above.
+enum class OutputTarget {
+  kAbsent,       // a new file, through a temporary name and a rename
+  kRegularFile,  // an existing regular file, replaced as a name by the same rename
+  kStream,       // written directly (options.special_files only)
+};
+
+// Classify `path` for writing with `options`, before any work is done. Throws kUsage
+// naming the path for what cannot be an output: a directory, a block device, a socket,
+// a symbolic link (other than a descriptor name); and with special_files false,
+// anything but an absent name or a regular file.
+OutputTarget output_target(const std::string& path, const OutputOptions& options = {});
 
 // A buffered writer to a file (through a temporary name beside it), stdout, or memory.
 // Nothing appears under the target name until commit(); destroying an uncommitted
 // stream removes the temporary file.
 class OutputStream {
  public:
-  // Open `path` for writing; "-" is standard output. Throws kIo when the temporary file
-  // cannot be created.
+  // Open `path` for writing; "-" is standard output. The temporary file is created, and
+  // later renamed, relative to a descriptor of the target's directory (O_EXCL, no link
+  // followed). Throws kUsage for a target output_target() refuses, kIo when the
+  // temporary file cannot be created.
   static std::unique_ptr<OutputStream> open(const std::string& path, const OutputOptions& options = {});
   // Write into `sink` (appended); for tests and in-memory pipelines.
   static std::unique_ptr<OutputStream> to_memory(std::vector<uint8_t>* sink);
@@ -121,7 +157,8 @@ class OutputStream {
   OutputStream() = default;
   void flush_buffer();
 
-  std::string name_, path_, temp_path_;
+  std::string name_, path_, temp_path_, temp_name_, target_name_;
+  std::unique_ptr<DirFd> dir_;  // the target's directory, for the temporary file and the rename
   OutputOptions options_;
   int fd_ = -1;
   bool committed_ = false;

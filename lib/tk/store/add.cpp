@@ -223,6 +223,21 @@ std::string display_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// The same file added again is a re-add; a different one under a stored name must be
+// asked for (`replace`). A manifest that cannot be parsed is replaced (verify reports it).
+void check_name_free(const io::DirFd& root, const std::string& name, const codec::Sha256Digest& file_key,
+                     bool replace) {
+  if (replace) return;
+  std::optional<StoreManifest> old;
+  try {
+    old = layout::read_manifest(root, name);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kInvalidInput) throw;
+  }
+  if (old && old->sha256 != file_key)
+    throw usage_error("a different file is stored under this name; give --replace to replace it", name);
+}
+
 Buffer read_input(const std::string& path) {
   auto in = io::InputStream::open(path);
   if (in->is_regular_file()) return Buffer::map_file(path);
@@ -258,18 +273,9 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   io::DirFd mdir = layout::open_subdir(root_, layout::kManifestsDir);
   const int threads = options.lossless.threads;
 
-  // The same file added again is a re-add; a different one under a stored name must be
-  // asked for. A manifest that cannot be parsed is replaced (verify reports it).
-  if (!options.replace) {
-    std::optional<StoreManifest> old;
-    try {
-      old = layout::read_manifest(root_, r.name);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kInvalidInput) throw;
-    }
-    if (old && old->sha256 != file_key)
-      throw usage_error("a different file is stored under this name; give --replace to replace it", r.name);
-  }
+  // Checked here so that a refused add costs no object writes, and again under the
+  // name lock at the publish, where it decides.
+  check_name_free(root_, r.name, file_key, options.replace);
 
   // An object already stored is trusted only once it decodes to its key: a corrupt one
   // is written again (and reported) rather than deduplicated against.
@@ -364,6 +370,9 @@ StoreAddResult Store::add(const std::string& path, const StoreAddOptions& option
   for (auto& seg : segments) m.segments.push_back(std::move(seg.s));
   std::vector<uint8_t> text = store_manifest_serialize(m);
   std::string target = store_manifest_file_name(r.name);
+  // Of concurrent adds of different files under one name, exactly one publishes.
+  fs::NameLock name_lock(mdir);
+  check_name_free(root_, r.name, file_key, options.replace);
   r.replaced = mdir.type(target).has_value();
   fs::publish_file(tdir, fs::unique_name(), mdir, target, text);
   r.written_bytes += text.size();

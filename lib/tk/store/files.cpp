@@ -95,4 +95,14 @@ StoreLock::StoreLock(const io::DirFd& root, Mode mode) {
   }
 }
 
+NameLock::NameLock(const io::DirFd& manifests) {
+  constexpr const char* kName = ".lock";
+  fd_ = manifests.open_lock_file(kName, true);
+  if (!fd_.valid()) throw errno_error("failed to open lock file", manifests.child_path(kName), fd_.error());
+  while (::flock(fd_.fd(), LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    throw errno_error("failed to lock", manifests.child_path(kName), errno);
+  }
+}
+
 }  // namespace tk::store::files

@@ -51,4 +51,19 @@ class StoreLock {
   io::Fd fd_;  // closing it releases the flock
 };
 
+// An exclusive flock on manifests/.lock, held for the object's lifetime: what makes an
+// add's "is this name free, or holding the same file?" and its publish of the manifest
+// one step. Adds hold the store lock shared, so that they write objects side by side;
+// only the name step is serialised. The name is one no manifest can have (a manifest's
+// leading '.' is escaped). Taken only while the store lock is held.
+class NameLock {
+ public:
+  explicit NameLock(const io::DirFd& manifests);
+  NameLock(const NameLock&) = delete;
+  NameLock& operator=(const NameLock&) = delete;
+
+ private:
+  io::Fd fd_;
+};
+
 }  // namespace tk::store::files

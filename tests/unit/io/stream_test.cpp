@@ -212,6 +212,47 @@ TEST(OutputStream, MissingDirectoryIsIoError) {
   }
 }
 
+TEST(OutputTarget, LinksAreNeverWrittenThrough) {
+  test::TempDir dir("output_target");
+  const std::string d = dir.path();
+  write_file(d + "/file.bin", "keep");
+  ASSERT_EQ(::symlink("/dev/null", (d + "/to_device").c_str()), 0);
+  ASSERT_EQ(::symlink("file.bin", (d + "/to_file").c_str()), 0);
+  ASSERT_EQ(::mkfifo((d + "/fifo").c_str(), 0600), 0);
+  EXPECT_EQ(output_target(d + "/new.bin"), OutputTarget::kAbsent);
+  EXPECT_EQ(output_target(d + "/file.bin"), OutputTarget::kRegularFile);
+  EXPECT_EQ(output_target("/dev/null"), OutputTarget::kStream);
+  EXPECT_EQ(output_target(d + "/fifo"), OutputTarget::kStream);
+  EXPECT_EQ(output_target("/dev/stdout"), OutputTarget::kStream);
+  EXPECT_EQ(output_target("/dev/fd/1"), OutputTarget::kStream);
+  const std::string link_message = "the output is a symbolic link, which is not written through; remove it or name its target";
+  test::expect_error_exact([&] { output_target(d + "/to_device"); }, ErrorKind::kUsage, link_message, d + "/to_device");
+  test::expect_error_exact([&] { OutputStream::open(d + "/to_file"); }, ErrorKind::kUsage, link_message, d + "/to_file");
+  test::expect_error_exact([&] { output_target(d); }, ErrorKind::kUsage, "is a directory", d);
+  // Names a library derives (shards) must be files: devices and FIFOs are refused too.
+  const OutputOptions derived{.special_files = false};
+  test::expect_error_exact([&] { output_target(d + "/fifo", derived); }, ErrorKind::kUsage,
+                           "the output is a FIFO, not a regular file", d + "/fifo");
+  test::expect_error_exact([&] { output_target("/dev/null", derived); }, ErrorKind::kUsage,
+                           "the output is a character device, not a regular file", "/dev/null");
+  std::ifstream f(d + "/file.bin");
+  std::string s;
+  f >> s;
+  EXPECT_EQ(s, "keep");
+  EXPECT_EQ(count_temp_files(d), 0);
+}
+
+TEST(InputStream, PlantedFifoIsRefusedNotWaitedOn) {
+  test::TempDir dir("input_fifo");
+  const std::string fifo = dir.path() + "/shard.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Without a writer, a blocking open would never return.
+  test::expect_error_exact([&] { InputStream::open(fifo, {.pipes = false}); }, ErrorKind::kInvalidInput,
+                           "expected a regular file, found a FIFO", fifo);
+  test::expect_error_exact([&] { InputStream::open("/dev/zero"); }, ErrorKind::kInvalidInput,
+                           "expected a regular file or a pipe, found a character device", "/dev/zero");
+}
+
 TEST(FormatDetect, ByContent) {
   auto detect = [](std::string bytes) {
     auto in = InputStream::from_buffer(Buffer::borrow_const(bytes.data(), bytes.size()), "m");

@@ -174,6 +174,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   }
 
   Plan plan = make_plan(tool, o, cast);
+  if (format == io::FileFormat::kGguf) io::gguf_keep_f32_items(plan.sources, plan.items);
   std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
   io::GgufWriter* gguf = nullptr;
   if (!writer && format == io::FileFormat::kGguf) {

@@ -9,6 +9,7 @@
 #include "tconvert.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf.h"
+#include "tk/io/gguf_rules.h"
 #include "tk/io/gguf_transfer.h"
 #include "tk/io/stream.h"
 #include "tk/quant/ct_model.h"
@@ -91,6 +92,8 @@ size_t write_gguf(const ConvertOptions& o, quant::DequantReader& reader, const S
       ++repacked;
     } else {
       type = io::ggml_type_of(info.dtype);
+      // Norms and biases widen to F32 (llama.cpp reads them so); the writer casts them.
+      if (dtype_is_float(info.dtype) && io::gguf_keeps_f32(sel.name[j], info.shape.size())) type = io::GgmlType::kF32;
       if (!type) {
         throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}",
                                       dtype_name(info.dtype)),

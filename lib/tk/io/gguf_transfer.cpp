@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tk/core/error.h"
+#include "tk/io/gguf_rules.h"
 
 namespace tk::io {
 
@@ -47,12 +48,24 @@ const GgufReader* gguf_first_source(const std::vector<TransferSource>& sources) 
 
 }  // namespace
 
+void gguf_keep_f32_items(const std::vector<TransferSource>& sources, std::vector<TransferItem>& items) {
+  for (TransferItem& item : items) {
+    const TensorInfo& in = sources[item.source].reader->tensors()[item.index];
+    if (!dtype_is_float(in.dtype) || !gguf_keeps_f32(item.output_name, in.shape.size())) continue;
+    const GgufReader* g = gguf_source(sources[item.source]);
+    const bool stored_f32 = g ? g->entry(item.index).type == GgmlType::kF32 : in.dtype == DType::kF32;
+    if (item.cast_to || !stored_f32) item.cast_to = DType::kF32;
+  }
+}
+
 bool gguf_transfer_has_model_metadata(const std::vector<TransferSource>& sources) {
   return gguf_first_source(sources) != nullptr;
 }
 
-TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const std::vector<TransferItem>& items,
+TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const std::vector<TransferItem>& requested,
                              GgufWriter& writer, const Metadata& metadata, const TransferOptions& options) {
+  std::vector<TransferItem> items = requested;
+  gguf_keep_f32_items(sources, items);
   const std::vector<TensorInfo> out_infos = transfer_output_infos(sources, items);
   std::vector<GgufTensorDecl> decls;
   for (size_t k = 0; k < items.size(); ++k) {

@@ -206,7 +206,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
 
   Source src(cli::open_seekable_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());
-  if (!args.importance.empty()) session.check_importance_names(src.reader().tensors());
+  if (!args.importance.empty()) session.match_importance(src.reader().tensors());
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();

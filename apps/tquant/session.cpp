@@ -10,9 +10,10 @@
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "tk/core/error.h"
-#include "tk/quant/compressed_tensors.h"
 #include "tk/io/gguf_rules.h"
+#include "tk/quant/compressed_tensors.h"
 #include "tk/quant/gguf_blocks.h"
+#include "tk/quant/imatrix.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/view.h"
@@ -157,18 +158,22 @@ std::string Session::fit_fixed(PlanEntry& e) {
   return fmt::format("{}; kept in {}", why, dtype_name(e.info.dtype));
 }
 
-void Session::check_importance_names(const std::vector<io::TensorInfo>& infos) const {
-  std::set<std::string> names;
-  for (const io::TensorInfo& info : infos) names.insert(info.name);
-  size_t unmatched = 0;
-  std::string example;
-  for (const auto& [name, values] : importance) {
-    if (names.count(name)) continue;
-    if (unmatched++ == 0) example = name;
+void Session::match_importance(const std::vector<io::TensorInfo>& infos) {
+  std::vector<std::string> names;
+  for (const io::TensorInfo& info : infos) names.push_back(info.name);
+  std::vector<std::string> unmatched;
+  quant::ImportanceMap matched = quant::importance_match(importance, names, &unmatched);
+  if (matched.empty()) {
+    throw invalid_input(fmt::format("none of its {} entries weighs a tensor of the input (e.g. '{}'); the names "
+                                    "must be the input's, or llama.cpp's and Hugging Face's for a llama model",
+                                    importance.size(), importance.empty() ? "" : cli::escape_text(unmatched.at(0))),
+                        "--importance " + args.importance);
   }
-  if (unmatched == 0) return;
-  tool.warning(fmt::format("{} of {} --importance entries match no tensor of the input (e.g. '{}'); they are unused",
-                           unmatched, importance.size(), cli::escape_text(example)));
+  if (!unmatched.empty()) {
+    tool.warning(fmt::format("{} of {} --importance entries match no tensor of the input (e.g. '{}'); they are unused",
+                             unmatched.size(), importance.size(), cli::escape_text(unmatched[0])));
+  }
+  importance = std::move(matched);
 }
 
 bool Session::accept_values(PlanEntry& e, bool finite) {

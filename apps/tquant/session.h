@@ -93,8 +93,10 @@ struct Session {
   // done, without the tensor's name (tensors with the same text share one notice), or
   // empty when the scheme fits.
   std::string fit_fixed(PlanEntry& e);
-  // Warn once about entries of the importance file that match no tensor.
-  void check_importance_names(const std::vector<io::TensorInfo>& infos) const;
+  // Key `importance` by the input's tensors (quant::importance_match: a llama.cpp
+  // imatrix weighs a Hugging Face model's tensors too). Throws kInvalidInput when no
+  // entry weighs any tensor; warns once about entries that weigh none.
+  void match_importance(const std::vector<io::TensorInfo>& infos);
   // NaN/Inf: kInvalidInput naming the tensor, or with --allow-nonfinite a warning and
   // the entry turned into a pass-through (returns false).
   bool accept_values(PlanEntry& e, bool finite);

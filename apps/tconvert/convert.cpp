@@ -181,7 +181,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
     // tquant's parts (NAME.codes, NAME.scales) are not ggml blocks; repacking them is
     // tquant's GGUF output, from the original tensors.
     for (const io::TransferSource& s : plan.sources) {
-      if (quant::has_layout(s.reader->metadata())) {
+      if (quant::has_layout(*s.reader)) {
         throw usage_error("a tquant output converts to GGUF by its path alone, not merged or from a pipe; or "
                           "quantize the original with 'tquant ... -o OUT.gguf'",
                           s.name);

@@ -9,6 +9,7 @@
 #include "tconvert.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf.h"
+#include "tk/io/gguf_kv_json.h"
 #include "tk/io/gguf_rules.h"
 #include "tk/io/gguf_transfer.h"
 #include "tk/io/stream.h"
@@ -132,7 +133,7 @@ int run_repack(cli::Tool& tool, const ConvertOptions& o, quant::DequantReader& r
   io::Metadata metadata = reader.metadata();
   tool.stamp(metadata);
   const size_t repacked = ct ? write_ct(o, reader, sel, metadata) : write_gguf(o, reader, sel, metadata);
-  if (!ct) tool.summary(cli::kGgufTensorsAlone);
+  if (!ct && !metadata.count(io::kGgufPairsKey)) tool.summary(cli::kGgufTensorsAlone);
   tool.summary(fmt::format("{}, {} repacked without quantizing again -> {}", cli::count_noun(sel.index.size(), "tensor", "tensors"),
                            repacked, ct ? "compressed-tensors" : "gguf"));
   return cli::kExitOk;

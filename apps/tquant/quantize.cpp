@@ -18,6 +18,7 @@
 #include "session.h"
 #include "spill.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_kv_json.h"
 #include "tk/io/gguf_rules.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/ct_model.h"
@@ -216,7 +217,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   // Notices are said once the run has succeeded: a failing run prints its one error
   // line and nothing else (DESIGN.md, "CLI contract").
   std::vector<std::string> notices = plan_notices(plan);
-  if (session.gguf && !src.gguf()) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
+  if (session.gguf && !src.gguf() && !src.reader().metadata().count(io::kGgufPairsKey)) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
   // One notice per fallback reason, with how many tensors it took and the first one.
   std::map<std::string, std::pair<size_t, std::string>> fallbacks;
   std::vector<std::string> fallback_order;

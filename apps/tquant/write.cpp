@@ -200,6 +200,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
     records[e.info.name] = std::move(record);
   }
   io::Metadata metadata = input_metadata;
+  if (input.gguf) io::gguf_keep_pairs(*input.gguf, metadata);
   std::optional<std::string> previous;
   if (auto tk = metadata.find(cli::kTkMetadataKey); tk != metadata.end()) previous = tk->second;
   metadata[cli::kTkMetadataKey] = quant::layout_metadata_merge(previous, records);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tk/core/error.h"
+#include "tk/io/gguf_kv_json.h"
 #include "tk/io/gguf_rules.h"
 
 namespace tk::io {
@@ -22,11 +23,21 @@ bool as_stored(const std::vector<TransferSource>& sources, const TransferItem& i
 
 }  // namespace
 
+void gguf_keep_pairs(const TensorReader& reader, Metadata& metadata) {
+  const auto* g = dynamic_cast<const GgufReader*>(&reader);
+  if (g && !metadata.count(kGgufPairsKey)) metadata[kGgufPairsKey] = gguf_kvs_to_json(g->kvs());
+}
+
 std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& metadata) {
   std::vector<GgufKv> kvs;
   std::set<std::string, std::less<>> keys;
-  if (source) {
-    for (const auto& kv : source->kvs()) {
+  keys.insert(kGgufPairsKey);
+  std::vector<GgufKv> carried;  // the typed pairs a GGUF input left in string metadata
+  if (!source) {
+    if (auto it = metadata.find(kGgufPairsKey); it != metadata.end()) carried = gguf_kvs_from_json(it->second);
+  }
+  if (source || !carried.empty()) {
+    for (const auto& kv : source ? source->kvs() : carried) {
       keys.insert(kv.key);
       auto it = metadata.find(kv.key);
       if (it == metadata.end()) continue;

@@ -18,9 +18,11 @@ TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const s
                              GgufWriter& writer, const Metadata& metadata, const TransferOptions& options = {});
 
 // The pairs of an output made from `source` (a GGUF input, or null) whose metadata is now
-// `metadata`: the source's pairs, as stored, where `metadata` still has them with the
-// same text (a changed text is written as a string, a missing key is left out), then the
-// other keys of `metadata` as strings, but `general.*` (typed by GGUF) and "format".
+// `metadata`: the source's pairs (without a source, those carried under kGgufPairsKey,
+// see gguf_kv_json.h), as stored, where `metadata` still has them with the same text (a
+// changed text is written as a string, a missing key is left out), then the other keys
+// of `metadata` as strings, but `general.*` (typed by GGUF), "format" and
+// kGgufPairsKey. Throws kInvalidInput for a malformed kGgufPairsKey value.
 std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& metadata);
 
 // Make every item whose output llama.cpp reads only as F32 (gguf_keeps_f32: norms,
@@ -28,6 +30,10 @@ std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& me
 // left alone. gguf_transfer does this itself; a caller that reports the output's dtypes
 // calls it first.
 void gguf_keep_f32_items(const std::vector<TransferSource>& sources, std::vector<TransferItem>& items);
+
+// Keep the typed pairs of `reader`, when it is a GGUF file, in `metadata` under
+// kGgufPairsKey (unless that key is set), for an output whose metadata holds strings.
+void gguf_keep_pairs(const TensorReader& reader, Metadata& metadata);
 
 // Whether any source is a GGUF file (whose pairs would reach the output).
 bool gguf_transfer_has_model_metadata(const std::vector<TransferSource>& sources);

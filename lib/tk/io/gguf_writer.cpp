@@ -11,6 +11,7 @@
 #include "tk/core/error.h"
 #include "tk/io/gguf_internal.h"
 #include "tk/io/gguf_rules.h"
+#include "tk/io/gguf_transfer.h"
 #include "tk/io/safetensors_internal.h"
 
 namespace tk::io {
@@ -36,10 +37,7 @@ class GgufFileWriter final : public GgufWriter {
       if (dtype_is_float(info.dtype) && gguf_keeps_f32(info.name, info.shape.size())) type = GgmlType::kF32;
       decls.push_back({info.name, info.shape, *type});
     }
-    std::vector<GgufKv> kvs;
-    for (const auto& [key, value] : metadata)
-      if (key.rfind("general.", 0) != 0) kvs.push_back(gguf_kv_string(key, value));
-    begin_gguf(decls, kvs);
+    begin_gguf(decls, gguf_output_kvs(nullptr, metadata));
     std::vector<size_t> order(decls.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     return order;

@@ -138,11 +138,21 @@ std::map<std::string, std::vector<float>> read_importance(const std::string& pat
     std::unique_ptr<io::InputStream> in = io::InputStream::open(path);
     if (io::detect_format(*in) == io::FileFormat::kUnknown) {
       const Buffer bytes = Buffer::map_file(path);
-      return imatrix_parse_legacy({bytes.data(), bytes.size()});
+      try {
+        return imatrix_parse_legacy({bytes.data(), bytes.size()});
+      } catch (const Error& e) {
+        throw e.with_context(path);
+      }
     }
   }
   auto reader = io::open_reader(path);
-  if (reader->format() == io::FileFormat::kGguf && imatrix_is_gguf(*reader)) return imatrix_read_gguf(*reader);
+  if (reader->format() == io::FileFormat::kGguf && imatrix_is_gguf(*reader)) {
+    try {
+      return imatrix_read_gguf(*reader);
+    } catch (const Error& e) {
+      throw e.with_context(path);
+    }
+  }
   std::map<std::string, std::vector<float>> out;
   for (size_t i = 0; i < reader->tensors().size(); ++i) {
     const io::TensorInfo& info = reader->tensors()[i];

@@ -14,7 +14,7 @@ import numpy as np
 from gguf import GGUFReader, GGUFValueType as T, GGUFWriter
 from safetensors import safe_open
 
-from tk_helpers import BIN, TCONVERT, ok
+from tk_helpers import BIN, TCONVERT, TINFO, ok
 
 TQUANT = os.path.join(BIN, "tquant")
 
@@ -90,6 +90,8 @@ def test_pairs_survive_safetensors(tmp_path):
     assert by_key["test.u64"] == {"key": "test.u64", "type": "u64", "value": "18446744073709551615"}
     assert by_key["test.f32_nan"]["value"] == "0x7fc00001" and by_key["test.f32_negzero"]["value"] == "0x80000000"
     assert by_key["tokenizer.ggml.tokens"]["value"][-1] == {"hex": "fffe80"}
+    listing = ok(TINFO, "--metadata", st).stdout.decode()
+    assert f"  gguf: [{len(pairs)} typed GGUF key-value pairs, " in listing  # summarised, one line
     r = ok(TCONVERT, st, "-o", back)
     assert b"no model metadata" not in r.stderr
     want, got = fields(src), fields(back)

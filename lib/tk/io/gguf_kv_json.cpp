@@ -225,6 +225,8 @@ std::string gguf_kvs_to_json(const std::vector<GgufKv>& kvs) {
   for (const GgufKv& kv : kvs) {
     const TypeName* t = type_info(kv.type);
     if (!t) throw internal_error("GGUF pair of an unknown type", kv.key);
+    // JSON text is UTF-8: a key that is not has no faithful form (metadata keys are text).
+    if (!valid_utf8(kv.key)) throw invalid_input("GGUF key is not valid UTF-8", "key '" + hex(kv.key) + "' (hex)");
     json pair = {{"key", kv.key}, {"type", t->name}};
     const uint8_t* p = kv.value.data();
     if (kv.type != GgufValueType::kArray) {

@@ -27,7 +27,7 @@ namespace tk::io {
 
 inline constexpr const char* kGgufPairsKey = "gguf";
 
-// The pairs as the JSON text above.
+// The pairs as the JSON text above. Throws kInvalidInput for a key that is not UTF-8.
 std::string gguf_kvs_to_json(const std::vector<GgufKv>& kvs);
 
 // The pairs from that text. Throws kInvalidInput (located at `where`) for text that is

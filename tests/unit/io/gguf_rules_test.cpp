@@ -104,6 +104,10 @@ TEST(GgufKvJson, EveryTypeRoundTripsBitForBit) {
   EXPECT_NE(text.find("\"0x7fc00123\""), std::string::npos);
 }
 
+TEST(GgufKvJson, RefusesKeysThatAreNotUtf8) {
+  EXPECT_EQ(kind_of([] { gguf_kvs_to_json({gguf_kv_u32("bad\xff", 1)}); }), ErrorKind::kInvalidInput);
+}
+
 TEST(GgufKvJson, RefusesWhatIsNotAPair) {
   for (const char* bad : {"{}", "[{\"key\":\"a\"}]", "[{\"key\":\"a\",\"type\":\"u9\",\"value\":1}]",
                           "[{\"key\":\"a\",\"type\":\"u8\",\"value\":256}]", "[{\"key\":\"a\",\"type\":\"i8\",\"value\":-129}]",

@@ -144,3 +144,17 @@ def test_budget_output_tells_its_file_type(tmp_path):
     allowed = {int(F[f"MOSTLY_{t.name}"]) for t, c in counts.items() if c == most and f"MOSTLY_{t.name}" in F.__members__}
     allowed |= {int(F[f"MOSTLY_{t.name}_M"]) for t, c in counts.items() if c == most and f"MOSTLY_{t.name}_M" in F.__members__}
     assert file_type in allowed, (file_type, counts)
+
+
+def test_repacked_tquant_file_is_a_llama_model(tmp_path):
+    # GGUF (F16 norms) -> tquant safetensors -> tconvert repack to GGUF: the norms come out
+    # F32, the typed pairs come back (general.architecture), and the file type is Q8_0.
+    src, q, out = str(tmp_path / "in.gguf"), str(tmp_path / "q.safetensors"), str(tmp_path / "q.gguf")
+    llama_gguf(src, norm_dtype=np.float16)
+    ok(TQUANT, src, "--scheme", "int8", "-o", q)
+    r = ok(TCONVERT, q, "-o", out)
+    assert b"no model metadata" not in r.stderr
+    got, file_type = types(out)
+    assert_norms_f32(got)
+    assert got["blk.0.attn_q.weight"] == Q.Q8_0 and file_type == F.MOSTLY_Q8_0
+    assert GGUFReader(out).fields["general.architecture"].contents() == "llama"

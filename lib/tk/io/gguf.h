@@ -107,7 +107,8 @@ struct GgufTensorDecl {
 // begin_gguf() declares typed pairs and tensors of any type; the header is written at
 // once, so the output streams. Tensors are stored in declaration order, each aligned.
 // `general.file_type` is written as gguf_file_type of the declarations: a given value
-// is replaced, and a model (one with `general.architecture`) gets one.
+// is replaced unless it still holds (gguf_file_type_holds), and a model (one with
+// `general.architecture`) gets one.
 class GgufWriter : public TensorWriter {
  public:
   // Throws kUsage for names longer than kGgufMaxName, duplicate names or keys, shapes

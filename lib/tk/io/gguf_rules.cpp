@@ -61,7 +61,11 @@ std::optional<uint32_t> gguf_file_type_of(GgmlType type) {
   }
 }
 
-std::optional<uint32_t> gguf_file_type(const std::vector<GgufTensorDecl>& tensors) {
+namespace {
+
+// The most common type of the tensors not kept in F32 (ties: the first); F32 when all
+// are such tensors; nullopt for no tensors.
+std::optional<GgmlType> main_type(const std::vector<GgufTensorDecl>& tensors) {
   std::map<GgmlType, size_t> count;
   std::optional<GgmlType> most;
   for (const GgufTensorDecl& t : tensors) {
@@ -69,8 +73,53 @@ std::optional<uint32_t> gguf_file_type(const std::vector<GgufTensorDecl>& tensor
     const size_t n = ++count[t.type];
     if (!most || n > count[*most]) most = t.type;
   }
-  if (!most) return tensors.empty() ? std::nullopt : std::optional<uint32_t>{0};
-  return gguf_file_type_of(*most);
+  if (!most && !tensors.empty()) return GgmlType::kF32;
+  return most;
+}
+
+// llama-quantize's default tensor type for a LLAMA_FTYPE (its mixes move some tensors
+// up or down from it).
+std::optional<GgmlType> file_type_base(uint64_t file_type) {
+  switch (file_type) {
+    case 0: return GgmlType::kF32;
+    case 1: return GgmlType::kF16;
+    case 2: return GgmlType::kQ4_0;
+    case 3: return GgmlType::kQ4_1;
+    case 7: return GgmlType::kQ8_0;
+    case 8: return GgmlType::kQ5_0;
+    case 9: return GgmlType::kQ5_1;
+    case 10: case 21: return GgmlType::kQ2_K;
+    case 11: case 12: case 13: return GgmlType::kQ3_K;
+    case 14: case 15: return GgmlType::kQ4_K;
+    case 16: case 17: return GgmlType::kQ5_K;
+    case 18: return GgmlType::kQ6_K;
+    case 19: return GgmlType::kIQ2_XXS;
+    case 20: case 28: return GgmlType::kIQ2_XS;
+    case 22: case 26: case 27: return GgmlType::kIQ3_S;
+    case 23: return GgmlType::kIQ3_XXS;
+    case 24: return GgmlType::kIQ1_S;
+    case 25: return GgmlType::kIQ4_NL;
+    case 29: return GgmlType::kIQ2_S;
+    case 30: return GgmlType::kIQ4_XS;
+    case 31: return GgmlType::kIQ1_M;
+    case 32: return GgmlType::kBF16;
+    case 36: return GgmlType::kTQ1_0;
+    case 37: return GgmlType::kTQ2_0;
+    case 38: return GgmlType::kMXFP4;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<uint32_t> gguf_file_type(const std::vector<GgufTensorDecl>& tensors) {
+  const std::optional<GgmlType> most = main_type(tensors);
+  return most ? gguf_file_type_of(*most) : std::nullopt;
+}
+
+bool gguf_file_type_holds(uint64_t file_type, const std::vector<GgufTensorDecl>& tensors) {
+  const std::optional<GgmlType> base = file_type_base(file_type);
+  return base && base == main_type(tensors);
 }
 
 std::optional<GgmlType> gguf_fallback_type(GgmlType type, int64_t row) {

@@ -31,6 +31,12 @@ std::optional<uint32_t> gguf_file_type(const std::vector<GgufTensorDecl>& tensor
 // The LLAMA_FTYPE value of a file mostly of `type`, or nullopt.
 std::optional<uint32_t> gguf_file_type_of(GgmlType type);
 
+// Whether `file_type` (a LLAMA_FTYPE value as a file states it) still tells the truth
+// about these tensors: llama-quantize's base type for it (Q4_K for Q4_K_S and Q4_K_M,
+// IQ3_S for IQ3_XS and IQ3_M, ...) is their most common type as gguf_file_type counts.
+// A copy of llama-quantize's file keeps its Q4_K_S; an F16 file quantized does not.
+bool gguf_file_type_holds(uint64_t file_type, const std::vector<GgufTensorDecl>& tensors);
+
 // llama-quantize's fallback for a type whose blocks do not fill rows of `row` values:
 // the 2- and 3-bit K and IQ types and IQ4_XS take IQ4_NL, Q4_K Q5_0, Q5_K Q5_1, Q6_K
 // Q8_0, TQ1_0 and TQ2_0 Q4_0. nullopt when `type` has no fallback or the fallback's

@@ -123,8 +123,9 @@ class GgufFileWriter final : public GgufWriter {
 
  private:
   // The pairs with general.file_type telling what the declared tensors are: a given
-  // value is replaced (a source's F16 is no longer true of a quantized output), and a
-  // model (general.architecture) gets one; left out where no LLAMA_FTYPE names the mix.
+  // value that no longer holds is replaced (a source's F16 is not true of a quantized
+  // output), and a model (general.architecture) gets one; left out where no
+  // LLAMA_FTYPE names the mix.
   std::vector<GgufKv> with_file_type(const std::vector<GgufKv>& kvs) const {
     std::vector<GgufKv> out;
     bool model = false, given = false;
@@ -136,7 +137,12 @@ class GgufFileWriter final : public GgufWriter {
         continue;
       }
       given = true;
-      if (file_type) out.push_back(gguf_kv_u32(kv.key, *file_type));
+      const std::optional<uint64_t> stated = gguf_kv_uint_value(kv);
+      if (stated && gguf_file_type_holds(*stated, decls_)) {
+        out.push_back(kv);  // still true (a copy keeps llama-quantize's Q4_K_S)
+      } else if (file_type) {
+        out.push_back(gguf_kv_u32(kv.key, *file_type));
+      }
     }
     if (model && !given && file_type) out.push_back(gguf_kv_u32("general.file_type", *file_type));
     return out;

@@ -52,6 +52,17 @@ TEST(GgufRules, FileTypeIsTheMostCommonTypeOfTheWeights) {
   EXPECT_EQ(gguf_file_type(d), std::nullopt);
 }
 
+TEST(GgufRules, AStatedMixHoldsWhileItsBaseTypeLeads) {
+  const Shape m{256, 256};
+  std::vector<GgufTensorDecl> d = {{"blk.0.attn_q.weight", m, GgmlType::kQ4_K},
+                                   {"blk.0.attn_k.weight", m, GgmlType::kQ4_K},
+                                   {"blk.0.attn_v.weight", m, GgmlType::kQ6_K}};
+  EXPECT_TRUE(gguf_file_type_holds(14, d));   // Q4_K_S
+  EXPECT_TRUE(gguf_file_type_holds(15, d));   // Q4_K_M
+  EXPECT_FALSE(gguf_file_type_holds(1, d));   // F16: the input's, not this file's
+  EXPECT_FALSE(gguf_file_type_holds(999, d));
+}
+
 TEST(GgufRules, FallbacksAreLlamaQuantizes) {
   EXPECT_EQ(gguf_fallback_type(GgmlType::kQ4_K, 576), GgmlType::kQ5_0);
   EXPECT_EQ(gguf_fallback_type(GgmlType::kQ5_K, 576), GgmlType::kQ5_1);

@@ -14,6 +14,7 @@
 #include "cli/std_streams.h"
 #include "tconvert.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_kv_json.h"
 #include "tk/io/gguf_transfer.h"
 #include "tk/quant/ct_model.h"
 #include "tk/quant/dequant_reader.h"
@@ -36,7 +37,10 @@ struct Plan {
 // Metadata of all inputs; on a key present in several, the first input's value wins.
 io::Metadata merged_metadata(const std::vector<std::unique_ptr<io::TensorReader>>& readers) {
   io::Metadata merged;
-  for (const auto& r : readers) merged.insert(r->metadata().begin(), r->metadata().end());
+  for (const auto& r : readers) {
+    merged.insert(r->metadata().begin(), r->metadata().end());
+    io::gguf_keep_pairs(*r, merged);  // typed, for outputs whose metadata holds strings
+  }
   return merged;
 }
 
@@ -174,13 +178,14 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   }
 
   Plan plan = make_plan(tool, o, cast);
+  if (format == io::FileFormat::kGguf) io::gguf_keep_f32_items(plan.sources, plan.items);
   std::vector<io::TensorInfo> out_infos = io::transfer_output_infos(plan.sources, plan.items);
   io::GgufWriter* gguf = nullptr;
   if (!writer && format == io::FileFormat::kGguf) {
     // tquant's parts (NAME.codes, NAME.scales) are not ggml blocks; repacking them is
     // tquant's GGUF output, from the original tensors.
     for (const io::TransferSource& s : plan.sources) {
-      if (quant::has_layout(s.reader->metadata())) {
+      if (quant::has_layout(*s.reader)) {
         throw usage_error("a tquant output converts to GGUF by its path alone, not merged or from a pipe; or "
                           "quantize the original with 'tquant ... -o OUT.gguf'",
                           s.name);
@@ -202,7 +207,9 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
            : io::transfer(plan.sources, plan.items, *writer, plan.metadata, transfer_options);
   progress.clear();
   warn_losses(tool, plan, out_infos, result, cast, o.saturate);
-  if (gguf && !io::gguf_transfer_has_model_metadata(plan.sources)) tool.summary(cli::kGgufTensorsAlone);
+  if (gguf && !io::gguf_transfer_has_model_metadata(plan.sources) && !plan.metadata.count(io::kGgufPairsKey)) {
+    tool.summary(cli::kGgufTensorsAlone);
+  }
 
   tool.summary(fmt::format("{}, {} -> {} ({} -> {})", cli::count_noun(result.tensors, "tensor", "tensors"),
                            cli::format_bytes(result.bytes_in), cli::format_bytes(result.bytes_out),

@@ -9,6 +9,8 @@
 #include "tconvert.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf.h"
+#include "tk/io/gguf_kv_json.h"
+#include "tk/io/gguf_rules.h"
 #include "tk/io/gguf_transfer.h"
 #include "tk/io/stream.h"
 #include "tk/quant/ct_model.h"
@@ -91,6 +93,8 @@ size_t write_gguf(const ConvertOptions& o, quant::DequantReader& reader, const S
       ++repacked;
     } else {
       type = io::ggml_type_of(info.dtype);
+      // Norms and biases widen to F32 (llama.cpp reads them so); the writer casts them.
+      if (dtype_is_float(info.dtype) && io::gguf_keeps_f32(sel.name[j], info.shape.size())) type = io::GgmlType::kF32;
       if (!type) {
         throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}",
                                       dtype_name(info.dtype)),
@@ -129,7 +133,7 @@ int run_repack(cli::Tool& tool, const ConvertOptions& o, quant::DequantReader& r
   io::Metadata metadata = reader.metadata();
   tool.stamp(metadata);
   const size_t repacked = ct ? write_ct(o, reader, sel, metadata) : write_gguf(o, reader, sel, metadata);
-  if (!ct) tool.summary(cli::kGgufTensorsAlone);
+  if (!ct && !metadata.count(io::kGgufPairsKey)) tool.summary(cli::kGgufTensorsAlone);
   tool.summary(fmt::format("{}, {} repacked without quantizing again -> {}", cli::count_noun(sel.index.size(), "tensor", "tensors"),
                            repacked, ct ? "compressed-tensors" : "gguf"));
   return cli::kExitOk;

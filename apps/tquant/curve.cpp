@@ -73,6 +73,7 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
   if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   Source src(cli::open_seekable_reader(tool, args.input));
+  if (!args.importance.empty()) session.match_importance(src.reader().tensors());
   cli::TensorSelection selection = tool.options().selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, true);
   selection.check_all_patterns_used();

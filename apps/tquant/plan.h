@@ -1,9 +1,11 @@
 // What tquant does with each tensor of the input, and why (printed by --explain).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tk/io/gguf_types.h"
 #include "tk/io/tensor_file.h"
 #include "tquant.h"
 
@@ -17,6 +19,9 @@ struct PlanEntry {
   std::string scheme;        // fixed scheme (--scheme or --rule) or the budget's choice
   std::string reason;        // "--scheme", "rule 'GLOB=SCHEME'", "kept: 1-D", ...
   int64_t group_size = 0;    // a fallback's group size (0: the options')
+  // GGUF output: a fallback's ggml type (llama.cpp's, e.g. Q5_1 for Q5_K), which fixes
+  // the scheme's layout, symmetry included; nullopt: the scheme's own twin.
+  std::optional<io::GgmlType> gguf_type;
   std::string unapplied_rule;  // a --rule that matched a tensor the default rules keep
 };
 

@@ -18,6 +18,8 @@
 #include "session.h"
 #include "spill.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_kv_json.h"
+#include "tk/io/gguf_rules.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/ct_model.h"
 #include "tk/quant/layout.h"
@@ -159,6 +161,17 @@ void keep_gguf_blocks(const Source& src, std::vector<PlanEntry>& plan) {
   }
 }
 
+// GGUF output: the tensors llama.cpp reads only as F32 (norms, biases, routers, ...)
+// are not quantized whatever --scheme, --rule or --no-default-keep ask.
+void keep_gguf_f32(std::vector<PlanEntry>& plan) {
+  for (PlanEntry& e : plan) {
+    if (!e.quantize || !io::gguf_keeps_f32(e.info.name, e.info.shape.size())) continue;
+    e.quantize = false;
+    e.budgeted = false;
+    e.reason = "kept: llama.cpp reads it only as F32";
+  }
+}
+
 }  // namespace
 
 int run_quantize(cli::Tool& tool, const QuantArgs& args) {
@@ -194,19 +207,32 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
 
   Source src(cli::open_seekable_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());
-  if (!args.importance.empty()) session.check_importance_names(src.reader().tensors());
+  if (!args.importance.empty()) session.match_importance(src.reader().tensors());
   cli::TensorSelection selection = common.selection();
   std::vector<PlanEntry> plan = plan_tensors(src.reader().tensors(), args, selection, budget);
   selection.check_all_patterns_used();
   keep_gguf_blocks(src, plan);
+  if (session.gguf) keep_gguf_f32(plan);
   if (session.ct) keep_ct_unquantizable(plan);
   // Notices are said once the run has succeeded: a failing run prints its one error
   // line and nothing else (DESIGN.md, "CLI contract").
   std::vector<std::string> notices = plan_notices(plan);
-  if (session.gguf && !src.gguf()) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
+  if (session.gguf && !src.gguf() && !src.reader().metadata().count(io::kGgufPairsKey)) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
+  // One notice per fallback reason, with how many tensors it took and the first one.
+  std::map<std::string, std::pair<size_t, std::string>> fallbacks;
+  std::vector<std::string> fallback_order;
   for (PlanEntry& e : plan) {
     if (!e.quantize || e.budgeted) continue;
-    if (std::string n = session.fit_fixed(e); !n.empty()) notices.push_back(std::move(n));
+    std::string why = session.fit_fixed(e);
+    if (why.empty()) continue;
+    auto [it, added] = fallbacks.try_emplace(why, 0, e.info.name);
+    if (added) fallback_order.push_back(why);
+    ++it->second.first;
+  }
+  for (const std::string& why : fallback_order) {
+    const auto& [count, first] = fallbacks.at(why);
+    notices.push_back(count == 1 ? fmt::format("notice: {}: {}", first, why)
+                                 : fmt::format("notice: {} tensors (first {}): {}", count, first, why));
   }
   cli::Progress progress(common.show_progress, tool.name());
   if (budget) {

@@ -10,8 +10,10 @@
 #include "cli/number_format.h"
 #include "cli/output.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_rules.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/gguf_blocks.h"
+#include "tk/quant/imatrix.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/view.h"
@@ -69,7 +71,8 @@ quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& 
   int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
   o.importance = quant::importance_for(importance, e.info.name, cols);
   if (gguf && !spec.empty()) {
-    const quant::QuantOptions twin = quant::tensorkit_twin(gguf_type(spec))->options;
+    const io::GgmlType type = e.gguf_type && spec == e.scheme ? *e.gguf_type : gguf_type(spec);
+    const quant::QuantOptions twin = quant::tensorkit_twin(type)->options;
     o.group_size = twin.group_size;
     o.granularity = twin.granularity;
     o.symmetric = twin.symmetric;
@@ -117,43 +120,60 @@ std::string Session::fit_fixed(PlanEntry& e) {
   if (fits(e.scheme, e)) return {};
   const std::string original = e.scheme;
   const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
-  const int64_t block =
-      gguf ? io::ggml_traits(gguf_type(original)).block : scheme(original).row_block(cols, options_for(e));
+  if (gguf) {
+    // llama-quantize's fallback type, so that the file holds what llama.cpp would.
+    const io::GgmlType type = gguf_type(original);
+    const std::string why = fmt::format("rows of {} values are not whole {} blocks of {}", cols,
+                                        io::ggml_traits(type).name, io::ggml_traits(type).block);
+    const std::optional<io::GgmlType> to = io::gguf_fallback_type(type, cols);
+    const std::optional<quant::GgufTwin> twin = to ? quant::tensorkit_twin(*to) : std::nullopt;
+    if (twin) {
+      e.scheme = twin->scheme;
+      e.group_size = twin->options.group_size;
+      e.gguf_type = to;
+      e.reason += fmt::format(", fallback {} ({})", io::ggml_traits(*to).name, why);
+      return fmt::format("{}; stored as {} instead (llama-quantize's fallback)", why, io::ggml_traits(*to).name);
+    }
+    e.quantize = false;
+    e.reason = "kept: " + why;
+    return fmt::format("{}; kept in their dtype", why);
+  }
+  const int64_t block = scheme(original).row_block(cols, options_for(e));
   const std::string why = fmt::format("{} cannot fill {}'s blocks of {}", cli::count_noun(shape_numel(e.info.shape), "value", "values"),
                                       original, block);
   if (int bits = quant::fallback_int_bits(original); bits > 0) {
-    // GGUF holds integers of 4, 5 and 8 bits in groups of 32 (Q4_0, Q5_0, Q8_0), as
-    // llama.cpp falls back from a k-quant (it takes IQ4_NL for 2 and 3 bits).
-    if (gguf) bits = bits <= 4 ? 4 : bits == 5 ? 5 : 8;
     PlanEntry trial = e;
     trial.scheme = "int" + std::to_string(bits);
-    const std::vector<int64_t> groups = gguf ? std::vector<int64_t>{32} : std::vector<int64_t>{32, 16, 8};
-    for (int64_t group : groups) {
+    for (int64_t group : {32, 16, 8}) {
       trial.group_size = group;
       if (!fits(trial.scheme, trial)) continue;
       e.scheme = trial.scheme;
       e.group_size = group;
       e.reason += fmt::format(", fallback {} g{} ({})", e.scheme, group, why);
-      return fmt::format("notice: {}: {}; quantized with {} g{} instead", e.info.name, why, e.scheme, group);
+      return fmt::format("{}; quantized with {} g{} instead", why, e.scheme, group);
     }
   }
   e.quantize = false;
   e.reason = "kept: " + why;
-  return fmt::format("notice: {}: {}; kept in {}", e.info.name, why, dtype_name(e.info.dtype));
+  return fmt::format("{}; kept in {}", why, dtype_name(e.info.dtype));
 }
 
-void Session::check_importance_names(const std::vector<io::TensorInfo>& infos) const {
-  std::set<std::string> names;
-  for (const io::TensorInfo& info : infos) names.insert(info.name);
-  size_t unmatched = 0;
-  std::string example;
-  for (const auto& [name, values] : importance) {
-    if (names.count(name)) continue;
-    if (unmatched++ == 0) example = name;
+void Session::match_importance(const std::vector<io::TensorInfo>& infos) {
+  std::vector<std::string> names;
+  for (const io::TensorInfo& info : infos) names.push_back(info.name);
+  std::vector<std::string> unmatched;
+  quant::ImportanceMap matched = quant::importance_match(importance, names, &unmatched);
+  if (matched.empty()) {
+    throw invalid_input(fmt::format("none of its {} entries weighs a tensor of the input (e.g. '{}'); the names "
+                                    "must be the input's, or llama.cpp's and Hugging Face's for a llama model",
+                                    importance.size(), importance.empty() ? "" : cli::escape_text(unmatched.at(0))),
+                        "--importance " + args.importance);
   }
-  if (unmatched == 0) return;
-  tool.warning(fmt::format("{} of {} --importance entries match no tensor of the input (e.g. '{}'); they are unused",
-                           unmatched, importance.size(), cli::escape_text(example)));
+  if (!unmatched.empty()) {
+    tool.warning(fmt::format("{} of {} --importance entries match no tensor of the input (e.g. '{}'); they are unused",
+                             unmatched.size(), importance.size(), cli::escape_text(unmatched[0])));
+  }
+  importance = std::move(matched);
 }
 
 bool Session::accept_values(PlanEntry& e, bool finite) {

@@ -87,12 +87,16 @@ struct Session {
   // of the values stored are padding; for GGUF and compressed-tensors, none); kUsage
   // errors of the scheme propagate.
   bool fits(const std::string& spec, const PlanEntry& e);
-  // A fixed scheme that cannot fill its blocks here: fall back to the integer scheme
-  // of as many bits with groups of 32, 16 or 8 (as llama.cpp falls back from k-quants),
-  // or keep the tensor; the reason says which. Returns a notice line, or empty.
+  // A fixed scheme that cannot fill its blocks here: for GGUF, fall back to
+  // llama-quantize's type (io::gguf_fallback_type); else to the integer scheme of as
+  // many bits with groups of 32, 16 or 8; or keep the tensor. Returns why and what was
+  // done, without the tensor's name (tensors with the same text share one notice), or
+  // empty when the scheme fits.
   std::string fit_fixed(PlanEntry& e);
-  // Warn once about entries of the importance file that match no tensor.
-  void check_importance_names(const std::vector<io::TensorInfo>& infos) const;
+  // Key `importance` by the input's tensors (quant::importance_match: a llama.cpp
+  // imatrix weighs a Hugging Face model's tensors too). Throws kInvalidInput when no
+  // entry weighs any tensor; warns once about entries that weigh none.
+  void match_importance(const std::vector<io::TensorInfo>& infos);
   // NaN/Inf: kInvalidInput naming the tensor, or with --allow-nonfinite a warning and
   // the entry turned into a pass-through (returns false).
   bool accept_values(PlanEntry& e, bool finite);

@@ -9,6 +9,7 @@
 #include "spill.h"
 #include "tk/codec/sha256.h"
 #include "tk/core/error.h"
+#include "tk/io/gguf_rules.h"
 #include "tk/io/gguf_transfer.h"
 #include "tk/quant/ct_model.h"
 #include "tk/quant/gguf_blocks.h"
@@ -56,9 +57,9 @@ quant::Quantized with_parts(const Result& r, const InputAccess& input) {
 
 // GGUF output: each quantized tensor as the blocks of its ggml twin, every other tensor
 // as the input stores it (a GGUF input's stored bytes and type; else its dtype, which
-// GGUF must hold), and the input's pairs with general.quantization_version = 2. The
-// input's general.file_type names its own type (F16), not the output's: it is left out,
-// and llama.cpp then names the file by its most common tensor type.
+// GGUF must hold) but the tensors llama.cpp reads only as F32, which are widened to F32,
+// and the input's pairs with general.quantization_version = 2 (the writer makes
+// general.file_type name the output's types, not the input's).
 WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::Metadata& input_metadata,
                         const std::vector<PlanEntry>& plan, const std::vector<Result>& results,
                         const InputAccess& input) {
@@ -69,7 +70,9 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
     const Result* r = slots[k];
     io::GgmlType type = io::GgmlType::kF32;
     if (r) {
-      type = *quant::ggml_type_for_scheme(r->measured.q.scheme, !args.asym);
+      type = r->entry->gguf_type ? *r->entry->gguf_type : *quant::ggml_type_for_scheme(r->measured.q.scheme, !args.asym);
+    } else if (dtype_is_float(e.info.dtype) && io::gguf_keeps_f32(e.info.name, e.info.shape.size())) {
+      type = io::GgmlType::kF32;  // norms, biases: llama.cpp reads them only as F32
     } else if (input.gguf) {
       type = input.gguf->entry(e.index).type;
     } else if (auto plain = io::ggml_type_of(e.info.dtype)) {
@@ -85,9 +88,7 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
   io::Metadata metadata = input_metadata;
   tool.stamp(metadata);
   std::vector<io::GgufKv> kvs = io::gguf_output_kvs(input.gguf, metadata);
-  std::erase_if(kvs, [](const io::GgufKv& kv) {
-    return kv.key == "general.file_type" || kv.key == "general.quantization_version";
-  });
+  std::erase_if(kvs, [](const io::GgufKv& kv) { return kv.key == "general.quantization_version"; });
   kvs.push_back(io::gguf_kv_u32("general.quantization_version", 2));
 
   io::WriteOptions options;
@@ -108,7 +109,7 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
       const std::vector<uint8_t> blocks = quant::ggml_blocks(with_parts(*r, input), decls[k].type);
       writer.write_stored(k, blocks);
       bytes = blocks.size();
-    } else if (input.gguf) {
+    } else if (input.gguf && input.gguf->entry(e.index).type == decls[k].type) {
       const Buffer stored = input.gguf->read_stored(e.index);
       writer.write_stored(k, {stored.data(), stored.size()});
       bytes = stored.size();
@@ -199,6 +200,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
     records[e.info.name] = std::move(record);
   }
   io::Metadata metadata = input_metadata;
+  if (input.gguf) io::gguf_keep_pairs(*input.gguf, metadata);
   std::optional<std::string> previous;
   if (auto tk = metadata.find(cli::kTkMetadataKey); tk != metadata.end()) previous = tk->second;
   metadata[cli::kTkMetadataKey] = quant::layout_metadata_merge(previous, records);

@@ -99,10 +99,16 @@ struct GgufTensorDecl {
 };
 
 // Writes GGUF version 3. begin() (the TensorWriter interface) takes plain tensors and
-// writes the metadata as string pairs, leaving out `general.*` keys (their types are
-// fixed by GGUF: a string there makes llama.cpp refuse the file). begin_gguf() declares
-// typed pairs and tensors of any type; the header is written at once, so the output
-// streams. Tensors are stored in declaration order, each aligned.
+// writes the metadata as gguf_output_kvs (gguf_transfer.h) makes it: the typed pairs a
+// GGUF input left under "gguf" (gguf_kv_json.h), the rest as string pairs but
+// `general.*` (their types are fixed by GGUF: a string there makes llama.cpp refuse the
+// file); the float tensors
+// llama.cpp reads only as F32 (gguf_rules.h) are declared F32 and widened by write().
+// begin_gguf() declares typed pairs and tensors of any type; the header is written at
+// once, so the output streams. Tensors are stored in declaration order, each aligned.
+// `general.file_type` is written as gguf_file_type of the declarations: a given value
+// is replaced unless it still holds (gguf_file_type_holds), and a model (one with
+// `general.architecture`) gets one.
 class GgufWriter : public TensorWriter {
  public:
   // Throws kUsage for names longer than kGgufMaxName, duplicate names or keys, shapes

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "tk/core/error.h"
+#include "tk/io/gguf_kv_json.h"
+#include "tk/io/gguf_rules.h"
 
 namespace tk::io {
 
@@ -21,11 +23,21 @@ bool as_stored(const std::vector<TransferSource>& sources, const TransferItem& i
 
 }  // namespace
 
+void gguf_keep_pairs(const TensorReader& reader, Metadata& metadata) {
+  const auto* g = dynamic_cast<const GgufReader*>(&reader);
+  if (g && !metadata.count(kGgufPairsKey)) metadata[kGgufPairsKey] = gguf_kvs_to_json(g->kvs());
+}
+
 std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& metadata) {
   std::vector<GgufKv> kvs;
   std::set<std::string, std::less<>> keys;
-  if (source) {
-    for (const auto& kv : source->kvs()) {
+  keys.insert(kGgufPairsKey);
+  std::vector<GgufKv> carried;  // the typed pairs a GGUF input left in string metadata
+  if (!source) {
+    if (auto it = metadata.find(kGgufPairsKey); it != metadata.end()) carried = gguf_kvs_from_json(it->second);
+  }
+  if (source || !carried.empty()) {
+    for (const auto& kv : source ? source->kvs() : carried) {
       keys.insert(kv.key);
       auto it = metadata.find(kv.key);
       if (it == metadata.end()) continue;
@@ -47,12 +59,24 @@ const GgufReader* gguf_first_source(const std::vector<TransferSource>& sources) 
 
 }  // namespace
 
+void gguf_keep_f32_items(const std::vector<TransferSource>& sources, std::vector<TransferItem>& items) {
+  for (TransferItem& item : items) {
+    const TensorInfo& in = sources[item.source].reader->tensors()[item.index];
+    if (!dtype_is_float(in.dtype) || !gguf_keeps_f32(item.output_name, in.shape.size())) continue;
+    const GgufReader* g = gguf_source(sources[item.source]);
+    const bool stored_f32 = g ? g->entry(item.index).type == GgmlType::kF32 : in.dtype == DType::kF32;
+    if (item.cast_to || !stored_f32) item.cast_to = DType::kF32;
+  }
+}
+
 bool gguf_transfer_has_model_metadata(const std::vector<TransferSource>& sources) {
   return gguf_first_source(sources) != nullptr;
 }
 
-TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const std::vector<TransferItem>& items,
+TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const std::vector<TransferItem>& requested,
                              GgufWriter& writer, const Metadata& metadata, const TransferOptions& options) {
+  std::vector<TransferItem> items = requested;
+  gguf_keep_f32_items(sources, items);
   const std::vector<TensorInfo> out_infos = transfer_output_infos(sources, items);
   std::vector<GgufTensorDecl> decls;
   for (size_t k = 0; k < items.size(); ++k) {

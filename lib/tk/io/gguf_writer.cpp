@@ -10,6 +10,8 @@
 
 #include "tk/core/error.h"
 #include "tk/io/gguf_internal.h"
+#include "tk/io/gguf_rules.h"
+#include "tk/io/gguf_transfer.h"
 #include "tk/io/safetensors_internal.h"
 
 namespace tk::io {
@@ -31,12 +33,11 @@ class GgufFileWriter final : public GgufWriter {
                                       "--dtype, or quantize it with tquant",
                                       dtype_name(info.dtype)),
                           tensor_where(info.name));
+      // llama.cpp reads norms and biases only as F32: write() widens them.
+      if (dtype_is_float(info.dtype) && gguf_keeps_f32(info.name, info.shape.size())) type = GgmlType::kF32;
       decls.push_back({info.name, info.shape, *type});
     }
-    std::vector<GgufKv> kvs;
-    for (const auto& [key, value] : metadata)
-      if (key.rfind("general.", 0) != 0) kvs.push_back(gguf_kv_string(key, value));
-    begin_gguf(decls, kvs);
+    begin_gguf(decls, gguf_output_kvs(nullptr, metadata));
     std::vector<size_t> order(decls.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     return order;
@@ -66,7 +67,7 @@ class GgufFileWriter final : public GgufWriter {
     decls_ = tensors;
     std::vector<uint8_t> header;
     try {
-      header = gguf_make_header(decls_, kvs, &offsets_);
+      header = gguf_make_header(decls_, with_file_type(kvs), &offsets_);
     } catch (const Error& e) {
       throw usage_error(e.what(), out_->name());
     }
@@ -82,6 +83,12 @@ class GgufFileWriter final : public GgufWriter {
     check_writable(index);
     const GgufTensorDecl& d = decls_[index];
     const std::optional<DType> plain = ggml_traits(d.type).plain;
+    if (plain == DType::kF32 && dtype_is_float(tensor.dtype()) && tensor.dtype() != DType::kF32 &&
+        tensor.shape() == d.shape) {
+      Tensor wide = Tensor::empty(DType::kF32, tensor.shape());
+      cast_array(tensor.dtype(), tensor.data(), DType::kF32, wide.mutable_data(), tensor.numel(), CastOptions{});
+      return put(index, wide.buffer());
+    }
     if (!plain || tensor.dtype() != *plain || tensor.shape() != d.shape)
       throw usage_error(fmt::format("tensor declared as {} {} but written as {} {}", ggml_traits(d.type).name,
                                     shape_to_string(d.shape), dtype_name(tensor.dtype()),
@@ -115,6 +122,32 @@ class GgufFileWriter final : public GgufWriter {
   }
 
  private:
+  // The pairs with general.file_type telling what the declared tensors are: a given
+  // value that no longer holds is replaced (a source's F16 is not true of a quantized
+  // output), and a model (general.architecture) gets one; left out where no
+  // LLAMA_FTYPE names the mix.
+  std::vector<GgufKv> with_file_type(const std::vector<GgufKv>& kvs) const {
+    std::vector<GgufKv> out;
+    bool model = false, given = false;
+    const std::optional<uint32_t> file_type = gguf_file_type(decls_);
+    for (const GgufKv& kv : kvs) {
+      model = model || kv.key == "general.architecture";
+      if (kv.key != "general.file_type") {
+        out.push_back(kv);
+        continue;
+      }
+      given = true;
+      const std::optional<uint64_t> stated = gguf_kv_uint_value(kv);
+      if (stated && gguf_file_type_holds(*stated, decls_)) {
+        out.push_back(kv);  // still true (a copy keeps llama-quantize's Q4_K_S)
+      } else if (file_type) {
+        out.push_back(gguf_kv_u32(kv.key, *file_type));
+      }
+    }
+    if (model && !given && file_type) out.push_back(gguf_kv_u32("general.file_type", *file_type));
+    return out;
+  }
+
   void check_writable(size_t index) const {
     if (!begun_) throw usage_error("write() before begin()", out_->name());
     if (index >= decls_.size()) throw usage_error(fmt::format("tensor index {} was not declared", index));

@@ -161,10 +161,25 @@ class ShardedReader final : public TensorReader {
     shards_[shard]->release(i);
   }
 
+  std::vector<Metadata> shard_metadata() const {
+    std::vector<Metadata> out;
+    for (const auto& shard : shards_) out.push_back(shard->metadata());
+    return out;
+  }
+
  private:
   std::vector<std::unique_ptr<TensorReader>> shards_;
   std::vector<std::pair<size_t, size_t>> locations_;  // (shard, index in shard) per tensor
 };
+
+}  // namespace
+
+std::vector<Metadata> sharded_shard_metadata(const TensorReader& reader) {
+  const auto* sharded = dynamic_cast<const ShardedReader*>(&reader);
+  return sharded ? sharded->shard_metadata() : std::vector<Metadata>{};
+}
+
+namespace {
 
 std::string list_names(const std::vector<std::string>& names) {
   constexpr size_t kMaxListed = 10;

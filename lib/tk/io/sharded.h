@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tk/io/tensor_file.h"
 
@@ -14,6 +15,11 @@ namespace tk::io {
 // shard's own metadata. Throws kInvalidInput for a malformed index, a tensor mapped to a
 // missing shard, or a tensor listed in the index but absent from its shard.
 std::unique_ptr<TensorReader> sharded_open(const std::string& index_path, const ReadOptions& options);
+
+// The metadata of each shard of a reader that sharded_open returned, in shard order
+// (what the merged metadata() keeps of only one shard, such as each shard's own
+// quantization records); empty for any other reader.
+std::vector<Metadata> sharded_shard_metadata(const TensorReader& reader);
 
 struct ShardedWriteOptions {
   uint64_t max_shard_bytes = 0;  // tensor bytes per shard at most (a larger tensor: alone)

@@ -8,6 +8,7 @@
 
 #include "tk/core/dtype.h"
 #include "tk/core/error.h"
+#include "tk/io/sharded.h"
 #include "tk/quant/ct_model.h"
 #include "tk/quant/scheme.h"
 #include "tk/quant/view.h"
@@ -43,6 +44,28 @@ Tensor dequantize_as(const Quantized& q, DType dtype, const std::string& where, 
   return out;
 }
 
+// The layout records of every shard of a sharded model (each shard was quantized alone
+// and records its own tensors; the merged metadata keeps one shard's), else the file's.
+std::map<std::string, LayoutRecord> all_records(const io::TensorReader& reader, const std::string& where) {
+  std::vector<io::Metadata> sources = io::sharded_shard_metadata(reader);
+  if (sources.empty()) sources.push_back(reader.metadata());
+  std::map<std::string, LayoutRecord> records;
+  for (const io::Metadata& metadata : sources) {
+    auto tk = metadata.find(kTkMetadataKey);
+    if (tk == metadata.end()) continue;
+    try {
+      for (auto& [name, record] : layout_metadata_parse(tk->second)) {
+        if (!records.emplace(name, std::move(record)).second) {
+          throw invalid_input("quantization recorded by two shards", "tensor '" + name + "'");
+        }
+      }
+    } catch (const Error& e) {
+      throw e.with_context(where);
+    }
+  }
+  return records;
+}
+
 }  // namespace
 
 bool has_layout(const io::Metadata& metadata) {
@@ -50,6 +73,13 @@ bool has_layout(const io::Metadata& metadata) {
   if (it == metadata.end()) return false;
   nlohmann::json doc = nlohmann::json::parse(it->second, nullptr, false);
   return doc.is_object() && doc.contains("quant");
+}
+
+bool has_layout(const io::TensorReader& reader) {
+  if (has_layout(reader.metadata())) return true;
+  for (const io::Metadata& shard : io::sharded_shard_metadata(reader))
+    if (has_layout(shard)) return true;
+  return false;
 }
 
 DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std::string& where,
@@ -62,13 +92,11 @@ DequantReader::DequantReader(std::unique_ptr<io::TensorReader> inner, const std:
     return;
   }
   auto tk_value = metadata_.find(kTkMetadataKey);
-  if (tk_value == metadata_.end()) throw invalid_input("no quantization metadata (no tk metadata key)", where_);
-  try {
-    records_ = layout_metadata_parse(tk_value->second);
-  } catch (const Error& e) {
-    throw e.with_context(where_);
+  if (tk_value == metadata_.end() && !has_layout(*inner_)) {
+    throw invalid_input("no quantization metadata (no tk metadata key)", where_);
   }
-  tk_value->second = layout_metadata_strip(tk_value->second);
+  records_ = all_records(*inner_, where_);
+  if (tk_value != metadata_.end()) tk_value->second = layout_metadata_strip(tk_value->second);
 
   // Every part must exist; the record's tensor takes the place of its first part.
   const auto& in = inner_->tensors();
@@ -138,7 +166,7 @@ std::unique_ptr<DequantReader> open_dequant_reader(std::unique_ptr<io::TensorRea
                                                    std::optional<DType> cast, bool gguf) {
   const std::string where = io::input_display_name(path);
   const bool is_gguf = dynamic_cast<const io::GgufReader*>(inner.get()) != nullptr;
-  if (has_layout(inner->metadata()) || (gguf && is_gguf)) {
+  if (has_layout(*inner) || (gguf && is_gguf)) {
     return std::make_unique<DequantReader>(std::move(inner), where, cast);
   }
   if (is_gguf || !inner->random_access()) return nullptr;

@@ -23,6 +23,8 @@ namespace tk::quant {
 
 // True when `metadata` describes quantized tensors (a `tk` value with a "quant" object).
 bool has_layout(const io::Metadata& metadata);
+// True when the reader's metadata does, or (a sharded model) any shard's.
+bool has_layout(const io::TensorReader& reader);
 
 class DequantReader final : public io::TensorReader {
  public:

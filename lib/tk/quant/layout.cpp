@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tk/core/json_parse_internal.h"
+#include "tk/io/stream.h"
 #include "tk/io/tensor_file.h"
+#include "tk/quant/imatrix.h"
 
 namespace tk::quant {
 
@@ -131,7 +133,26 @@ Error layout_missing_part(const std::string& name, const std::string& suffix) {
 }
 
 std::map<std::string, std::vector<float>> read_importance(const std::string& path) {
+  {
+    // llama.cpp's legacy .dat imatrix has no signature: it is what no format claims.
+    std::unique_ptr<io::InputStream> in = io::InputStream::open(path);
+    if (io::detect_format(*in) == io::FileFormat::kUnknown) {
+      const Buffer bytes = Buffer::map_file(path);
+      try {
+        return imatrix_parse_legacy({bytes.data(), bytes.size()});
+      } catch (const Error& e) {
+        throw e.with_context(path);
+      }
+    }
+  }
   auto reader = io::open_reader(path);
+  if (reader->format() == io::FileFormat::kGguf && imatrix_is_gguf(*reader)) {
+    try {
+      return imatrix_read_gguf(*reader);
+    } catch (const Error& e) {
+      throw e.with_context(path);
+    }
+  }
   std::map<std::string, std::vector<float>> out;
   for (size_t i = 0; i < reader->tensors().size(); ++i) {
     const io::TensorInfo& info = reader->tensors()[i];

@@ -73,8 +73,10 @@ Quantized layout_collect(const std::string& name, const LayoutRecord& record, Lo
   }
   return q;
 }
-// Importance vectors from a safetensors or HDF5 file: every float tensor, converted to
-// f32, by name. Throws like io::open_reader.
+// Importance vectors by name: from llama.cpp's imatrix (GGUF or legacy .dat, see
+// imatrix.h), else every float tensor of a tensor file (safetensors, HDF5, ...),
+// converted to f32. Throws like io::open_reader, and kInvalidInput for a malformed
+// imatrix.
 std::map<std::string, std::vector<float>> read_importance(const std::string& path);
 
 // The importance vector of tensor `name` with `cols` columns: the entry named `name`,

@@ -60,8 +60,12 @@ TEST(Gguf, RoundTripKeepsTypesShapesAndPairs) {
   ASSERT_EQ(file.size() % kGgufDefaultAlignment, 0u);
   auto r = open_memory(file);
   EXPECT_EQ(r->version(), 3u);
-  ASSERT_EQ(r->kvs().size(), 2u);
+  ASSERT_EQ(r->kvs().size(), 3u);
   EXPECT_EQ(r->kvs()[1].value, kvs[1].value);
+  // A model gets general.file_type for what it holds: Q8_0 is the most common of the
+  // tensors llama.cpp does not keep in F32 (gguf_rules.h).
+  EXPECT_EQ(r->kvs()[2].key, "general.file_type");
+  EXPECT_EQ(gguf_kv_uint_value(r->kvs()[2]), 7u);
   EXPECT_EQ(r->metadata().at("general.architecture"), "llama");
   EXPECT_EQ(r->metadata().at("llama.block_count"), "2");
   ASSERT_EQ(r->tensors().size(), 3u);
@@ -97,14 +101,21 @@ TEST(Gguf, MappedFileIsZeroCopy) {
 TEST(Gguf, GenericWriterTakesPlainTensorsAndLeavesOutGeneralKeys) {
   Bytes out;
   auto w = gguf_writer(OutputStream::to_memory(&out));
-  TensorInfo info{"x", DType::kBF16, {4}, 8};
-  w->begin({info}, {{"general.architecture", "llama"}, {"note", "hi"}});
-  w->write(0, Tensor::zeros(DType::kBF16, {4}));
+  TensorInfo info{"x.weight", DType::kBF16, {2, 4}, 16};
+  TensorInfo norm{"x_norm.weight", DType::kBF16, {4}, 8};
+  w->begin({info, norm}, {{"general.architecture", "llama"}, {"note", "hi"}});
+  w->write(0, Tensor::zeros(DType::kBF16, {2, 4}));
+  Tensor ones = Tensor::empty(DType::kBF16, {4});
+  for (int i = 0; i < 4; ++i) reinterpret_cast<uint16_t*>(ones.mutable_data())[i] = 0x3f80;  // 1.0
+  w->write(1, ones);
   w->finish();
   auto r = open_memory(out);
   EXPECT_EQ(r->metadata().count("general.architecture"), 0u);
   EXPECT_EQ(r->metadata().at("note"), "hi");
   EXPECT_EQ(r->entry(0).type, GgmlType::kBF16);
+  // llama.cpp reads norms only as F32: widened on the way.
+  EXPECT_EQ(r->entry(1).type, GgmlType::kF32);
+  EXPECT_EQ(r->read(1).data_as<float>()[3], 1.0f);
 
   Bytes sink;
   auto w2 = gguf_writer(OutputStream::to_memory(&sink));

@@ -261,7 +261,9 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   }
   std::string what = r.source == io::FileFormat::kSafetensors
                          ? cli::count_noun(tensors, "tensor", "tensors")
-                         : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
+                         : r.source == io::FileFormat::kUnknown
+                             ? std::string("file kept as opaque bytes (no tensor format)")
+                             : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
   if (base)
     what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
   if (lossy)

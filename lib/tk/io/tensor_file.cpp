@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "tk/core/error.h"
 #include "tk/io/gguf.h"
@@ -124,10 +125,17 @@ FileFormat detect_format(InputStream& in) {
   const bool json_after_prefix = prefix && prefix->json_follows;
   if (json_after_prefix && prefix->header_bytes >= 2 && prefix->header_bytes <= kSafetensorsMaxHeader)
     return FileFormat::kSafetensors;
-  // A JSON object at the start: a shard index.
+  // A JSON object at the start with a "weight_map": a shard index. Other JSON (a model's
+  // config.json) is no tensor format.
   size_t i = 0;
   while (i < head.size() && is_space(head[i])) ++i;
-  if (i < head.size() && head[i] == '{') return FileFormat::kShardIndex;
+  if (i < head.size() && head[i] == '{') {
+    constexpr size_t kIndexKeyWithin = size_t{1} << 20;  // the key comes after "metadata" at most
+    const std::span<const uint8_t> text = in.peek(kIndexKeyWithin);
+    constexpr std::string_view kKey = "\"weight_map\"";
+    const std::string_view view(reinterpret_cast<const char*>(text.data()), text.size());
+    return view.find(kKey) != std::string_view::npos ? FileFormat::kShardIndex : FileFormat::kUnknown;
+  }
   // A length prefix out of bounds before the JSON is still safetensors, so that its
   // reader names the problem ("header length ... exceeds the limit").
   if (json_after_prefix) return FileFormat::kSafetensors;
@@ -242,7 +250,10 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
   const std::string path = in->path();
   std::string name = in->name();
   try {
-    switch (detect_format(*in)) {
+    FileFormat format = detect_format(*in);
+    // A file named as an index whose JSON lacks a weight_map: the index reader names that.
+    if (format == FileFormat::kUnknown && ends_with(path, ".index.json")) format = FileFormat::kShardIndex;
+    switch (format) {
       case FileFormat::kSafetensors: return safetensors_open(std::move(in), options);
       case FileFormat::kHdf5: return hdf5_open(std::move(in), options);
       case FileFormat::kGguf: return gguf_open(std::move(in), options);

@@ -2,6 +2,7 @@
 #include <memory>
 #include <vector>
 
+#include "cli/report.h"
 #include "tbench.h"
 
 namespace {
@@ -24,7 +25,9 @@ void add_run_flags(CLI::App* cmd, tk::tbench::RunOptions& o) {
       ->type_name("S");
   cmd->add_option("--csv", o.csv, "Write the results as CSV (one row per metric) to PATH ('-': stdout, replacing the table)")
       ->type_name("PATH");
-  cmd->add_option("--svg", o.svg, "Write plots (rate-distortion curves, throughput bars) to FILE")->type_name("FILE");
+  cmd->add_option("--svg", o.svg, "Write plots (rate-distortion curves, throughput bars) to FILE")
+      ->type_name("FILE")
+      ->check(tk::cli::report_path("SVG"));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // tdecomp: tensor decompositions, rank selection and reconstruction (docs/DECOMP.md).
+#include "cli/report.h"
 #include "tdecomp.h"
 
 namespace {
@@ -124,7 +125,9 @@ CLI::App* add_rank(tk::cli::Tool& tool, tk::tdecomp::RankOptions& o) {
       ->type_name("S");
   sub->add_option("--max-iters", o.max_iters, "Iteration limit per realisation (default 200)")->type_name("N");
   sub->add_option("--tol", o.tol, "Convergence tolerance per realisation (default 1e-7)")->type_name("EPS");
-  sub->add_option("--svg", o.svg, "Plot error and silhouette against rank into PATH")->type_name("PATH");
+  sub->add_option("--svg", o.svg, "Plot error and silhouette against rank into PATH")
+      ->type_name("PATH")
+      ->check(tk::cli::report_path("SVG"));
   sub->add_option("--task", o.task,
                   "Fit only task I's share of the realisations of N tasks (a job array: "
                   "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); with --partial")

@@ -1,6 +1,7 @@
 // tquant: uniform, microscaling and codebook quantization with budgeted mixed precision.
 #include <fmt/format.h>
 
+#include "cli/report.h"
 #include "tk/quant/scheme.h"
 #include "session.h"
 #include "tquant.h"
@@ -83,7 +84,9 @@ int main(int argc, char** argv) {
       "curve", "Compare budgeted allocations with single schemes on a model: bpw vs SQNR, JSON and SVG");
   curve->add_option("input", q.input, "Model file, sharded index or directory")->type_name("IN");
   curve->add_option("--candidates", q.candidates, "Schemes to compare, comma-separated")->type_name("LIST");
-  curve->add_option("--svg", svg, "Write the chart (bpw vs SQNR) to this SVG file")->type_name("FILE");
+  curve->add_option("--svg", svg, "Write the chart (bpw vs SQNR) to this SVG file")
+      ->type_name("FILE")
+      ->check(tk::cli::report_path("SVG"));
   curve->add_option("--importance", q.importance, "Per-column error weights per tensor")->type_name("FILE");
   curve->add_option("--keep", q.keep, "Leave tensors matching GLOB out")->type_name("GLOB")->allow_extra_args(false);
   curve->add_flag("--no-default-keep", q.no_default_keep, "Do not keep by the default rules");

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "cli/report.h"
 #include "tk/core/error.h"
 #include "tk/core/isa.h"
 #include "tk/io/stream.h"
@@ -40,7 +41,8 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
           return e.message() + " (" + p + ")";
         }
         return {};
-      });
+      })
+      ->check(report_path("JSON"));
   app.add_flag_function("-q,--quiet", [&o](int64_t) { o.quiet = true; }, "No summaries on stderr");
   app.add_flag_function("-v,--verbose", [&o](int64_t n) { o.verbose += static_cast<int>(n); },
                         "More detail on stderr; repeatable");

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 
@@ -54,6 +55,26 @@ void write_stdout(std::string_view text) {
   check_mapped_files();  // a report computed from a truncated input is not printed
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
     throw errno_error("write failed", "<stdout>", errno);
+}
+
+CLI::Validator report_path(const std::string& kind) {
+  return CLI::Validator(
+      [kind](std::string& path) -> std::string {
+        struct stat st;
+        if (path == "-" || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+        std::FILE* f = std::fopen(path.c_str(), "rb");
+        if (!f) return {};
+        char head[64];
+        const size_t n = std::fread(head, 1, sizeof head, f);
+        std::fclose(f);
+        size_t i = 0;
+        while (i < n && std::isspace(static_cast<unsigned char>(head[i]))) ++i;
+        const bool report = i == n ? n == 0  // an empty file holds no data
+                                   : kind == "SVG" ? head[i] == '<' : head[i] == '{' || head[i] == '[';
+        if (report) return {};
+        return "'" + path + "' exists and is not a " + kind + " report; only a report is replaced";
+      },
+      "", "report path");
 }
 
 void write_json(const nlohmann::json& doc, const std::string& path) {

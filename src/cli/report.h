@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 namespace tk::cli {
@@ -30,6 +31,12 @@ class TextTable {
   std::vector<std::string> header_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// A validator for a report path (--json PATH, --svg FILE): reports are replaced like a
+// log when run again, but only a report is replaced. An existing regular file that does
+// not start as one (`kind` "JSON": '{' or '['; "SVG": '<') is refused, so that a slip
+// such as `--json model.safetensors` cannot destroy data.
+CLI::Validator report_path(const std::string& kind);
 
 // Write `text` to standard output through stdio. Throws kIo on a write error (a broken
 // pipe, a full disk); output is checked again when stdout is closed at exit.

@@ -13,6 +13,7 @@ TK_BIN (the build directory, holding tckpt).
 """
 import os
 import subprocess
+import sys
 import threading
 import time
 
@@ -284,3 +285,17 @@ def test_waits_release_the_gil(tmp_path):
     assert elapsed > 0.05, "the save was too quick to tell"
     assert gap < elapsed / 2, (gap, elapsed)
     print(f"wait {elapsed:.3f} s, longest pause {gap:.4f} s")
+
+
+def test_readme_example_runs_as_written(tmp_path):
+    src = os.environ.get("TK_SRC", ".")
+    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    section = readme[readme.index("#### From Python"):]
+    code = section[section.index("```python\n") + 10:]
+    code = code[:code.index("```\n")]
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "[60, 80, 100]",
+        "restore target is F32 [16, 32], the step holds F32 [32, 16] (step-100: tensor 'model.0.weight')"]

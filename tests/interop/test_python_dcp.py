@@ -2,7 +2,7 @@
 
 Single process: a model's state dict with plain values saved with dcp.save and loaded
 bit for bit, a second incremental save storing unchanged chunks as references, an older
-step loaded by number; a save whose coordinator fails before committing the metadata,
+step loaded by number, dcp.async_save; a save whose coordinator fails before committing the metadata,
 and a process killed (SIGKILL) in a loop of saves, both leave the newest committed step
 loadable and the next save working. Under torchrun (gloo): saved on 2 ranks as sharded
 DTensors, loaded on 1 and 3 ranks bit for bit, both steps.
@@ -65,6 +65,17 @@ def test_single_process_save_load_incremental(tmp_path):
     assert target["extra"]["epoch"] == 3
     for k, v in first.items():
         assert same_bits(fresh.state_dict()[k], v), k
+
+
+def test_async_save(tmp_path):
+    # dcp.async_save stages a copy, then runs write_data and finish on its own thread.
+    state = {"a": torch.arange(1000, dtype=torch.float32), "o": {"k": 1}}
+    future = dcp.async_save(state, storage_writer=Writer(tmp_path))
+    state["a"].zero_()
+    future.result()
+    target = {"a": torch.zeros(1000), "o": {"k": 0}}
+    dcp.load(target, storage_reader=Reader(tmp_path))
+    assert torch.equal(target["a"], torch.arange(1000, dtype=torch.float32)) and target["o"] == {"k": 1}
 
 
 def test_failed_commit_leaves_the_previous_step(tmp_path, monkeypatch):

@@ -45,7 +45,8 @@ def train(model, optim, steps, seed):
 
 def same_bits(a, b):
     if isinstance(a, torch.Tensor):
-        return a.dtype == b.dtype and a.shape == b.shape and a.view(-1).view(torch.uint8).equal(b.view(-1).view(torch.uint8))
+        return (a.dtype == b.dtype and a.shape == b.shape
+                and a.view(-1).view(torch.uint8).equal(b.view(-1).view(torch.uint8)))
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 

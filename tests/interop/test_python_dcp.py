@@ -2,10 +2,10 @@
 
 Single process: a model's state dict with plain values saved with dcp.save and loaded
 bit for bit, a second incremental save storing unchanged chunks as references, an older
-step loaded by number, dcp.async_save; a save whose coordinator fails before committing the metadata,
-and a process killed (SIGKILL) in a loop of saves, both leave the newest committed step
-loadable and the next save working. Under torchrun (gloo): saved on 2 ranks as sharded
-DTensors, loaded on 1 and 3 ranks bit for bit, both steps.
+step loaded by number, dcp.async_save; a save whose coordinator fails before committing
+the metadata, and a process killed (SIGKILL) in a loop of saves, both leave the newest
+committed step loadable and the next save working. Under torchrun (gloo): saved on 2
+ranks as sharded DTensors, loaded on 1 and 3 ranks bit for bit, both steps.
 
 Runs under ctest, which puts the built package (BUILD/python) on PYTHONPATH.
 """
@@ -30,7 +30,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
 
 
 def same_bits(a, b):
-    return a.dtype == b.dtype and a.shape == b.shape and a.view(-1).view(torch.uint8).equal(b.view(-1).view(torch.uint8))
+    return (a.dtype == b.dtype and a.shape == b.shape
+            and a.view(-1).view(torch.uint8).equal(b.view(-1).view(torch.uint8)))
 
 
 def make_model(seed):
@@ -138,7 +139,8 @@ def test_sigkill_during_saves_leaves_a_loadable_step(tmp_path):
 
 def test_reader_refuses_a_directory_without_metadata(tmp_path):
     # DCP wraps what the reader raises, with its message.
-    with pytest.raises(CheckpointException, match=f"not a tensorkit DCP checkpoint: no meta/ directory \\({tmp_path}\\)"):
+    message = f"not a tensorkit DCP checkpoint: no meta/ directory \\({tmp_path}\\)"
+    with pytest.raises(CheckpointException, match=message):
         dcp.load({"x": torch.zeros(2)}, storage_reader=Reader(tmp_path))
     with pytest.raises(tensorkit.InvalidInputError, match="no meta/ directory"):
         Reader(tmp_path).read_metadata()

@@ -5,7 +5,8 @@ into a fresh model and optimizer bit for bit; numpy arrays and torch tensors of 
 mapped dtype round-trip; incremental mode stores unchanged tensors as references;
 keep_last removes old steps; verify names a tensor whose shard was damaged; errors are
 Python exceptions carrying the engine's message (the one tckpt prints); a restore
-into a tensor of the wrong shape is refused and leaves it untouched; the snapshot is
+into a tensor of the wrong shape is refused and leaves it untouched; tckpt verifies and
+restores a step saved from Python; the snapshot is
 taken before save() returns and waits run without the GIL.
 
 Runs under ctest, which puts the built package (BUILD/python) on PYTHONPATH and sets
@@ -300,3 +301,20 @@ def test_readme_example_runs_as_written(tmp_path):
     assert r.stdout.splitlines() == [
         "[60, 80, 100]",
         "restore target is F32 [16, 32], the step holds F32 [32, 16] (step-100: tensor 'model.0.weight')"]
+
+
+def test_tckpt_reads_what_python_saved(tmp_path):
+    # The same directories: tckpt verifies a step saved from Python and restores it to a
+    # safetensors file that the reference package reads back bit for bit.
+    from safetensors.numpy import load_file
+
+    state = {"w": np.arange(24, dtype=np.float32).reshape(4, 6), "n": {"i": np.array([1, -2, 3], dtype=np.int64)}}
+    with tc.Checkpointer(tmp_path / "ck", lossless=True) as ck:
+        ck.save(7, state).wait()
+    tckpt = os.path.join(BIN, "tckpt")
+    subprocess.run([tckpt, "verify", str(tmp_path / "ck")], check=True, capture_output=True)
+    subprocess.run([tckpt, "restore", str(tmp_path / "ck"), "-o", str(tmp_path / "out.safetensors")],
+                   check=True, capture_output=True)
+    out = load_file(tmp_path / "out.safetensors")
+    assert sorted(out) == ["n.i", "w"]
+    assert same_bits(out["w"], state["w"]) and same_bits(out["n.i"], state["n"]["i"])

@@ -6,8 +6,8 @@ mapped dtype round-trip; incremental mode stores unchanged tensors as references
 keep_last removes old steps; verify names a tensor whose shard was damaged; errors are
 Python exceptions carrying the engine's message (the one tckpt prints); a restore
 into a tensor of the wrong shape is refused and leaves it untouched; tckpt verifies and
-restores a step saved from Python; the snapshot is
-taken before save() returns and waits run without the GIL.
+restores a step saved from Python; the snapshot is taken before save() returns and
+waits run without the GIL; the README's example runs as written.
 
 Runs under ctest, which puts the built package (BUILD/python) on PYTHONPATH and sets
 TK_BIN (the build directory, holding tckpt).

@@ -19,7 +19,7 @@ apt_packages=(
   clang libclang-rt-14-dev time
   zsh fish
   slurm-wlm munge
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-dev pybind11-dev
 )
 
 missing=()

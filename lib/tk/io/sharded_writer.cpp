@@ -61,6 +61,13 @@ class ShardedWriter final : public TensorWriter {
       const OutputTarget t = output_target(p, file_options());
       if (t != OutputTarget::kAbsent && !options_.replace) throw usage_error("the output exists; use -f to overwrite", p);
     }
+    // The shards go into a directory of their own, created as transformers'
+    // save_pretrained creates it (with its missing parents).
+    if (const fs::path dir = target.parent_path(); !dir.empty()) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw errno_error("cannot create the output directory", dir.string(), ec.value());
+    }
     where_.resize(infos.size());
     std::vector<size_t> order;
     for (size_t s = 0; s < plan.size(); ++s) {

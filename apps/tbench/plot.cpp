@@ -54,7 +54,7 @@ std::optional<cli::LineChart> rate_distortion(const Report& report) {
   for (const auto& name : order) {
     auto& p = points[name];
     std::sort(p.begin(), p.end());
-    cli::Series s{name, {}, {}};
+    cli::Series s{name, {}, {}, false, {}};
     for (const auto& [x, y] : p) s.x.push_back(x), s.y.push_back(y);
     chart.series.push_back(std::move(s));
   }

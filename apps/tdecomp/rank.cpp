@@ -78,7 +78,8 @@ cli::LineChart chart(const std::string& name, const decomp::RankSelection& sel) 
   c.y_label = "relative error";
   c.log_y = true;
   c.y2_label = "silhouette";
-  cli::Series err{"relative error", {}, {}}, smin{"silhouette (min)", {}, {}}, smean{"silhouette (mean)", {}, {}};
+  cli::Series err{"relative error", {}, {}, false, {}}, smin{"silhouette (min)", {}, {}, false, {}},
+      smean{"silhouette (mean)", {}, {}, false, {}};
   for (const auto& s : sel.scores) {
     err.x.push_back(s.rank);
     err.y.push_back(s.rel_error);

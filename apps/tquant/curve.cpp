@@ -121,8 +121,15 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
     chart.title = "Budgeted mixed precision vs single schemes";
     chart.x_label = "bits per weight (metadata included)";
     chart.y_label = "SQNR (dB)";
-    cli::Series single{"single scheme", {}, {}}, mixed{"budgeted (one scheme per tensor)", {}, {}};
-    for (const Point& p : singles) single.x.push_back(p.bpw), single.y.push_back(p.sqnr_db);
+    cli::Series single, mixed;
+    single.name = "single scheme (each point one scheme)";
+    single.points_only = true;
+    mixed.name = "budgeted (one scheme per tensor)";
+    for (const Point& p : singles) {
+      single.x.push_back(p.bpw);
+      single.y.push_back(p.sqnr_db);
+      single.labels.push_back(p.label);
+    }
     for (const Point& p : budgeted) mixed.x.push_back(p.bpw), mixed.y.push_back(p.sqnr_db);
     chart.series = {single, mixed};
     std::string svg = cli::render_svg(chart);

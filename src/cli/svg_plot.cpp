@@ -181,9 +181,13 @@ void draw_series(std::string& svg, const Frame& f, const Axis& x, const Axis& y,
     else
       markers += "<circle cx=\"" + num(px) + "\" cy=\"" + num(py) + "\" r=\"3.5\" fill=\"" +
                  stroke + "\"/>\n";
+    // Labels alternate above and below the point, so that neighbours overlap less.
+    if (i < s.labels.size() && !s.labels[i].empty())
+      text(markers, px + 6, py + (i % 2 == 0 ? -6 : 14), "start", 10, s.labels[i],
+           std::string(" fill=\"") + stroke + "\"");
   }
   svg += "<g class=\"series\" data-name=\"" + escape_xml(s.name) + "\">\n";
-  if (!points.empty()) {
+  if (!points.empty() && !s.points_only) {
     points.pop_back();
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(stroke) +
            "\" stroke-width=\"2\" points=\"" + points + "\"" +
@@ -196,6 +200,7 @@ struct LegendEntry {
   std::string name;
   const char* colour;
   bool dashed;
+  bool points_only = false;  // a marker, not a line
 };
 
 // Legend in the column right of the plot area.
@@ -207,6 +212,8 @@ void draw_legend(std::string& svg, double x, double y, const std::vector<LegendE
     if (bars)
       svg += "<rect x=\"" + num(x) + "\" y=\"" + num(ly - 9) + "\" width=\"14\" height=\"10\" fill=\"" +
              e.colour + "\"/>\n";
+    else if (e.points_only)
+      svg += "<circle cx=\"" + num(x + 10) + "\" cy=\"" + num(ly - 4) + "\" r=\"3.5\" fill=\"" + e.colour + "\"/>\n";
     else
       line(svg, x, ly - 4, x + 20, ly - 4, e.colour,
            std::string(" stroke-width=\"2\"") + (e.dashed ? " stroke-dasharray=\"6 4\"" : ""));
@@ -265,7 +272,7 @@ std::string render_svg(const LineChart& chart) {
   size_t c = 0;
   for (const auto& s : chart.series) {
     draw_series(svg, f, x, y, s, colour(c), false);
-    legend.push_back({s.name, colour(c++), false});
+    legend.push_back({s.name, colour(c++), false, s.points_only});
   }
   for (const auto& s : chart.right) {
     draw_series(svg, f, x, y2, s, colour(c), true);

@@ -11,6 +11,10 @@ namespace tk::cli {
 struct Series {
   std::string name;          // legend entry
   std::vector<double> x, y;  // same length; points are drawn in the given order
+  // Points that are separate things (one scheme each), not a curve: markers without a
+  // line, each with its label beside it (`labels` empty, or as long as x).
+  bool points_only = false;
+  std::vector<std::string> labels;
 };
 
 struct LineChart {

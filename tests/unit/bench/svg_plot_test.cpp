@@ -20,7 +20,7 @@ LineChart two_curves() {
   c.title = "Rate-distortion <quant>";
   c.x_label = "bits per value";
   c.y_label = "SQNR (dB)";
-  c.series = {{"int8 & co", {8, 4, 2}, {40, 20, 8}}, {"nf4", {4.1, 4.5}, {19, 22}}};
+  c.series = {{"int8 & co", {8, 4, 2}, {40, 20, 8}, false, {}}, {"nf4", {4.1, 4.5}, {19, 22}, false, {}}};
   return c;
 }
 
@@ -44,6 +44,19 @@ TEST(SvgLine, OnePolylineAndOneMarkerPerPoint) {
   EXPECT_EQ(count(svg, "<circle"), 5u);
 }
 
+// Points that are separate things (one scheme each) are not joined by a line, and each
+// carries its label; the legend shows a marker for them.
+TEST(SvgLine, PointsOnlySeriesAreLabelledMarkers) {
+  LineChart c = two_curves();
+  c.series[0].points_only = true;
+  c.series[0].labels = {"int8", "int4", "int2 <x>"};
+  std::string svg = render_svg(c);
+  EXPECT_EQ(count(svg, "<polyline"), 1u);  // the other series only
+  EXPECT_EQ(count(svg, "<circle"), 6u);    // five points and one legend marker
+  EXPECT_NE(svg.find(">int4<"), std::string::npos);
+  EXPECT_NE(svg.find(">int2 &lt;x&gt;<"), std::string::npos);
+}
+
 TEST(SvgLine, SkipsNonFiniteAndNonPositiveOnLogAxes) {
   LineChart c = two_curves();
   c.log_x = true;
@@ -58,7 +71,7 @@ TEST(SvgLine, SkipsNonFiniteAndNonPositiveOnLogAxes) {
 TEST(SvgLine, RightAxisSeriesAreDashedWithSquares) {
   LineChart c = two_curves();
   c.y2_label = "silhouette";
-  c.right = {{"silhouette", {8, 4, 2}, {0.9, 0.5, 0.1}}};
+  c.right = {{"silhouette", {8, 4, 2}, {0.9, 0.5, 0.1}, false, {}}};
   std::string svg = render_svg(c);
   EXPECT_EQ(count(svg, "<polyline"), 3u);
   EXPECT_EQ(count(svg, "stroke-dasharray"), 2u);  // the line and its legend sample

@@ -112,5 +112,5 @@ string(REGEX MATCH "^[0-9]+" _tk_avcodec_major "${LIBAV_libavcodec_VERSION}")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libavcodec${_tk_avcodec_major}")
 # What find_package(tensorkit) needs to link the static library (tensorkit::tensorkit).
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "pkg-config, libhdf5-dev, libopenblas-openmp-dev, liblapacke-dev, \
-libzstd-dev, libxxhash-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
+libzstd-dev, libxxhash-dev, libre2-dev, libssl-dev, zlib1g-dev, libfmt-dev, nlohmann-json3-dev")
 include(CPack)

@@ -14,7 +14,7 @@ apt_packages=(
   libgtest-dev libgmock-dev
   libopenblas-openmp-dev liblapacke-dev
   libavcodec-dev libavutil-dev
-  libssl-dev libxxhash-dev xxhash zlib1g-dev
+  libssl-dev libxxhash-dev xxhash zlib1g-dev libre2-dev
   openmpi-bin libopenmpi-dev libpmix-dev
   clang libclang-rt-14-dev time
   zsh fish

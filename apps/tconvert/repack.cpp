@@ -42,7 +42,7 @@ Selected select(const cli::Tool& tool, const ConvertOptions& o, const quant::Deq
 
 std::string tensor_where(const std::string& name) { return "tensor '" + name + "'"; }
 
-size_t write_ct(const ConvertOptions& o, quant::DequantReader& reader, const Selected& sel,
+size_t write_ct(const cli::Tool& tool, const ConvertOptions& o, quant::DequantReader& reader, const Selected& sel,
                 const io::Metadata& metadata) {
   std::vector<quant::CtOutput> outputs;
   size_t repacked = 0;
@@ -72,7 +72,9 @@ size_t write_ct(const ConvertOptions& o, quant::DequantReader& reader, const Sel
   sources.dense = [&](size_t j) { return reader.read(sel.index[j]); };
   sources.quantized = [&](size_t j) { return reader.quantized(sel.index[j]); };
   sources.release = [&](size_t j) { reader.release(sel.index[j]); };
-  quant::ct_write_model(o.output, quant::ct_source_directory(o.inputs[0]), outputs, metadata, sources);
+  const quant::CtModelWritten written =
+      quant::ct_write_model(o.output, quant::ct_source_directory(o.inputs[0]), outputs, metadata, sources);
+  if (!written.skipped.empty()) tool.warning(written.skipped_text());
   return repacked;
 }
 
@@ -132,7 +134,7 @@ int run_repack(cli::Tool& tool, const ConvertOptions& o, quant::DequantReader& r
   const Selected sel = select(tool, o, reader);
   io::Metadata metadata = reader.metadata();
   tool.stamp(metadata);
-  const size_t repacked = ct ? write_ct(o, reader, sel, metadata) : write_gguf(o, reader, sel, metadata);
+  const size_t repacked = ct ? write_ct(tool, o, reader, sel, metadata) : write_gguf(o, reader, sel, metadata);
   if (!ct && !metadata.count(io::kGgufPairsKey)) tool.summary(cli::kGgufTensorsAlone);
   tool.summary(fmt::format("{}, {} repacked without quantizing again -> {}", cli::count_noun(sel.index.size(), "tensor", "tensors"),
                            repacked, ct ? "compressed-tensors" : "gguf"));

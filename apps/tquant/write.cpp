@@ -157,11 +157,12 @@ WriteOutcome write_compressed_tensors(const cli::Tool& tool, const QuantArgs& ar
   sources.release = [&](size_t k) {
     if (!slots[k]) input.release(plan[k].index);
   };
-  const std::string weights =
+  const quant::CtModelWritten written =
       quant::ct_write_model(args.output, quant::ct_source_directory(args.input), outputs, metadata, sources);
+  if (!written.skipped.empty()) tool.warning(written.skipped_text());
   WriteOutcome outcome;
-  outcome.sha256 = file_sha256(weights);
-  outcome.bytes = std::filesystem::file_size(weights);
+  outcome.sha256 = file_sha256(written.weights);
+  outcome.bytes = std::filesystem::file_size(written.weights);
   return outcome;
 }
 

@@ -228,10 +228,12 @@ def test_malformed_directories_exit_3(model_dir, tmp_path):
     short = dict(good)
     short["layers.0.q_proj.weight_packed"] = good["layers.0.q_proj.weight_packed"][:, :3].copy()
     missing = {k: v for k, v in good.items() if k != "layers.0.q_proj.weight_scale"}
+    no_root = {k: v for k, v in good.items() if k != "layers.0.q_proj.weight_packed"}
     cases = [
         (damaged(huge), b"weight_shape is not a sane 2-D shape"),
         (damaged(short), b"weight_packed must be I32"),
         (damaged(missing), b"missing parameter 'weight_scale'"),
+        (damaged(no_root), b"missing parameter 'weight_packed'"),
         (damaged(groups={"g": {"targets": ["Linear"], "weights": {"num_bits": 99}}}), b"'num_bits' must be"),
         (damaged(groups={"g": {"targets": ["re:" + "a" * 2000], "weights": {"num_bits": 4}}}), b"too long"),
         (damaged(groups={"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "symmetric": False,

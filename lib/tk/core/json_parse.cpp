@@ -180,6 +180,87 @@ class CompactWriter : public ValueSink<CompactWriter> {
   bool after_key_ = false;
 };
 
+// Builds the top-level members of an object whose keys are in `keep` (a DomBuilder for
+// each while it is read); every other event is only counted for depth.
+class SelectedMembers {
+ public:
+  SelectedMembers(std::string_view what, const std::vector<std::string>& keep, uint64_t max_values)
+      : what_(what), keep_(keep), max_values_(max_values) {}
+
+  void null() { value(json(nullptr)); }
+  void boolean(bool v) { value(json(v)); }
+  void number_integer(int64_t v) { value(json(v)); }
+  void number_unsigned(uint64_t v) { value(json(v)); }
+  void number_float(double v) { value(json(v)); }
+  void string(std::string& v) {
+    if (building()) value(json(std::move(v)));
+  }
+  void start_object() { start(json::value_t::object); }
+  void start_array() { start(json::value_t::array); }
+  void end_object() { end(); }
+  void end_array() { end(); }
+  void key(std::string& k, int depth) {
+    if (!root_object_) return;
+    if (depth > 1) {
+      if (building()) builder_->key(k, depth - 1);
+      return;
+    }
+    if (!top_keys_.insert(k).second) throw invalid_json(what_, "duplicate key " + quoted_key(k));
+    if (std::find(keep_.begin(), keep_.end(), k) == keep_.end()) return;
+    builder_.emplace(what_, /*reject_duplicates=*/false);
+    member_key_ = k;
+  }
+
+  bool root_object() const { return root_object_; }
+  json& members() { return members_; }
+
+ private:
+  bool building() const { return builder_.has_value(); }
+
+  void count() {
+    if (++values_ > max_values_)
+      throw invalid_json(what_, "the members read hold more than " + std::to_string(max_values_) + " values");
+  }
+  void value(json&& v) {
+    if (depth_ == 0) root_object_ = false;
+    if (!building()) return;
+    count();
+    builder_->value(std::move(v));
+    if (depth_ == 1) finish();
+  }
+  void start(json::value_t type) {
+    if (++depth_ == 1) {
+      root_object_ = type == json::value_t::object;
+      return;
+    }
+    if (!building()) return;
+    count();
+    builder_->start(type);
+  }
+  void end() {
+    if (building()) {
+      builder_->end();
+      if (depth_ == 2) finish();
+    }
+    --depth_;
+  }
+  void finish() {
+    members_[member_key_] = std::move(builder_->root());
+    builder_.reset();
+  }
+
+  std::string_view what_;
+  const std::vector<std::string>& keep_;
+  uint64_t max_values_;
+  uint64_t values_ = 0;
+  int depth_ = 0;  // containers open
+  bool root_object_ = false;
+  std::set<std::string> top_keys_;
+  std::optional<DomBuilder> builder_;  // the kept member being read
+  std::string member_key_;
+  json members_ = json::object();
+};
+
 }  // namespace
 
 namespace detail {
@@ -236,6 +317,43 @@ std::optional<json> json_parse_members(std::string_view text, std::string_view w
   json_parse_events(text, what, builder);
   if (builder.root().is_object()) return std::nullopt;
   return std::move(builder.root());
+}
+
+std::optional<json> json_parse_object_members(std::string_view text, std::string_view what,
+                                              const std::vector<std::string>& keep, uint64_t max_values) {
+  SelectedMembers sink(what, keep, max_values);
+  json_parse_events(text, what, sink);
+  if (!sink.root_object()) return std::nullopt;
+  return std::move(sink.members());
+}
+
+std::string json_object_append(std::string_view object_text, std::string_view key, std::string_view value_json,
+                               int indent) {
+  constexpr const char* kSpace = " \t\r\n";
+  const size_t close = object_text.find_last_not_of(kSpace);
+  if (close == std::string_view::npos || close == 0 || object_text[close] != '}')
+    throw internal_error("json_object_append: not the text of a JSON object");
+  // After the last member, or after the opening brace of an empty object (no value ends
+  // in '{').
+  const size_t last = object_text.find_last_not_of(kSpace, close - 1);
+  if (last == std::string_view::npos) throw internal_error("json_object_append: not the text of a JSON object");
+  const size_t body_end = last + 1;
+  const bool was_empty = object_text[last] == '{';
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  std::string out;
+  out.reserve(object_text.size() + key.size() + value_json.size() + value_json.size() / 8 + 16);
+  out.append(object_text.substr(0, body_end));
+  out += was_empty ? "\n" : ",\n";
+  out += pad;
+  out += json(std::string(key)).dump();
+  out += ": ";
+  for (char c : value_json) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+  out += '\n';
+  out.append(object_text.substr(close));
+  return out;
 }
 
 }  // namespace tk

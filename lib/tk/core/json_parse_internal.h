@@ -1,7 +1,7 @@
 // The one JSON policy for text from outside the process: safetensors headers and their
-// metadata values, checkpoint and store manifests, shard indexes, result files. Not a
-// public interface (it exposes nlohmann types): include only from lib/ and src/ .cpp
-// files and tests.
+// metadata values, checkpoint and store manifests, shard indexes, result files, a
+// model's config.json (read, and copied with a member added). Not a public interface
+// (it exposes nlohmann types): include only from lib/ and src/ .cpp files and tests.
 //
 // Every parse here
 // - refuses nesting deeper than kJsonMaxDepth, so that nothing downstream (nlohmann's
@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,24 @@ using JsonKeyHandler = std::function<void(int depth, const std::string& key)>;
 using JsonMemberHandler = std::function<void(std::string&& key, nlohmann::json&& value)>;
 std::optional<nlohmann::json> json_parse_members(std::string_view text, std::string_view what,
                                                  const JsonKeyHandler& on_key, const JsonMemberHandler& on_member);
+
+// Parse untrusted JSON text that should be an object, building only its top-level
+// members named in `keep`: the others are checked (syntax, depth) and dropped as they
+// are read, so memory follows the kept members, which may hold at most `max_values`
+// values in all (kInvalidInput beyond). A duplicate top-level key is refused; nested
+// ones are passed on, the last value winning. Returns the object of the kept members
+// that are present; nullopt when the top level is not an object. Errors as json_parse.
+std::optional<nlohmann::json> json_parse_object_members(std::string_view text, std::string_view what,
+                                                        const std::vector<std::string>& keep,
+                                                        uint64_t max_values = uint64_t{1} << 20);
+
+// `object_text` (the text of a JSON object that the policy accepted, without a member
+// `key`) with the member `key`: `value_json` appended as its last member, spliced into
+// the text. Every byte of the original is kept, so a document is copied at the cost of
+// its length whatever its shape. `value_json` (trusted text, such as dump(2)'s) goes on
+// a line of its own, each of its lines indented by `indent` spaces.
+std::string json_object_append(std::string_view object_text, std::string_view key, std::string_view value_json,
+                               int indent = 2);
 
 namespace detail {
 

@@ -7,9 +7,11 @@
 // u32 ggml type, u64 offset), zero padding to the alignment (`general.alignment`, a u32
 // power of two, default 32), then the data section; every offset is relative to it and
 // aligned. Validation rejects (kInvalidInput) version 1, big-endian files, unknown types,
-// duplicate keys and names, nested arrays, more than 4 dimensions, innermost dimensions
-// that are not whole blocks, misaligned, overlapping or out-of-file tensors, and more
-// than an alignment's worth of bytes after the last tensor.
+// duplicate keys and names, keys and names that are not UTF-8 (as gguf-py does), nested
+// arrays, more than 4 dimensions, innermost dimensions that are not whole blocks,
+// misaligned, overlapping or out-of-file tensors, and more than an alignment's worth of
+// bytes after the last tensor. A tensor of no bytes holds no data: its offset need only
+// be aligned (it may lie past the end of the file, as gguf-py reads it).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,12 @@ namespace tk::io {
 // gigabyte string costs only the bytes it sends, and never more than this in all.
 inline constexpr uint64_t kGgufMaxHeader = uint64_t{1} << 30;
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
+// The largest alignment the writer pads to. A file may claim any power of two (2^31 is
+// read, as gguf-py reads it), but its padding is bounded by its own bytes: every tensor
+// that holds data lies inside the file, and only empty ones may start past its end. A
+// larger alignment is not carried into an output, which would otherwise pad a 128-byte
+// file to gigabytes.
+inline constexpr uint32_t kGgufMaxAlignment = uint32_t{1} << 20;
 // ggml's GGML_MAX_NAME: llama.cpp refuses longer tensor names, so the writer does too.
 inline constexpr size_t kGgufMaxName = 63;
 
@@ -122,7 +130,9 @@ std::unique_ptr<GgufWriter> gguf_writer(std::unique_ptr<OutputStream> out);
 
 // The encoded header (through the padding before the data section) of a file holding
 // `tensors` stored one after another in this order, each aligned: for the writer and
-// for tests that build files by hand. Also returns each tensor's offset.
+// for tests that build files by hand. Also returns each tensor's offset. Throws
+// kInvalidInput for a general.alignment that is not a u32 power of two, kUsage for one
+// above kGgufMaxAlignment.
 std::vector<uint8_t> gguf_make_header(const std::vector<GgufTensorDecl>& tensors, const std::vector<GgufKv>& kvs,
                                       std::vector<uint64_t>* offsets = nullptr);
 

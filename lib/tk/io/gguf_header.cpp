@@ -23,6 +23,9 @@ constexpr uint32_t kMaxDims = 4;          // ggml's GGML_MAX_DIMS
 constexpr uint64_t kMaxKeyBytes = 65535;  // keys and tensor names
 constexpr size_t kReadStep = size_t{1} << 20;
 constexpr const char* kAlignmentKey = "general.alignment";
+// No file holds more bytes than off_t counts: offsets and ends beyond are refused, so
+// that their sums (rounded up to an alignment too) cannot overflow.
+constexpr uint64_t kMaxFileOffset = static_cast<uint64_t>(INT64_MAX);
 
 // Size of a scalar value type, 0 for strings and arrays; nullopt for unknown types.
 std::optional<uint32_t> scalar_bytes(uint32_t type) {
@@ -156,10 +159,21 @@ uint32_t alignment_of(const GgufKv& kv) {
   return a;
 }
 
+// GGUF strings are UTF-8; gguf-py refuses a key or tensor name that is not, and so do
+// the formats a name is converted into (a safetensors header, JSON metadata).
+void check_utf8(const std::string& s, const char* what) {
+  const size_t bad = detail::utf8_invalid_at({reinterpret_cast<const uint8_t*>(s.data()), s.size()});
+  if (bad != s.size()) throw invalid_input(fmt::format("{} is not valid UTF-8 (byte {})", what, bad));
+}
+
+// A key or name for a location: shortened, and with its bytes escaped by the tool.
+std::string shown(const std::string& s) { return s.substr(0, 96); }
+
 GgufTensor read_tensor(Cursor& c, uint32_t alignment) {
   GgufTensor t;
   t.name = c.string("tensor name", kMaxKeyBytes);
   try {
+    check_utf8(t.name, "tensor name");
     uint32_t n_dims = c.scalar<uint32_t>("dimension count");
     if (n_dims == 0 || n_dims > kMaxDims)
       throw invalid_input(fmt::format("{} dimensions (GGUF holds 1 to {})", n_dims, kMaxDims));
@@ -212,13 +226,14 @@ GgufHeader gguf_parse_header(InputStream& in, std::optional<uint64_t> file_size)
     GgufKv kv;
     kv.key = c.string("key", kMaxKeyBytes);
     try {
+      check_utf8(kv.key, "key");
       if (!keys.insert(kv.key).second) throw invalid_input("duplicate key");
       uint32_t type = c.scalar<uint32_t>("value type");
       read_value(c, type, kv.value, false);
       kv.type = static_cast<GgufValueType>(type);
       if (kv.key == kAlignmentKey) h.alignment = alignment_of(kv);
     } catch (const Error& e) {
-      throw e.with_context("key '" + kv.key.substr(0, 96) + "'");
+      throw e.with_context("key '" + shown(kv.key) + "'");
     }
     h.kvs.push_back(std::move(kv));
   }
@@ -231,18 +246,29 @@ GgufHeader gguf_parse_header(InputStream& in, std::optional<uint64_t> file_size)
   }
   std::stable_sort(h.tensors.begin(), h.tensors.end(),
                    [](const GgufTensor& a, const GgufTensor& b) { return a.offset < b.offset; });
-  for (size_t i = 1; i < h.tensors.size(); ++i)
-    if (h.tensors[i].offset < h.tensors[i - 1].offset + h.tensors[i - 1].nbytes)
-      throw invalid_input("overlaps tensor '" + h.tensors[i - 1].name.substr(0, 96) + "'",
-                          tensor_where(h.tensors[i].name));
+  // Tensors of no bytes hold no data: they overlap nothing and end nothing.
+  const GgufTensor* previous = nullptr;
+  for (const GgufTensor& t : h.tensors) {
+    if (t.nbytes == 0) continue;
+    if (t.nbytes > kMaxFileOffset - t.offset)
+      throw invalid_input(fmt::format("data at offset {} of {} bytes lies past the end of any file", t.offset,
+                                      t.nbytes),
+                          tensor_where(t.name));
+    if (previous && t.offset < previous->offset + previous->nbytes)
+      throw invalid_input("overlaps tensor '" + shown(previous->name) + "'", tensor_where(t.name));
+    previous = &t;
+    h.data_end = std::max(h.data_end, t.offset + t.nbytes);
+  }
   h.data_start = (c.used() + h.alignment - 1) / h.alignment * h.alignment;
-  for (const auto& t : h.tensors) h.data_end = std::max(h.data_end, t.offset + t.nbytes);
+  if (h.data_end > kMaxFileOffset - h.data_start)
+    throw invalid_input(fmt::format("data of {} bytes after {} bytes of header lies past the end of any file",
+                                    h.data_end, h.data_start));
   return h;
 }
 
 void gguf_check_extent(const GgufHeader& h, uint64_t data_bytes) {
   for (const auto& t : h.tensors)
-    if (t.offset > data_bytes || t.nbytes > data_bytes - t.offset)
+    if (t.nbytes > 0 && (t.offset > data_bytes || t.nbytes > data_bytes - t.offset))
       throw invalid_input(fmt::format("data at [{}, {}) lies past the end of the file ({} bytes of data)", t.offset,
                                       t.offset + t.nbytes, data_bytes),
                           tensor_where(t.name));
@@ -350,6 +376,9 @@ std::vector<uint8_t> gguf_make_header(const std::vector<GgufTensorDecl>& tensors
   uint32_t alignment = kGgufDefaultAlignment;
   for (const auto& kv : kvs)
     if (kv.key == kAlignmentKey) alignment = alignment_of(kv);
+  if (alignment > kGgufMaxAlignment)
+    throw usage_error(fmt::format("general.alignment {} is larger than the {} bytes written", alignment,
+                                  kGgufMaxAlignment));
   std::vector<uint8_t> out(kMagic, kMagic + 4);
   auto put = [&out]<typename T>(T v) {
     const size_t at = out.size();

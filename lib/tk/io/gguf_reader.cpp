@@ -100,6 +100,7 @@ class MappedGguf final : public GgufReaderBase {
  private:
   Buffer stored_bytes(size_t index) override {
     const GgufTensor& e = entries_[index];
+    if (e.nbytes == 0) return Buffer();  // its offset may lie past the end of the file
     return file_.slice(static_cast<size_t>(data_start_ + e.offset), static_cast<size_t>(e.nbytes));
   }
 
@@ -109,9 +110,10 @@ class MappedGguf final : public GgufReaderBase {
 
 class StreamGguf final : public GgufReaderBase {
  public:
-  StreamGguf(std::unique_ptr<InputStream> in, GgufHeader header)
+  // `size_checked`: the stream's length is known and holds every tensor.
+  StreamGguf(std::unique_ptr<InputStream> in, GgufHeader header, bool size_checked)
       : GgufReaderBase(in->name(), header), in_(std::move(in)), position_(in_->position()),
-        data_start_(header.data_start), data_end_(data_start_ + header.data_end) {
+        data_start_(header.data_start), data_end_(data_start_ + header.data_end), size_checked_(size_checked) {
     if (entries_.empty()) check_end();
   }
 
@@ -123,18 +125,18 @@ class StreamGguf final : public GgufReaderBase {
       throw usage_error("this stream is read sequentially and has already passed this tensor",
                         tensor_where(entries_[index].name));
     const GgufTensor& e = entries_[index];
-    skip_to(data_start_ + e.offset, e.name);
-    Buffer b = Buffer::allocate(static_cast<size_t>(e.nbytes));
-    // Read in steps, so that a header that lies about sizes costs only what arrives.
-    uint64_t have = 0;
-    while (have < e.nbytes) {
-      size_t step = static_cast<size_t>(std::min<uint64_t>(e.nbytes - have, uint64_t{1} << 24));
-      size_t got = in_->read(b.mutable_data() + have, step);
-      have += got;
-      if (got < step)
-        throw invalid_input(fmt::format("truncated data ({} of {} bytes present)", have, e.nbytes), tensor_where(e.name));
+    Buffer b;
+    if (e.nbytes > 0) {  // an empty tensor holds no data, and its offset may lie past the end
+      skip_to(data_start_ + e.offset, e.name);
+      if (size_checked_) {
+        b = Buffer::allocate(static_cast<size_t>(e.nbytes));
+        if (in_->read(b.mutable_data(), b.size()) != b.size()) throw invalid_input("truncated data", tensor_where(e.name));
+      } else {
+        // A header that lies about sizes costs only the bytes that arrive, not its claim.
+        b = detail::read_claimed_bytes(*in_, e.nbytes, e.name);
+      }
+      position_ += e.nbytes;
     }
-    position_ += e.nbytes;
     next_ = index + 1;
     if (next_ == entries_.size()) check_end();
     return b;
@@ -169,6 +171,7 @@ class StreamGguf final : public GgufReaderBase {
   uint64_t position_;
   uint64_t data_start_;
   uint64_t data_end_;  // file offset of the end of the last tensor
+  bool size_checked_;
   size_t next_ = 0;
 };
 
@@ -189,7 +192,7 @@ std::unique_ptr<GgufReader> gguf_open(std::unique_ptr<InputStream> in, const Rea
     std::optional<uint64_t> size = in->size();
     GgufHeader header = detail::gguf_parse_header(*in, size);
     if (size) detail::gguf_check_extent(header, *size > header.data_start ? *size - header.data_start : 0);
-    return std::make_unique<StreamGguf>(std::move(in), std::move(header));
+    return std::make_unique<StreamGguf>(std::move(in), std::move(header), size.has_value());
   });
 }
 

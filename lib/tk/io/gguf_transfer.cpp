@@ -41,6 +41,9 @@ std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& me
       keys.insert(kv.key);
       auto it = metadata.find(kv.key);
       if (it == metadata.end()) continue;
+      // Padding is layout, not content: an alignment past what the writer pads to is not
+      // carried over (the output gets the default), so a tiny file cannot make a huge one.
+      if (kv.key == "general.alignment" && gguf_kv_uint_value(kv).value_or(0) > kGgufMaxAlignment) continue;
       kvs.push_back(it->second == gguf_value_text(kv) ? kv : gguf_kv_string(kv.key, it->second));
     }
   }

@@ -22,7 +22,8 @@ TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const s
 // see gguf_kv_json.h), as stored, where `metadata` still has them with the same text (a
 // changed text is written as a string, a missing key is left out), then the other keys
 // of `metadata` as strings, but `general.*` (typed by GGUF), "format" and
-// kGgufPairsKey. Throws kInvalidInput for a malformed kGgufPairsKey value.
+// kGgufPairsKey. A general.alignment above kGgufMaxAlignment is left out (the output
+// takes the default). Throws kInvalidInput for a malformed kGgufPairsKey value.
 std::vector<GgufKv> gguf_output_kvs(const GgufReader* source, const Metadata& metadata);
 
 // Make every item whose output llama.cpp reads only as F32 (gguf_keeps_f32: norms,

@@ -30,6 +30,14 @@ struct SafetensorsPrefix {
 };
 std::optional<SafetensorsPrefix> safetensors_prefix(std::span<const uint8_t> head);
 
+// Read the `n` bytes of tensor `name` that a header claims from a stream whose length is
+// not known (a pipe): allocated at once up to kDirectAllocLimit (untouched pages cost
+// address space, not memory), beyond it in a buffer that grows by doubling as the bytes
+// arrive. Memory follows the bytes sent, never the claim alone. Throws kInvalidInput
+// "truncated data (G of N bytes present)" when the stream ends first.
+inline constexpr uint64_t kDirectAllocLimit = uint64_t{1} << 30;
+Buffer read_claimed_bytes(InputStream& in, uint64_t n, const std::string& name);
+
 // "tensor 'name'" for error locations, very long names shortened. The bytes are kept as
 // they are: the tools escape every message they print (src/cli/display_text.h).
 std::string tensor_where(std::string_view name);

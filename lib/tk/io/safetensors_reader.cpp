@@ -16,15 +16,12 @@ namespace tk::io {
 
 namespace {
 
+using detail::kDirectAllocLimit;
 using detail::tensor_where;
 
 // Growth step when reading from a stream of unknown size: memory follows the bytes that
 // actually arrive, never a length the header merely claims.
 constexpr size_t kReadStep = size_t{1} << 20;
-// Up to this size a tensor's buffer is allocated at once even when the stream's length
-// is unknown: untouched pages cost address space, not memory, so a header that lies
-// about sizes still cannot make us use more memory than the data actually sent.
-constexpr uint64_t kDirectAllocLimit = uint64_t{1} << 30;
 
 void check_header_length(uint64_t n, std::optional<uint64_t> available) {
   if (n > kSafetensorsMaxHeader)
@@ -189,24 +186,7 @@ class StreamReader final : public TensorReader {
       }
       return b;
     }
-    size_t cap = static_cast<size_t>(std::min<uint64_t>(n, kReadStep));
-    Buffer b = Buffer::allocate(cap);
-    size_t have = 0;
-    while (have < n) {
-      if (have == cap) {
-        size_t grown = static_cast<size_t>(std::min<uint64_t>(n, uint64_t{cap} * 2));
-        Buffer bigger = Buffer::allocate(grown);
-        std::memcpy(bigger.mutable_data(), b.data(), have);
-        b = std::move(bigger);
-        cap = grown;
-      }
-      size_t got = in_->read(b.mutable_data() + have, cap - have);
-      have += got;
-      if (have < cap)
-        throw invalid_input("truncated data (" + std::to_string(have) + " of " + std::to_string(n) + " bytes present)",
-                            tensor_where(name));
-    }
-    return b;
+    return detail::read_claimed_bytes(*in_, n, name);
   }
 
   void check_no_trailing_bytes() {
@@ -270,5 +250,38 @@ std::unique_ptr<TensorReader> safetensors_open(std::unique_ptr<InputStream> in, 
     return open_stream(std::move(in));
   });
 }
+
+namespace detail {
+
+Buffer read_claimed_bytes(InputStream& in, uint64_t n, const std::string& name) {
+  auto truncated = [&](uint64_t have) {
+    return invalid_input("truncated data (" + std::to_string(have) + " of " + std::to_string(n) + " bytes present)",
+                         tensor_where(name));
+  };
+  if (n <= kDirectAllocLimit) {
+    Buffer b = Buffer::allocate(static_cast<size_t>(n));
+    const uint64_t got = n ? in.read(b.mutable_data(), static_cast<size_t>(n)) : 0;
+    if (got != n) throw truncated(got);
+    return b;
+  }
+  size_t cap = kReadStep;
+  Buffer b = Buffer::allocate(cap);
+  size_t have = 0;
+  while (have < n) {
+    if (have == cap) {
+      size_t grown = static_cast<size_t>(std::min<uint64_t>(n, uint64_t{cap} * 2));
+      Buffer bigger = Buffer::allocate(grown);
+      std::memcpy(bigger.mutable_data(), b.data(), have);
+      b = std::move(bigger);
+      cap = grown;
+    }
+    size_t got = in.read(b.mutable_data() + have, cap - have);
+    have += got;
+    if (have < cap) throw truncated(have);
+  }
+  return b;
+}
+
+}  // namespace detail
 
 }  // namespace tk::io

@@ -1,15 +1,12 @@
-// The repacking behind compressed_tensors.h, and the quantization_config that names
-// it. The layouts are those of the compressed-tensors package's compressors
-// (pack_quantized/helpers.py: pack_to_int32; nvfp4/helpers.py: pack_fp4_to_uint8) and
-// the config those of its QuantizationConfig and QuantizationArgs.
+// The repacking behind compressed_tensors.h (the config is ct_config.cpp's). The layouts
+// are those of the compressed-tensors package's compressors (pack_quantized/helpers.py:
+// pack_to_int32; nvfp4/helpers.py: pack_fp4_to_uint8).
 #include "tk/quant/compressed_tensors.h"
 
 #include <cmath>
 #include <cstring>
-#include <regex>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "tk/core/error.h"
 #include "tk/quant/quant_internal.h"
@@ -18,7 +15,6 @@ namespace tk::quant {
 namespace {
 
 using namespace detail;
-using nlohmann::json;
 
 constexpr const char* kPacked = "pack-quantized";
 constexpr const char* kFloat = "float-quantized";
@@ -194,65 +190,6 @@ Quantized from_nvfp4(const CtScheme& s, const std::map<std::string, Tensor>& par
   return q;
 }
 
-json args_json(const CtScheme& s) {
-  json a = {{"num_bits", s.num_bits}, {"type", s.type},   {"symmetric", s.symmetric}, {"strategy", s.strategy},
-            {"dynamic", false},       {"actorder", nullptr}, {"block_structure", nullptr}, {"observer", "minmax"},
-            {"observer_kwargs", json::object()}};
-  a["group_size"] = s.group_size > 0 ? json(s.group_size) : json(nullptr);
-  if (s.format == kNvfp4) a["scale_dtype"] = "torch.float8_e4m3fn";
-  return a;
-}
-
-std::string json_string(const json& j, const char* key, const std::string& fallback = {}) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_string()) throw invalid_input(std::string("'") + key + "' must be a string");
-  return it->get<std::string>();
-}
-
-CtScheme parse_args(const json& w, const std::string& format) {
-  if (!w.is_object()) throw invalid_input("a config group has no 'weights' object");
-  CtScheme s;
-  s.format = format;
-  s.type = json_string(w, "type", "int");
-  auto bits = w.find("num_bits");
-  if (bits == w.end() || !bits->is_number_integer() || *bits < 1 || *bits > 16) {
-    throw invalid_input("'num_bits' must be an integer from 1 to 16");
-  }
-  s.num_bits = bits->get<int>();
-  s.strategy = json_string(w, "strategy", "tensor");
-  if (auto g = w.find("group_size"); g != w.end() && !g->is_null()) {
-    if (!g->is_number_integer() || *g < 1) throw invalid_input("'group_size' must be a positive integer");
-    s.group_size = g->get<int64_t>();
-  }
-  if (auto sym = w.find("symmetric"); sym != w.end() && !sym->is_null()) {
-    if (!sym->is_boolean()) throw invalid_input("'symmetric' must be true or false");
-    s.symmetric = sym->get<bool>();
-  }
-  return s;
-}
-
-// A target or ignore entry that names a module class ("Linear") rather than modules.
-bool class_target(const std::string& t) { return !t.empty() && std::isupper(static_cast<unsigned char>(t[0])) && t.find('.') == std::string::npos; }
-
-// std::regex recurses per character: a pattern or name past this length is a hostile
-// file, not a model (module names run to a few dozen characters).
-constexpr size_t kMaxPatternMatch = 1024;
-
-bool name_matches(const std::string& target, const std::string& module) {
-  if (target.rfind("re:", 0) == 0) {
-    if (target.size() > kMaxPatternMatch) throw invalid_input("a pattern in the quantization config is too long");
-    if (module.size() > kMaxPatternMatch) return false;
-    try {
-      // compressed-tensors uses re.match: anchored at the start only.
-      return std::regex_search(module, std::regex(target.substr(3)), std::regex_constants::match_continuous);
-    } catch (const std::regex_error&) {
-      throw invalid_input("bad pattern '" + target + "' in the quantization config");
-    }
-  }
-  return target == module;
-}
-
 }  // namespace
 
 std::string CtScheme::text() const {
@@ -408,81 +345,6 @@ Quantized ct_quantized(const CtScheme& s, const std::map<std::string, Tensor>& p
   if (s.format == kNvfp4) return from_nvfp4(s, params);
   throw invalid_input("format '" + s.format + "' is not supported (tensorkit reads " + kPacked + ", " + kFloat +
                       " and " + kNvfp4 + ")");
-}
-
-std::string ct_quantization_config(const CtConfig& config) {
-  json groups = json::object();
-  std::string format;
-  for (size_t i = 0; i < config.groups.size(); ++i) {
-    const CtGroup& g = config.groups[i];
-    groups[fmt::format("group_{}", i)] = {{"targets", g.targets},
-                                          {"weights", args_json(g.scheme)},
-                                          {"input_activations", nullptr},
-                                          {"output_activations", nullptr},
-                                          {"format", g.scheme.format}};
-    format = i == 0 || format == g.scheme.format ? g.scheme.format : "mixed-precision";
-  }
-  json c = {{"quant_method", "compressed-tensors"},
-            {"format", format.empty() ? "dense" : format},
-            {"quantization_status", "compressed"},
-            {"config_groups", std::move(groups)},
-            {"ignore", config.ignore},
-            {"kv_cache_scheme", nullptr},
-            {"global_compression_ratio", nullptr}};
-  return c.dump();
-}
-
-std::optional<CtConfig> ct_config_parse(const std::string& config_json) {
-  json doc = json::parse(config_json, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  auto qc = doc.find("quantization_config");
-  if (qc == doc.end() || !qc->is_object()) return std::nullopt;
-  if (json_string(*qc, "quant_method") != "compressed-tensors") return std::nullopt;
-  const std::string format = json_string(*qc, "format", kPacked);
-  CtConfig config;
-  auto groups = qc->find("config_groups");
-  if (groups == qc->end() || !groups->is_object()) throw invalid_input("quantization_config has no config_groups");
-  for (const auto& [name, g] : groups->items()) {
-    if (!g.is_object()) throw invalid_input("config group '" + name + "' is not an object");
-    const std::string group_format = json_string(g, "format", format);
-    if (group_format == "mixed-precision") throw invalid_input("config group '" + name + "' names no format");
-    CtGroup group;
-    try {
-      group.scheme = parse_args(g.contains("weights") ? g["weights"] : json(), group_format);
-    } catch (const Error& e) {
-      throw invalid_input(e.message(), "config group '" + name + "'");
-    }
-    auto targets = g.find("targets");
-    if (targets == g.end() || !targets->is_array()) throw invalid_input("config group '" + name + "' has no targets");
-    for (const json& t : *targets) {
-      if (!t.is_string()) throw invalid_input("config group '" + name + "': targets must be strings");
-      group.targets.push_back(t.get<std::string>());
-    }
-    config.groups.push_back(std::move(group));
-  }
-  for (const char* key : {"torch_dtype", "dtype"}) {
-    const std::string name = doc.contains(key) && doc[key].is_string() ? doc[key].get<std::string>() : "";
-    if (name == "float32") config.dtype = DType::kF32;
-    if (name == "bfloat16") config.dtype = DType::kBF16;
-    if (name == "float16") config.dtype = DType::kF16;
-  }
-  if (auto ignore = qc->find("ignore"); ignore != qc->end() && ignore->is_array()) {
-    for (const json& t : *ignore)
-      if (t.is_string()) config.ignore.push_back(t.get<std::string>());
-  }
-  return config;
-}
-
-const CtGroup* ct_group_for(const CtConfig& config, const std::string& module) {
-  for (const std::string& t : config.ignore)
-    if (!class_target(t) && name_matches(t, module)) return nullptr;
-  for (const CtGroup& g : config.groups)
-    for (const std::string& t : g.targets)
-      if (!class_target(t) && name_matches(t, module)) return &g;
-  for (const CtGroup& g : config.groups)
-    for (const std::string& t : g.targets)
-      if (class_target(t)) return &g;
-  return nullptr;
 }
 
 }  // namespace tk::quant

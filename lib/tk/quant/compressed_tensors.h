@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,25 +95,33 @@ struct CtGroup {
   CtScheme scheme;
   std::vector<std::string> targets;
 };
+// The compiled "re:" patterns of a config (opaque: ct_config.cpp's).
+struct CtPatterns;
 struct CtConfig {
   std::vector<CtGroup> groups;
   std::vector<std::string> ignore;
   std::optional<DType> dtype;  // config.json's torch_dtype (or dtype), when a float type
+  // ct_config_parse compiles the patterns once; ct_group_for compiles any other pattern
+  // (of a config made or changed by hand) on each call.
+  std::shared_ptr<const CtPatterns> patterns;
 };
 
 // The `quantization_config` object (JSON text) of groups whose targets are exact module
 // names; format is the groups' one, or "mixed-precision" when they differ.
 std::string ct_quantization_config(const CtConfig& config);
 
-// The quantization config of a config.json text; nullopt when the text is not a JSON
-// object, has no quantization_config or one of another quant_method. Throws
-// kInvalidInput for a malformed compressed-tensors config (a group without weights or
-// targets, bits out of range).
+// The quantization config of a config.json text; nullopt when the JSON policy
+// (core/json_parse_internal.h) refuses the text or it is not an object, has no
+// quantization_config or one of another quant_method. Throws kInvalidInput for a
+// malformed compressed-tensors config (a group without weights or targets, bits out of
+// range, a "re:" pattern that does not compile).
 std::optional<CtConfig> ct_config_parse(const std::string& config_json);
 
 // The group that quantizes module `module` (a name without ".weight"): the first whose
 // name or "re:" target matches, else the first with a class target; null when an ignore
-// entry matches or no group does.
+// entry matches or no group does. A "re:" pattern matches as compressed-tensors'
+// re.match does (anchored at the start of the name only), in time linear in the name
+// (RE2: no backreferences or lookaround, which such a config is refused for).
 const CtGroup* ct_group_for(const CtConfig& config, const std::string& module);
 
 }  // namespace tk::quant

@@ -1,24 +1,28 @@
 #include "tk/quant/ct_model.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tk/core/error.h"
+#include "tk/core/json_parse_internal.h"
+#include "tk/io/dir_fd.h"
 #include "tk/io/stream.h"
 
 namespace tk::quant {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::ordered_json;
 
 constexpr uint64_t kMaxConfigBytes = 16 << 20;
 
@@ -69,7 +73,66 @@ class StagingDirectory {
   bool committed_ = false;
 };
 
+const char* entry_kind(io::EntryType type) {
+  switch (type) {
+    case io::EntryType::kSymlink: return "a symbolic link";
+    case io::EntryType::kDirectory: return "a directory";
+    case io::EntryType::kFile:
+    case io::EntryType::kOther: break;
+  }
+  return "not a regular file";
+}
+
+// Copy regular file `name` of `from` into `to`, with its permission bits.
+void copy_file(const io::DirFd& from, const io::DirFd& to, const std::string& name) {
+  io::Fd in = from.open_file(name, O_RDONLY);
+  if (!in.valid()) throw errno_error("cannot open", from.child_path(name), in.error());
+  struct stat st {};
+  if (::fstat(in.fd(), &st) != 0) throw errno_error("cannot stat", from.child_path(name), errno);
+  io::Fd out = to.create_file(name, st.st_mode & 0777);
+  std::vector<uint8_t> buffer(io::kMaxWriteCall);
+  for (;;) {
+    const ssize_t got = ::read(in.fd(), buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw errno_error("cannot read", from.child_path(name), errno);
+    if (got == 0) break;
+    io::write_fd(out.fd(), buffer.data(), static_cast<size_t>(got), to.child_path(name));
+  }
+  if (out.close() != 0) throw errno_error("cannot write", to.child_path(name), errno);
+}
+
+// Copy the side files of `source_dir` (tokenizer, generation config, ...: its entries
+// other than config.json, weights and subdirectories) into `staging`: only regular
+// files inside the directory, each opened without following a link and without
+// blocking on a FIFO. A link (which may point anywhere: another user's file, a device)
+// or any other kind of entry is not copied; returns those, as "NAME (WHAT)".
+std::vector<std::string> copy_side_files(const std::string& source_dir, const fs::path& staging) {
+  const io::DirFd from = io::DirFd::open(source_dir);
+  const io::DirFd to = io::DirFd::open(staging.string());
+  std::vector<std::string> skipped;
+  for (const std::string& name : from.list()) {
+    if (name == "config.json" || weight_file(name)) continue;
+    const std::optional<io::EntryType> type = from.type(name);
+    if (!type || *type == io::EntryType::kDirectory) continue;
+    if (*type != io::EntryType::kFile) {
+      skipped.push_back(name + " (" + entry_kind(*type) + ")");
+      continue;
+    }
+    copy_file(from, to, name);
+  }
+  return skipped;
+}
+
 }  // namespace
+
+std::string CtModelWritten::skipped_text() const {
+  if (skipped.empty()) return {};
+  constexpr size_t kShown = 8;
+  std::string list;
+  for (size_t i = 0; i < std::min(skipped.size(), kShown); ++i) list += (i ? ", " : "") + skipped[i];
+  if (skipped.size() > kShown) list += fmt::format(" and {} more", skipped.size() - kShown);
+  return "not copied into the model directory, which takes only regular files from the source directory: " + list;
+}
 
 std::string ct_module_of(const std::string& weight_name) {
   constexpr std::string_view kSuffix = ".weight";
@@ -109,21 +172,32 @@ void ct_check_output_directory(const std::string& dir) {
   if (!fs::is_empty(dir, ec)) throw usage_error("exists and is not empty; give a new or empty directory", dir);
 }
 
-std::string ct_write_model(const std::string& dir, const std::string& source_dir, const std::vector<CtOutput>& outputs,
-                           const io::Metadata& metadata, const CtModelSources& sources) {
+std::string ct_model_config(std::string_view source_config, const CtConfig& ct) {
+  std::string_view text = source_config.empty() ? std::string_view("{}") : source_config;
+  // The source is checked (syntax, nesting depth) without being built: only whether it
+  // already has a quantization_config matters, and its text is copied as it is.
+  const std::optional<nlohmann::json> has = json_parse_object_members(text, "config.json", {"quantization_config"});
+  if (!has) throw invalid_input("config.json is not a JSON object");
+  if (!has->empty()) throw usage_error("the model's config.json already has a quantization_config");
+  // Our own, small object, laid out as the usual two-space indented config.json.
+  const std::string qc = nlohmann::ordered_json::parse(ct_quantization_config(ct)).dump(2);
+  std::string out = json_object_append(text, "quantization_config", qc);
+  if (out.back() != '\n') out += '\n';
+  return out;
+}
+
+CtModelWritten ct_write_model(const std::string& dir, const std::string& source_dir,
+                              const std::vector<CtOutput>& outputs, const io::Metadata& metadata,
+                              const CtModelSources& sources) {
   ct_check_output_directory(dir);
-  ordered_json config = ordered_json::object();
+  std::string source_config;
+  fs::path source_config_path;
   if (!source_dir.empty()) {
-    const fs::path source_config = fs::path(source_dir) / "config.json";
+    source_config_path = fs::path(source_dir) / "config.json";
     std::error_code ec;
-    if (fs::is_regular_file(source_config, ec)) {
-      config = ordered_json::parse(read_config(source_config), nullptr, false);
-      if (config.is_discarded() || !config.is_object()) {
-        throw invalid_input("not a JSON object", source_config.string());
-      }
-      if (config.contains("quantization_config")) {
-        throw usage_error("the model's config.json already has a quantization_config", source_config.string());
-      }
+    if (fs::is_regular_file(source_config_path, ec)) {
+      source_config = read_config(source_config_path);
+      if (source_config.empty()) throw invalid_input("empty; not a JSON object", source_config_path.string());
     }
   }
 
@@ -153,7 +227,12 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
   }
   CtConfig ct;
   for (auto& [scheme, modules] : targets) ct.groups.push_back({scheme, std::move(modules)});
-  config["quantization_config"] = ordered_json::parse(ct_quantization_config(ct));
+  std::string config;
+  try {
+    config = ct_model_config(source_config, ct);
+  } catch (const Error& e) {
+    throw e.with_context(source_config_path.string());
+  }
 
   StagingDirectory staging{fs::path(dir)};
   io::Metadata meta = metadata;
@@ -180,23 +259,14 @@ std::string ct_write_model(const std::string& dir, const std::string& source_dir
 
   {
     auto out = io::OutputStream::open((staging.path() / "config.json").string());
-    const std::string text = config.dump(2) + "\n";
-    out->write(text.data(), text.size());
+    out->write(config.data(), config.size());
     out->commit();
   }
-  if (!source_dir.empty()) {
-    std::error_code ec;
-    for (const fs::directory_entry& e : fs::directory_iterator(source_dir, ec)) {
-      const std::string name = e.path().filename().string();
-      if (name == "config.json" || weight_file(name) || !e.is_regular_file(ec)) continue;
-      if (!fs::copy_file(e.path(), staging.path() / name, ec)) {
-        throw io_error("cannot copy into the model directory: " + ec.message(), e.path().string());
-      }
-    }
-    if (ec) throw io_error("cannot list: " + ec.message(), source_dir);
-  }
+  CtModelWritten written;
+  if (!source_dir.empty()) written.skipped = copy_side_files(source_dir, staging.path());
   staging.commit();
-  return (fs::path(dir) / "model.safetensors").string();
+  written.weights = (fs::path(dir) / "model.safetensors").string();
+  return written;
 }
 
 }  // namespace tk::quant

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tk/io/tensor_file.h"
@@ -51,13 +52,32 @@ std::string ct_source_directory(const std::string& input);
 // Throws kUsage otherwise.
 void ct_check_output_directory(const std::string& dir);
 
+// The config.json of a model quantized as `ct`: `source_config` (the text of the source
+// model's config.json; empty for none) with the quantization_config appended, every
+// other byte as it was (json_object_append: linear in the text, whatever its nesting).
+// Throws kInvalidInput when the JSON policy (core/json_parse_internal.h) refuses the
+// text (nesting deeper than kJsonMaxDepth, say) or it is not an object, kUsage when it
+// already has a quantization_config.
+std::string ct_model_config(std::string_view source_config, const CtConfig& ct);
+
+struct CtModelWritten {
+  std::string weights;               // the path of the model's model.safetensors
+  std::vector<std::string> skipped;  // entries of the source directory not copied, "NAME (WHAT)"
+  // One line on what was skipped, for a warning; empty when nothing was.
+  std::string skipped_text() const;
+};
+
 // Write the model into `dir` through a temporary directory beside it, renamed into
 // place when complete (a failure leaves nothing under `dir`). `source_dir` (may be
-// empty) gives config.json and the files copied: its regular files other than weights
-// (.safetensors, .bin, .pt, .pth, .gguf, .h5, .npz and shard indexes). Tensors are
-// fed in the writer's storage order, so memory stays near one tensor's parameters.
-// Returns the path of the model's model.safetensors.
-std::string ct_write_model(const std::string& dir, const std::string& source_dir, const std::vector<CtOutput>& outputs,
-                           const io::Metadata& metadata, const CtModelSources& sources);
+// empty) gives config.json (ct_model_config; errors located at it) and the files
+// copied: its regular files other than weights (.safetensors, .bin, .pt, .pth, .gguf,
+// .h5, .npz and shard indexes), each opened inside the directory without following a
+// link. Its symbolic links, FIFOs, devices and sockets are not copied (a link may point
+// outside the directory, at another user's file) but listed in `skipped`;
+// subdirectories are left out. Tensors are fed in the writer's storage order, so
+// memory stays near one tensor's parameters.
+CtModelWritten ct_write_model(const std::string& dir, const std::string& source_dir,
+                              const std::vector<CtOutput>& outputs, const io::Metadata& metadata,
+                              const CtModelSources& sources);
 
 }  // namespace tk::quant

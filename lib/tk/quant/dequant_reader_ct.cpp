@@ -23,36 +23,41 @@ struct CtModule {
   std::vector<size_t> params;
 };
 
-// The quantized modules of the file, by the index of their root parameter: a module is
-// quantized when its group's root parameter and every other one are there. A missing
-// one is an error, except for float-quantized, whose root is the plain "weight" that
-// every module of the model has.
+// The quantized modules of the file, by the index of their root parameter. A module is
+// quantized when its group names it, or when any of the group's parameters but a plain
+// "weight" is there; then every one must be: a missing one (the root included) is an
+// error naming the module, never a weight silently absent. A plain "weight" alone (the
+// root of float-quantized) is what every module has: under a class target ("Linear")
+// or a pattern, such a module is dense.
 std::map<size_t, CtModule> find_modules(const CtConfig& config, const std::vector<io::TensorInfo>& in,
                                         const std::string& where) {
   std::unordered_map<std::string_view, size_t> index;
   for (size_t i = 0; i < in.size(); ++i) index.emplace(in[i].name, i);
   std::map<size_t, CtModule> modules;
+  std::set<std::string> seen;
   for (size_t i = 0; i < in.size(); ++i) {
     const std::string& name = in[i].name;
     const size_t dot = name.rfind('.');
     if (dot == std::string::npos) continue;
     const std::string module = name.substr(0, dot);
+    if (seen.count(module)) continue;
     const CtGroup* group = ct_group_for(config, module);
     if (!group) continue;
     const std::vector<std::string> names = ct_param_names(group->scheme);
-    if (name.substr(dot + 1) != names[0]) continue;
+    const std::string param = name.substr(dot + 1);
+    const bool named = std::find(group->targets.begin(), group->targets.end(), module) != group->targets.end();
+    const bool is_param = std::find(names.begin(), names.end(), param) != names.end();
+    if (!(named || (is_param && param != "weight"))) continue;
+    seen.insert(module);
     CtModule m{group, {}};
     for (const std::string& p : names) {
       auto at = index.find(module + "." + p);
-      if (at == index.end()) break;
+      if (at == index.end()) {
+        throw invalid_input(fmt::format("missing parameter '{}'", p), where + ": module '" + module + "'");
+      }
       m.params.push_back(at->second);
     }
-    if (m.params.size() != names.size()) {
-      if (names[0] == "weight") continue;  // a dense weight of a module the config does not quantize
-      throw invalid_input(fmt::format("missing parameter '{}'", names[m.params.size()]),
-                          where + ": module '" + module + "'");
-    }
-    modules[i] = std::move(m);
+    modules[m.params[0]] = std::move(m);
   }
   return modules;
 }

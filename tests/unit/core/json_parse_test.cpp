@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tk/core/error.h"
 
 namespace tk {
@@ -93,6 +94,43 @@ TEST(JsonParse, StreamsMembers) {
                             [](std::string&&, json&&) { ADD_FAILURE(); });
   ASSERT_TRUE(root);
   EXPECT_EQ(*root, json::parse("[1, {\"a\": 2}]"));
+}
+
+TEST(JsonParse, BuildsOnlyTheMembersKept) {
+  const std::string text = R"({"a": {"deep": [1, 2, {"x": null}]}, "keep": {"k": [true, "s"], "k": 2}, "n": 7})";
+  const std::optional<json> kept = json_parse_object_members(text, "config", {"keep", "n", "absent"});
+  ASSERT_TRUE(kept);
+  // Nested duplicates are passed on (the last value wins), as Python's json reads them.
+  EXPECT_EQ(*kept, json::parse(R"({"keep": {"k": 2}, "n": 7})"));
+  EXPECT_FALSE(json_parse_object_members("[1, {}]", "config", {"a"}));
+  EXPECT_FALSE(json_parse_object_members("\"text\"", "config", {"a"}));
+  // The whole text is checked, kept or not.
+  const std::string m = "invalid JSON in config: nested deeper than 127 levels";
+  for (const std::string& bad : {"{\"a\": " + nested(100000) + "}", "{\"keep\": " + nested(200) + "}"}) {
+    try {
+      json_parse_object_members(bad, "config", {"keep"});
+      ADD_FAILURE() << "accepted " << bad.substr(0, 20);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), m);
+    }
+  }
+  EXPECT_EQ(test::kind_of([] { json_parse_object_members(R"({"a": 1, "a": 2})", "config", {}); }),
+            ErrorKind::kInvalidInput);
+  // The kept members hold a bounded number of values.
+  EXPECT_EQ(test::kind_of([] { json_parse_object_members(R"({"keep": [1, 2, 3]})", "config", {"keep"}, 3); }),
+            ErrorKind::kInvalidInput);
+  EXPECT_NO_THROW(json_parse_object_members(R"({"keep": [1, 2], "big": [1, 2, 3, 4]})", "config", {"keep"}, 3));
+}
+
+TEST(JsonParse, AppendsAMemberToTheText) {
+  EXPECT_EQ(json_object_append("{\n  \"a\": [1,2]  \n}\n", "q", "{\n  \"b\": 1\n}"),
+            "{\n  \"a\": [1,2],\n  \"q\": {\n    \"b\": 1\n  }\n}\n");
+  EXPECT_EQ(json_object_append("{ }", "q", "1"), "{\n  \"q\": 1\n}");
+  EXPECT_EQ(json_object_append(R"({"a":{}})", "q", "[]"), "{\"a\":{},\n  \"q\": []\n}");
+  // Linear in the text, whatever its nesting: the original bytes are not re-indented.
+  const std::string deep = "{\"a\": " + nested(kJsonMaxDepth - 1) + "}";
+  EXPECT_EQ(json_object_append(deep, "q", "0").size(), deep.size() + 11);
+  EXPECT_EQ(test::kind_of([] { json_object_append("[1]", "q", "0"); }), ErrorKind::kInternal);
 }
 
 }  // namespace

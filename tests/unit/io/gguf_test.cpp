@@ -11,6 +11,7 @@
 #include "tk/core/endian.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf.h"
+#include "tk/io/gguf_transfer.h"
 
 namespace tk::io {
 namespace {
@@ -177,6 +178,92 @@ TEST(Gguf, RejectsTrailingBytes) {
   EXPECT_NO_THROW(open_memory(Bytes(file.begin(), file.end() - 6)));  // the last padding is optional
   file.resize(file.size() + 1, 0x55);
   EXPECT_EQ(kind_of([&] { open_memory(file); }), ErrorKind::kInvalidInput);
+}
+
+// A file written by hand, as the writer would not: one u32 general.alignment pair and
+// F32 tensors of `dims` (innermost first), all at offset 0, then `data` after the
+// header (unpadded).
+Bytes hand_file(uint32_t alignment, const std::vector<std::pair<std::string, std::vector<uint64_t>>>& tensors,
+                const Bytes& data = {}) {
+  Bytes out = {'G', 'G', 'U', 'F'};
+  auto put = [&out]<typename T>(T v) {
+    const size_t at = out.size();
+    out.resize(at + sizeof(T));
+    store_le(out.data() + at, v);
+  };
+  auto put_string = [&](std::string_view s) {
+    put(uint64_t{s.size()});
+    out.insert(out.end(), s.begin(), s.end());
+  };
+  put(uint32_t{3});
+  put(uint64_t{tensors.size()});
+  put(uint64_t{1});
+  put_string("general.alignment");
+  put(static_cast<uint32_t>(GgufValueType::kU32));
+  put(alignment);
+  for (const auto& [name, dims] : tensors) {
+    put_string(name);
+    put(static_cast<uint32_t>(dims.size()));
+    for (uint64_t d : dims) put(d);
+    put(static_cast<uint32_t>(GgmlType::kF32));
+    put(uint64_t{0});
+  }
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+TEST(Gguf, HugeAlignmentIsReadButNotWritten) {
+  // 2^31 is a valid alignment: the data section would start 2 GiB in, past the end of
+  // this small file, which is fine for a tensor of no bytes (gguf-py reads it).
+  const Bytes empty = hand_file(uint32_t{1} << 31, {{"t", {4, 0}}});
+  test::TempDir tmp("gguf");
+  const std::string path = tmp.path() + "/e.gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(empty.data()), empty.size());
+  for (bool mapped : {false, true}) {
+    auto r = mapped ? gguf_open(InputStream::open(path), {}) : open_memory(empty);
+    EXPECT_EQ(r->random_access(), mapped);
+    EXPECT_EQ(r->alignment(), uint32_t{1} << 31);
+    EXPECT_EQ(r->tensors()[0].shape, (Shape{0, 4}));
+    EXPECT_EQ(r->read(0).numel(), 0u);
+    if (mapped) EXPECT_EQ(r->read_stored(0).size(), 0u);
+    // An output from it pads to the default, not to 2 GiB.
+    bool has_alignment = false;
+    for (const GgufKv& kv : gguf_output_kvs(r.get(), r->metadata())) has_alignment |= kv.key == "general.alignment";
+    EXPECT_FALSE(has_alignment);
+  }
+  // A tensor that holds data must lie inside the file.
+  EXPECT_EQ(kind_of([&] { open_memory(hand_file(uint32_t{1} << 31, {{"t", {4}}}, Bytes(64, 0))); }),
+            ErrorKind::kInvalidInput);
+  // The writer pads to at most kGgufMaxAlignment.
+  Bytes sink;
+  auto w = gguf_writer(OutputStream::to_memory(&sink));
+  EXPECT_EQ(kind_of([&] { w->begin_gguf({}, {gguf_kv_u32("general.alignment", kGgufMaxAlignment * 2)}); }),
+            ErrorKind::kUsage);
+  EXPECT_EQ(header_only({}, {gguf_kv_u32("general.alignment", kGgufMaxAlignment)}).size(), kGgufMaxAlignment);
+}
+
+TEST(Gguf, EmptyTensorsOverlapNothing) {
+  // Two empty tensors and one of data, all at offset 0.
+  Bytes file = hand_file(32, {{"a", {0}}, {"w", {4}}, {"b", {8, 0}}});
+  file.resize((file.size() + 31) / 32 * 32 + 16, 0);
+  auto r = open_memory(file);
+  ASSERT_EQ(r->tensors().size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(r->read_stored(i).size(), r->entry(i).nbytes);
+}
+
+TEST(Gguf, RefusesKeysAndNamesThatAreNotUtf8) {
+  Bytes name = hand_file(32, {{"w\xff", {4}}});
+  name.resize((name.size() + 31) / 32 * 32 + 16, 0);
+  try {
+    open_memory(name);
+    ADD_FAILURE() << "accepted a name that is not UTF-8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+    EXPECT_EQ(e.message(), "tensor name is not valid UTF-8 (byte 1)");
+  }
+  Bytes key = hand_file(32, {});
+  key[24 + 8 + 7] = 0xC3;  // "general\xC3alignment"
+  EXPECT_EQ(kind_of([&] { open_memory(key); }), ErrorKind::kInvalidInput);
 }
 
 }  // namespace

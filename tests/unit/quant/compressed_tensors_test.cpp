@@ -9,8 +9,11 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "tk/core/dtype.h"
@@ -251,6 +254,54 @@ TEST(CtConfig, WritesAndParsesGroups) {
                 {"g": {"targets": ["Linear"], "weights": {"num_bits": 99}}}}})");
             }),
             ErrorKind::kInvalidInput);
+}
+
+TEST(CtConfig, PatternsMatchAsReMatchInLinearTime) {
+  auto config_with = [](const std::string& target, const std::string& ignore = "") {
+    nlohmann::json qc = {{"quant_method", "compressed-tensors"},
+                         {"config_groups", {{"g", {{"targets", {target}}, {"weights", {{"num_bits", 4}}}}}}},
+                         {"ignore", {ignore}}};
+    std::optional<CtConfig> c = ct_config_parse(nlohmann::json{{"quantization_config", qc}}.dump());
+    if (!c) throw std::runtime_error("not a compressed-tensors config");
+    return *c;
+  };
+  const std::string name = std::string(40, 'a');
+  // re.match: anchored at the start of the name, not at its end.
+  EXPECT_TRUE(ct_group_for(config_with("re:a{3}"), name));
+  EXPECT_FALSE(ct_group_for(config_with("re:a{3}$"), name));
+  EXPECT_FALSE(ct_group_for(config_with("re:b"), "ab"));
+  EXPECT_TRUE(ct_group_for(config_with("re:b|a"), "ab"));
+  EXPECT_TRUE(ct_group_for(config_with("re:.*layers\\.\\d+\\.mlp"), "model.layers.12.mlp.up_proj"));
+  // A pattern that backtracking takes 2^40 steps for, in the ignore list checked first.
+  EXPECT_TRUE(ct_group_for(config_with(name, "re:(a|aa)*c"), name));
+  EXPECT_TRUE(ct_group_for(config_with("re:(a*)*$"), name + "b") == nullptr);
+  // A config changed by hand compiles its new pattern when used.
+  CtConfig edited = config_with("x");
+  edited.groups[0].targets = {"re:a+"};
+  EXPECT_TRUE(ct_group_for(edited, name));
+  // What RE2 does not take (Python's backreferences, lookaround) is refused up front.
+  EXPECT_EQ(test::kind_of([&] { config_with("re:(a)\\1"); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(test::kind_of([&] { config_with("re:a(?=b)"); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(test::kind_of([&] { config_with("re:" + std::string(2000, 'a')); }), ErrorKind::kInvalidInput);
+}
+
+TEST(CtModel, ConfigIsTheSourceTextWithTheMemberAppended) {
+  CtConfig ct;
+  ct.groups.push_back({CtScheme{"pack-quantized", "int", 4, "group", 32, true}, {"layers.0.q_proj"}});
+  const std::string source = "{\n  \"architectures\": [\"Toy\"],\n  \"torch_dtype\": \"bfloat16\"\n}\n";
+  const std::string out = ct_model_config(source, ct);
+  EXPECT_EQ(out.substr(0, source.size() - 3), source.substr(0, source.size() - 3));
+  EXPECT_EQ(out.substr(source.size() - 3, 28), ",\n  \"quantization_config\": {");
+  const std::optional<CtConfig> back = ct_config_parse(out);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->groups[0].targets, ct.groups[0].targets);
+  EXPECT_EQ(back->dtype, DType::kBF16);
+  EXPECT_TRUE(ct_config_parse(ct_model_config("", ct)));
+  // The JSON policy: too deep, not an object; and a model quantized already.
+  const std::string deep = "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(test::kind_of([&] { ct_model_config(deep, ct); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(test::kind_of([&] { ct_model_config("[]", ct); }), ErrorKind::kInvalidInput);
+  EXPECT_EQ(test::kind_of([&] { ct_model_config(out, ct); }), ErrorKind::kUsage);
 }
 
 TEST(CtModel, ModuleOfAWeight) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tk/core/error.h"
+#include "tk/core/mapped_files.h"
 #include "tk/core/json_parse_internal.h"
 #include "tk/io/dir_fd.h"
 #include "tk/io/stream.h"
@@ -60,6 +61,7 @@ class StagingDirectory {
   }
   const fs::path& path() const { return path_; }
   void commit() {
+    check_mapped_files();  // a model quantized from a truncated input is not published
     std::error_code ec;
     if (fs::is_directory(target_, ec)) fs::remove(target_, ec);  // empty: checked before
     if (std::rename(path_.c_str(), target_.c_str()) != 0) {

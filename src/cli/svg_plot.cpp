@@ -301,12 +301,23 @@ std::string render_svg(const BarChart& chart) {
 
   std::vector<double> values;
   for (const auto& g : chart.groups) values.insert(values.end(), g.values.begin(), g.values.end());
-  Axis y = make_axis(values, false, true);
+  // Values over more than two decades (lossy MB/s beside lossless GB/s) on a linear axis
+  // leave the small bars invisible: then the axis is logarithmic, bars rising from its foot.
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  bool all_positive = true;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    all_positive = all_positive && v > 0;
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  const bool log = all_positive && std::isfinite(lo) && hi > 100 * lo;
+  Axis y = make_axis(values, log, !log);
+  const double base = log ? f.bottom : f.py(y, 0);
 
   std::string svg;
   open_document(svg, f, chart.title);
-  draw_y_axis(svg, f, y, chart.y_label, false);
-  line(svg, f.left, f.py(y, 0), f.right, f.py(y, 0), "#333333");
+  draw_y_axis(svg, f, y, log ? chart.y_label + " (log scale)" : chart.y_label, false);
+  line(svg, f.left, base, f.right, base, "#333333");
   double group_w = (f.right - f.left) / std::max<double>(1, static_cast<double>(chart.groups.size()));
   double bar_w = std::min(22.0, (group_w - 16) / static_cast<double>(bars));
   for (size_t g = 0; g < chart.groups.size(); ++g) {
@@ -317,7 +328,7 @@ std::string render_svg(const BarChart& chart) {
     for (size_t b = 0; b < group.values.size() && b < bars; ++b) {
       double v = group.values[b];
       if (!std::isfinite(v)) continue;
-      double y0 = f.py(y, 0), y1 = f.py(y, v);
+      double y0 = base, y1 = f.py(y, v);
       double bx = first + bar_w * static_cast<double>(b);
       svg += "<rect x=\"" + num(bx) + "\" y=\"" + num(std::min(y0, y1)) + "\" width=\"" +
              num(bar_w - 2) + "\" height=\"" + num(std::abs(y0 - y1)) + "\" fill=\"" +

@@ -102,6 +102,23 @@ TEST(SvgBar, OneRectPerFiniteValuePlusLegend) {
   EXPECT_NE(svg.find(">lossless<"), std::string::npos);
 }
 
+// Lossy MB/s beside lossless GB/s: on a linear axis the small bars would be a pixel or
+// less; over more than two decades the axis is logarithmic and says so.
+TEST(SvgBar, WideRangesUseALogAxisWhereSmallBarsShow) {
+  BarChart b;
+  b.y_label = "MB/s";
+  b.bar_names = {"compress"};
+  b.groups = {{"lossless", {2000}}, {"video", {3}}};
+  std::string svg = render_svg(b);
+  EXPECT_NE(svg.find(">MB/s (log scale)<"), std::string::npos);
+  const size_t video = svg.find("data-name=\"video\"");
+  ASSERT_NE(video, std::string::npos);
+  const size_t h = svg.find("height=\"", video) + 8;
+  EXPECT_GT(std::stod(svg.substr(h)), 20.0);  // tall enough to see
+  b.groups = {{"lossless", {2000}}, {"bitx", {700}}};
+  EXPECT_EQ(render_svg(b).find("log scale"), std::string::npos);
+}
+
 TEST(SvgStack, NestsDocumentsOneBelowTheOther) {
   BarChart b;
   b.title = "Throughput";

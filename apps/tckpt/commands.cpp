@@ -119,14 +119,30 @@ int run_ls(cli::Tool& tool, const StepOptions& o) {
   auto ck = open_read_only(o.dir);
   std::vector<ckpt::StepListing> steps = ck->list_each();
   std::set<uint64_t> durable;
-  if (!o.durable.empty()) {
-    auto tier = open_read_only(o.durable);
-    for (uint64_t s : tier->steps()) durable.insert(s);
+  // The durable tier named, else the one the writer recorded: a recorded tier that cannot
+  // be read (another node's path, gone since) is a warning, the listing goes on.
+  std::string durable_dir = o.durable;
+  const bool recorded = durable_dir.empty();
+  if (recorded) durable_dir = ckpt::recorded_durable_dir(o.dir).value_or("");
+  if (!durable_dir.empty()) {
+    try {
+      auto tier = open_read_only(durable_dir);
+      for (uint64_t s : tier->steps()) durable.insert(s);
+      tool.summary(fmt::format("durable tier {}: {} of {} steps flushed", durable_dir, durable.size(), steps.size()));
+    } catch (const Error& e) {
+      if (!recorded) throw;
+      tool.warning(fmt::format("the recorded durable tier cannot be read: {} ({})", e.message(), e.where()));
+      durable_dir.clear();
+    }
   }
   std::vector<Error> invalid;
   cli::DirectoryTable listed = cli::step_table(steps, durable, invalid);
   if (tool.options().text_report()) cli::write_stdout(listed.table.render());
-  if (tool.options().json) cli::write_json({{"dir", o.dir}, {"steps", listed.rows}}, *tool.options().json);
+  if (tool.options().json) {
+    json doc = {{"dir", o.dir}, {"steps", listed.rows}};
+    doc["durable"] = durable_dir.empty() ? json(nullptr) : json(durable_dir);
+    cli::write_json(doc, *tool.options().json);
+  }
   cli::throw_invalid_steps(invalid);
   return cli::kExitOk;
 }

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   tk::tckpt::StepOptions ls;
   CLI::App* ls_cmd = tool.add_subcommand("ls", "List the committed steps of DIR");
   ls_cmd->add_option("DIR", ls.dir, "Checkpoint directory")->required();
-  ls_cmd->add_option("--durable", ls.durable, "Mark steps also committed in this durable tier as flushed")
+  ls_cmd->add_option("--durable", ls.durable, "Mark steps also committed in this durable tier as flushed (default: the tier the writer recorded)")
       ->type_name("DIR2");
 
   tk::tckpt::StepOptions restore;

@@ -356,7 +356,7 @@ class Checker {
       std::string digits = name.rfind("step-", 0) == 0 ? name.substr(5) : "";
       if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) {
         if (fs::exists(entry.path() / "manifest.json")) on_disk.insert(std::stoull(digits));
-      } else if (temp_dirs && name != "latest" && name != ".lock") {
+      } else if (temp_dirs && name != "latest" && name != ".lock" && name != "durable") {
         temp_dirs->push_back(name);  // temp or half-deleted entries a killed writer left
       }
     }

@@ -258,6 +258,11 @@ std::vector<uint64_t> retention_victims(const std::vector<StepInfo>& steps, uint
 // copied. Used by the background tier flush and by `tckpt flush`.
 std::vector<uint64_t> flush_steps(const std::string& from, const std::string& to);
 
+// The durable tier that the last writer of `dir` with one flushed to (recorded in
+// `dir/durable` when a Checkpointer opens with durable_dir), or nullopt. Throws
+// kInvalidInput for a malformed record.
+std::optional<std::string> recorded_durable_dir(const std::string& dir);
+
 // Fault injection for tests: before each write, fsync and rename it makes, the engine
 // asks the hook; a nonzero return is taken as that call's errno (EIO, ENOSPC, ...).
 // Also set from the environment: TK_CKPT_FAULT="write:N", "fsync:N" or "rename:N"

@@ -189,6 +189,7 @@ Engine::Engine(std::string dir, const Options& options) : Checkpointer(std::move
     durable_lock_ = std::make_unique<fs::DirLock>(options_.durable_dir);
     cleanup_leftovers(options_.durable_dir);
     repair_latest(options_.durable_dir);
+    write_durable_record(dir_, options_.durable_dir);
     // Catch up: steps committed here but not yet on the durable tier.
     auto durable = committed_steps(options_.durable_dir);
     for (uint64_t s : committed_steps(dir_))

@@ -297,11 +297,12 @@ bool is_leftover_name(const std::string& name) {
   auto cut = std::min(tmp, del);
   if (cut == std::string::npos) return false;
   std::string base = name.substr(0, cut);
-  return base == "latest" || parse_step_dir_name(base).has_value();
+  return base == "latest" || base == "durable" || parse_step_dir_name(base).has_value();
 }
 
 bool is_checkpoint_entry_name(const std::string& name) {
-  return name == ".lock" || name == "latest" || parse_step_dir_name(name).has_value() || is_leftover_name(name);
+  return name == ".lock" || name == "latest" || name == "durable" || parse_step_dir_name(name).has_value() ||
+         is_leftover_name(name);
 }
 
 std::vector<uint64_t> committed_steps(const std::string& root) {

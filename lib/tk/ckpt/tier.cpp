@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -22,7 +23,7 @@ namespace {
 void check_entry_type(const io::DirFd& root, const std::string& name) {
   if (parse_step_dir_name(name)) {
     root.open_dir(name);
-  } else if (name == "latest" || name == ".lock") {
+  } else if (name == "latest" || name == ".lock" || name == "durable") {
     root.file_size(name);
   }
 }
@@ -60,6 +61,34 @@ void write_latest(const std::string& dir, uint64_t step) {
   std::string text = step_dir_name(step) + "\n";
   fs::write_file_atomic(io::DirFd::open(dir), "latest", {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }
+
+void write_durable_record(const std::string& dir, const std::string& durable_dir) {
+  std::error_code ec;
+  std::filesystem::path path = std::filesystem::absolute(durable_dir, ec);
+  if (ec) path = durable_dir;
+  std::string text = path.lexically_normal().string();
+  if (read_durable_record(dir) == text) return;
+  text.push_back('\n');
+  fs::write_file_atomic(io::DirFd::open(dir), "durable", {reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+}
+
+std::optional<std::string> read_durable_record(const std::string& dir) {
+  io::DirFd root = io::DirFd::open(dir);
+  io::Fd fd = root.open_file("durable", O_RDONLY);
+  if (!fd.valid()) {
+    if (fd.error() == ENOENT) return std::nullopt;
+    throw errno_error("failed to open for reading", root.child_path("durable"), fd.error());
+  }
+  auto bytes = io::read_fd(fd.fd(), 4096, root.child_path("durable"));
+  std::string text(bytes.begin(), bytes.end());
+  if (text.empty() || text.back() != '\n' || text.find('\0') != std::string::npos ||
+      text.find('\n') != text.size() - 1)
+    throw invalid_input("not one path and a newline", root.child_path("durable"));
+  text.pop_back();
+  return text;
+}
+
+std::optional<std::string> recorded_durable_dir(const std::string& dir) { return read_durable_record(dir); }
 
 void repair_latest(const std::string& dir) {
   auto steps = committed_steps(dir);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ void write_latest(const std::string& dir, uint64_t step);
 // Make `latest` name the newest committed step (a writer killed between the step's
 // rename and the pointer update leaves it one behind); remove it when there is none.
 void repair_latest(const std::string& dir);
+// The durable tier a writer of `dir` last flushed to, recorded in `dir/durable` (one
+// absolute path and a newline, written atomically) so that a listing of `dir` shows it.
+void write_durable_record(const std::string& dir, const std::string& durable_dir);
+// That path, or nullopt when none is recorded. Throws kInvalidInput for a malformed record.
+std::optional<std::string> read_durable_record(const std::string& dir);
 // Delete a step: rename it aside first (so it disappears atomically), fsync, then remove.
 void remove_step(const std::string& dir, uint64_t step);
 // Take back a step whose commit failed after its rename: as remove_step, or, when the

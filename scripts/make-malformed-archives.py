@@ -19,7 +19,7 @@ import numpy as np
 
 
 def ustr(s):
-    b = s.encode()
+    b = s.encode() if isinstance(s, str) else s
     return b"X" + struct.pack("<I", len(b)) + b
 
 

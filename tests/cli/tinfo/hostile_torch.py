@@ -7,7 +7,9 @@ Each file is a few KB (deflated pickles) that once made the readers build hundre
 megabytes, write gigabytes, or answer wrongly. The pickles are written opcode by opcode
 and are never unpickled here.
 """
+import importlib.util
 import io
+import os
 import struct
 import sys
 import zipfile
@@ -16,28 +18,13 @@ import zlib
 import numpy as np
 
 
-def ustr(s):
-    b = s.encode() if isinstance(s, str) else s
-    return b"X" + struct.pack("<I", len(b)) + b
-
-
-def binint(v):
-    return b"J" + struct.pack("<i", v)
-
-
-def tup(values):
-    return b"(" + b"".join(binint(v) for v in values) + b"t"
-
-
-def global_(module, name):
-    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
-
-
-def tensor(key, numel, size, stride, offset=0, storage="FloatStorage"):
-    """torch._utils._rebuild_tensor_v2 over storage `key` of `numel` elements."""
-    pid = b"(" + ustr("storage") + global_("torch", storage) + ustr(key) + ustr("cpu") + binint(numel) + b"t"
-    return (global_("torch._utils", "_rebuild_tensor_v2") + b"(" + pid + b"Q" + binint(offset) + tup(size) +
-            tup(stride) + b"\x89" + global_("collections", "OrderedDict") + b")R" + b"tR")
+# The opcode writers are shared with the malformed-archive fixtures' generator.
+_archives = importlib.util.spec_from_file_location(
+    "make_malformed_archives",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "make-malformed-archives.py"))
+_mod = importlib.util.module_from_spec(_archives)
+_archives.loader.exec_module(_mod)
+ustr, binint, tup, global_, tensor = _mod.ustr, _mod.binint, _mod.tup, _mod.global_, _mod.tensor
 
 
 def checkpoint(body, storages=None, deflate=True, fillers=0):

@@ -9,9 +9,16 @@ command -v mpi_train >/dev/null || fail "mpi_train not built (needs MPI: scripts
 
 job=$(sbatch --parsable --ntasks=2 --time=2 --signal=B:USR1@110 --chdir="$work" --output="$work/train.out" \
   "$scripts/train_requeue.sbatch" mpi_train --dir "$work/ckpt" --steps 100000000 --every 50 --sleep-ms 20)
+# The bounds come from the clock of the events, not of an idle machine: the job first
+# has to start (a busy machine delays the scheduler and the launch); then the signal is
+# due 10 s into the run, slurmctld looks for due signals every 30 s (its periodic
+# background pass) and the requeue finishes the run (KillWait=5 and the epilog). Twice
+# the pass plus a minute leaves room for a loaded machine without waiting forever.
+running() { job_states "$job" | grep -qx RUNNING || requeued "$job"; }
+wait_for 120 "the job to start" running
 started=$SECONDS
-wait_for 100 "the time-limit signal and the requeue" requeued "$job"
-echo "signal and requeue $((SECONDS - started)) s after submission"
+wait_for $((10 + 2 * 30 + 60)) "the time-limit signal and the requeue" requeued "$job"
+echo "signal and requeue $((SECONDS - started)) s after the start"
 release "$job"
 
 saved=$(sed -n 's/^saved step \([0-9]*\) on signal$/\1/p' train.out)

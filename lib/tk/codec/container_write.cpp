@@ -103,10 +103,6 @@ struct Coding {
   }
 };
 
-// Bytes from the middle of a large float tensor coded as zstd on the raw bytes, to see
-// whether that may beat its byte planes before spending a full pass on it.
-constexpr size_t kSampleBytes = 64 << 10;
-
 // One zstd frame of all of `data`.
 std::vector<uint8_t> zstd_whole(std::span<const uint8_t> data, int level) {
   std::vector<uint8_t> out(ZSTD_compressBound(data.size()));
@@ -116,36 +112,68 @@ std::vector<uint8_t> zstd_whole(std::span<const uint8_t> data, int level) {
   return out;
 }
 
-// The smallest exact coding of `data` (elements of `dtype`): the byte-grouped frame; for
-// floats of 16 bits and more also zstd on the raw bytes (values from a small set, such
-// as dequantized weights, repeat as whole elements, which byte planes break up), tried in
-// full when the tensor is no larger than a sample or when it wins on the sample; the raw
-// bytes when no coding is smaller. Other dtypes' frames are already zstd on the raw bytes.
-// Last, one zstd frame of the whole tensor where a frame's fixed bytes (header, chunk
-// table) matter, or where its streams stayed raw because zstd saved less than 5% (packed
-// codes): small tensors, and ones of at most kTkzZstdWholeMax bytes that are not floats
-// coded by planes.
+// zstd on the raw bytes of `data`: one frame when it decodes in one piece, else a
+// lossless frame of dtype U8 (zstd per chunk).
+Coding zstd_coding(std::span<const uint8_t> data, const LosslessOptions& options) {
+  if (data.size() <= kTkzZstdWholeMax) return {TkzCodec::kZstdWhole, zstd_whole(data, options.level)};
+  return {TkzCodec::kZstd, lossless_compress(DType::kU8, data, options)};
+}
+
+// A float tensor up to this size is coded both ways in full; a larger one is first
+// coded both ways on a sample (kSamplePieces pieces spread over it, an eighth of it
+// and at least this much in all), and in full only by the sample's winner unless the
+// two estimates lie within kCloseEstimates of each other.
+constexpr size_t kSampleBytes = 64 << 10;
+constexpr size_t kSamplePieces = 4;
+constexpr double kCloseEstimates = 0.04;
+
+struct SampleSizes {
+  double planes = 0, zstd = 0;
+};
+
+SampleSizes sample_sizes(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
+  const size_t piece = (std::max(kSampleBytes, data.size() / 8) / kSamplePieces) & ~size_t{63};
+  const size_t stride = (data.size() - piece) / (kSamplePieces - 1) & ~size_t{63};
+  SampleSizes s;
+  for (size_t k = 0; k < kSamplePieces; ++k) {
+    const std::span<const uint8_t> bytes = data.subspan(k * stride, piece);
+    s.planes += static_cast<double>(lossless_compress(dtype, bytes, options).size());
+    s.zstd += static_cast<double>(zstd_whole(bytes, options.level).size());
+  }
+  return s;
+}
+
+// The smallest exact coding of `data` (elements of `dtype`) among the byte-grouped frame
+// and, for floats of 16 bits and more, zstd on the raw bytes (values from a small set,
+// such as weights quantized at the source, repeat as whole elements, which byte planes
+// break up; then zstd -3 on the file beats the planes); the raw bytes when no coding is
+// smaller. Large floats are coded in full by the codec that wins on a sample (or both
+// when it is close), so the choice costs about one pass, not two. Other dtypes' frames
+// are already zstd on the raw bytes; one frame of the whole tensor is tried as well
+// where a frame's fixed bytes (header, chunk table) matter or its streams stayed raw
+// because zstd saved less than 5% (packed codes).
 Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
-  Coding best{TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+  Coding best;
   if (dtype_is_float(dtype) && dtype_bits(dtype) >= 16) {
-    bool try_zstd = data.size() <= kSampleBytes;
-    if (!try_zstd) {
-      const size_t at = (data.size() / 2 - kSampleBytes / 2) & ~size_t{63};
-      const double sample = static_cast<double>(lossless_compress(DType::kU8, data.subspan(at, kSampleBytes),
-                                                                  options).size());
-      try_zstd = sample / kSampleBytes < static_cast<double>(best.payload.size()) / static_cast<double>(data.size());
+    bool planes = true, zstd = true;
+    if (data.size() > kSampleBytes) {
+      const SampleSizes s = sample_sizes(dtype, data, options);
+      planes = s.planes < s.zstd * (1 + kCloseEstimates);
+      zstd = s.zstd < s.planes * (1 + kCloseEstimates);
     }
-    if (try_zstd) {
-      std::vector<uint8_t> zstd = lossless_compress(DType::kU8, data, options);
-      if (zstd.size() < best.payload.size()) best = {TkzCodec::kZstd, std::move(zstd)};
+    if (planes) best = {TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+    if (zstd) {
+      Coding z = zstd_coding(data, options);
+      if (!planes || z.payload.size() < best.payload.size()) best = std::move(z);
+    }
+  } else {
+    best = {TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+    if (!data.empty() && data.size() <= kTkzZstdWholeMax) {
+      std::vector<uint8_t> whole = zstd_whole(data, options.level);
+      if (whole.size() < best.payload.size()) best = {TkzCodec::kZstdWhole, std::move(whole)};
     }
   }
   if (best.payload.size() >= data.size()) best = {TkzCodec::kRaw, {}};
-  const bool planes = best.codec == TkzCodec::kLossless && dtype_is_float(dtype) && dtype_bits(dtype) >= 16;
-  if (!data.empty() && data.size() <= kTkzZstdWholeMax && (data.size() <= kSampleBytes || !planes)) {
-    std::vector<uint8_t> whole = zstd_whole(data, options.level);
-    if (whole.size() < best.stored(data)) best = {TkzCodec::kZstdWhole, std::move(whole)};
-  }
   return best;
 }
 

@@ -224,6 +224,7 @@ template <typename T> double initial_squared_norm(const DenseView<T>& x, const S
 template <typename T>
 TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double tol, double& norm2,
                        const Spread& spread) {
+  const Clock::time_point start = Clock::now();
   const size_t d = x.shape.size();
   const std::vector<int64_t>& whole = spread.comm ? spread.shape : x.shape;
   TuckerModel<T> model;
@@ -248,6 +249,7 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
     std::vector<T> factor = mode_basis(spectrum, current, shape, n, r);
     current = project_mode(current, shape, n, factor, r, storage);
     model.factors[n] = std::move(factor);
+    if (options.on_mode) options.on_mode(static_cast<int>(step + 1), static_cast<int>(d), seconds_since(start));
   }
   model.core.assign(current, current + modes::element_count(shape));
   return model;
@@ -361,7 +363,10 @@ TuckerResult tucker_spread(const DenseView<T>& mine, const std::vector<int64_t>&
     if (mine.shape[n] != (n == spread.mode ? spread.hi - spread.lo : shape[n]))
       throw usage_error("tucker: this process's slab is not its rows of mode " + std::to_string(spread.mode));
   TuckerOptions o = options;
-  if (comm.rank() != 0) o.on_iteration = {};
+  if (comm.rank() != 0) {
+    o.on_iteration = {};
+    o.on_mode = {};
+  }
   return tucker_impl(mine, o, spread);
 }
 

@@ -131,10 +131,13 @@ Coding zstd_coding(std::span<const uint8_t> data, const LosslessOptions& options
 }
 
 // A float tensor up to this size is coded both ways in full; a larger one is first
-// coded both ways on a sample (kSamplePieces pieces spread over it, an eighth of it
+// coded both ways on a sample (kSamplePieces pieces spread over it, 1/kSampleShare of it
 // and at least this much in all), and in full only by the sample's winner unless the
-// two estimates lie within kCloseEstimates of each other.
-constexpr size_t kSampleBytes = 64 << 10;
+// two estimates lie within kCloseEstimates of each other. (An eighth cost trained f32
+// weights 50% more time than the planes alone; see BENCHMARKS: weights quantized at
+// the source.)
+constexpr size_t kSampleBytes = 32 << 10;
+constexpr size_t kSampleShare = 32;
 constexpr size_t kSamplePieces = 4;
 constexpr double kCloseEstimates = 0.04;
 
@@ -143,7 +146,7 @@ struct SampleSizes {
 };
 
 SampleSizes sample_sizes(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
-  const size_t piece = (std::max(kSampleBytes, data.size() / 8) / kSamplePieces) & ~size_t{63};
+  const size_t piece = (std::max(kSampleBytes, data.size() / kSampleShare) / kSamplePieces) & ~size_t{63};
   const size_t stride = (data.size() - piece) / (kSamplePieces - 1) & ~size_t{63};
   SampleSizes s;
   for (size_t k = 0; k < kSamplePieces; ++k) {

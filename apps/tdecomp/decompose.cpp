@@ -104,6 +104,19 @@ decomp::IterationCallback iteration_callback(const Job& job) {
   };
 }
 
+// ST-HOSVD's steps, one per mode (each a Gram matrix, its eigenvectors and a projection).
+std::function<void(int, int, double)> mode_callback(const Job& job) {
+  const bool verbose = job.tool.options().verbose > 0;
+  if (!verbose && !job.progress.enabled()) return {};
+  return [&job, verbose](int done, int modes, double seconds) {
+    std::string text = fmt::format("{}: ST-HOSVD mode {}/{} ({:.2f} s)", job.source.name, done, modes, seconds);
+    if (verbose)
+      job.tool.verbose(1, text);
+    else
+      job.progress.show(text);
+  };
+}
+
 decomp::CpOptions cp_options(const Job& job, int rank) {
   const DecompOptions& o = job.o;
   decomp::CpOptions c;
@@ -152,6 +165,7 @@ decomp::TuckerOptions tucker_options(const Job& job) {
   t.method = job.o.tucker_method == "hooi" ? decomp::TuckerMethod::kHooi : decomp::TuckerMethod::kSthosvd;
   if (job.o.max_iters > 0) t.max_iters = job.o.max_iters;
   t.on_iteration = iteration_callback(job);
+  t.on_mode = mode_callback(job);
   return t;
 }
 

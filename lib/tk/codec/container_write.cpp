@@ -103,49 +103,91 @@ struct Coding {
   }
 };
 
-// Bytes from the middle of a large float tensor coded as zstd on the raw bytes, to see
-// whether that may beat its byte planes before spending a full pass on it.
-constexpr size_t kSampleBytes = 64 << 10;
-
 // One zstd frame of all of `data`.
 std::vector<uint8_t> zstd_whole(std::span<const uint8_t> data, int level) {
+  // One context per thread: a fresh one per call cleared its tables each time (the
+  // samples and the small tensors make many calls).
+  struct Context {
+    ZSTD_CCtx* cctx = ZSTD_createCCtx();
+    ~Context() { ZSTD_freeCCtx(cctx); }
+  };
+  thread_local Context context;
+  if (context.cctx == nullptr) throw internal_error("zstd: out of memory");
   std::vector<uint8_t> out(ZSTD_compressBound(data.size()));
-  const size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), level);
+  const size_t n = ZSTD_compressCCtx(context.cctx, out.data(), out.size(), data.data(), data.size(), level);
   if (ZSTD_isError(n)) throw internal_error(std::string("zstd failed: ") + ZSTD_getErrorName(n));
   out.resize(n);
   return out;
 }
 
-// The smallest exact coding of `data` (elements of `dtype`): the byte-grouped frame; for
-// floats of 16 bits and more also zstd on the raw bytes (values from a small set, such
-// as dequantized weights, repeat as whole elements, which byte planes break up), tried in
-// full when the tensor is no larger than a sample or when it wins on the sample; the raw
-// bytes when no coding is smaller. Other dtypes' frames are already zstd on the raw bytes.
-// Last, one zstd frame of the whole tensor where a frame's fixed bytes (header, chunk
-// table) matter, or where its streams stayed raw because zstd saved less than 5% (packed
-// codes): small tensors, and ones of at most kTkzZstdWholeMax bytes that are not floats
-// coded by planes.
+// zstd on the raw bytes of `data`: one frame when it decodes in one piece, else a
+// lossless frame of dtype U8 (zstd per chunk). Neither wins everywhere (per-channel f32
+// steps favour chunks by 1-3%, per-tensor ones one frame by 1%); one frame is the one
+// that stays under `zstd -3` on every file of scripts/bench/tcompress_quantized_vs_zstd.py
+// with one pass (see BENCHMARKS: weights quantized at the source).
+Coding zstd_coding(std::span<const uint8_t> data, const LosslessOptions& options) {
+  if (data.size() <= kTkzZstdWholeMax) return {TkzCodec::kZstdWhole, zstd_whole(data, options.level)};
+  return {TkzCodec::kZstd, lossless_compress(DType::kU8, data, options)};
+}
+
+// A float tensor up to this size is coded both ways in full; a larger one is first
+// coded both ways on a sample (kSamplePieces pieces spread over it, 1/kSampleShare of it
+// and at least this much in all), and in full only by the sample's winner unless the
+// two estimates lie within kCloseEstimates of each other. (An eighth cost trained f32
+// weights 50% more time than the planes alone; see BENCHMARKS: weights quantized at
+// the source.)
+constexpr size_t kSampleBytes = 32 << 10;
+constexpr size_t kSampleShare = 32;
+constexpr size_t kSamplePieces = 4;
+constexpr double kCloseEstimates = 0.04;
+
+struct SampleSizes {
+  double planes = 0, zstd = 0;
+};
+
+SampleSizes sample_sizes(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
+  const size_t piece = (std::max(kSampleBytes, data.size() / kSampleShare) / kSamplePieces) & ~size_t{63};
+  const size_t stride = (data.size() - piece) / (kSamplePieces - 1) & ~size_t{63};
+  SampleSizes s;
+  for (size_t k = 0; k < kSamplePieces; ++k) {
+    const std::span<const uint8_t> bytes = data.subspan(k * stride, piece);
+    s.planes += static_cast<double>(lossless_compress(dtype, bytes, options).size());
+    s.zstd += static_cast<double>(zstd_whole(bytes, options.level).size());
+  }
+  return s;
+}
+
+// The smallest exact coding of `data` (elements of `dtype`) among the byte-grouped frame
+// and, for floats of 16 bits and more, zstd on the raw bytes (values from a small set,
+// such as weights quantized at the source, repeat as whole elements, which byte planes
+// break up; then zstd -3 on the file beats the planes); the raw bytes when no coding is
+// smaller. Large floats are coded in full by the codec that wins on a sample (or both
+// when it is close), so the choice costs about one pass, not two. Other dtypes' frames
+// are already zstd on the raw bytes; one frame of the whole tensor is tried as well
+// where a frame's fixed bytes (header, chunk table) matter or its streams stayed raw
+// because zstd saved less than 5% (packed codes).
 Coding exact_coding(DType dtype, std::span<const uint8_t> data, const LosslessOptions& options) {
-  Coding best{TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+  Coding best;
   if (dtype_is_float(dtype) && dtype_bits(dtype) >= 16) {
-    bool try_zstd = data.size() <= kSampleBytes;
-    if (!try_zstd) {
-      const size_t at = (data.size() / 2 - kSampleBytes / 2) & ~size_t{63};
-      const double sample = static_cast<double>(lossless_compress(DType::kU8, data.subspan(at, kSampleBytes),
-                                                                  options).size());
-      try_zstd = sample / kSampleBytes < static_cast<double>(best.payload.size()) / static_cast<double>(data.size());
+    bool planes = true, zstd = true;
+    if (data.size() > kSampleBytes) {
+      const SampleSizes s = sample_sizes(dtype, data, options);
+      planes = s.planes < s.zstd * (1 + kCloseEstimates);
+      zstd = s.zstd < s.planes * (1 + kCloseEstimates);
     }
-    if (try_zstd) {
-      std::vector<uint8_t> zstd = lossless_compress(DType::kU8, data, options);
-      if (zstd.size() < best.payload.size()) best = {TkzCodec::kZstd, std::move(zstd)};
+    if (planes) best = {TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+    if (zstd) {
+      Coding z = zstd_coding(data, options);
+      if (!planes || z.payload.size() < best.payload.size()) best = std::move(z);
+    }
+  } else {
+    best = {TkzCodec::kLossless, lossless_compress(dtype, data, options)};
+    if (!data.empty() && data.size() <= kTkzZstdWholeMax) {
+      std::vector<uint8_t> whole = zstd_whole(data, options.level);
+      if (whole.size() < best.payload.size()) best = {TkzCodec::kZstdWhole, std::move(whole)};
     }
   }
   if (best.payload.size() >= data.size()) best = {TkzCodec::kRaw, {}};
-  const bool planes = best.codec == TkzCodec::kLossless && dtype_is_float(dtype) && dtype_bits(dtype) >= 16;
-  if (!data.empty() && data.size() <= kTkzZstdWholeMax && (data.size() <= kSampleBytes || !planes)) {
-    std::vector<uint8_t> whole = zstd_whole(data, options.level);
-    if (whole.size() < best.stored(data)) best = {TkzCodec::kZstdWhole, std::move(whole)};
-  }
   return best;
 }
 

@@ -94,6 +94,9 @@ struct TuckerOptions {
   int max_iters = 50;          // HOOI sweeps
   double hooi_tol = 1e-10;     // HOOI stops when the fit changes less
   IterationCallback on_iteration;
+  // Reported after each mode of ST-HOSVD (progress, -v): modes done (1-based) of the
+  // tensor's order, and seconds since the start of this run.
+  std::function<void(int done, int modes, double seconds)> on_mode;
 };
 
 struct TuckerResult {

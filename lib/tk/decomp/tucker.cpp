@@ -42,6 +42,7 @@
 #include "tk/decomp/decomp.h"
 #include "tk/decomp/dense_dist.h"
 #include "tk/decomp/modes.h"
+#include "tk/decomp/tall_modes.h"
 #include "tk/decomp/tucker_internal.h"
 #include "tk/dist/comm.h"
 
@@ -162,6 +163,50 @@ const T* project_mode(const T* data, std::vector<int64_t>& shape, size_t n, cons
   return storage.data();
 }
 
+// The eigenpairs of mode n's Gram matrix on the smaller side of its unfolding: X_(n)
+// X_(n)^T, or for a tall mode X_(n)^T X_(n) (tall_modes.h; the same nonzero
+// eigenvalues), which needs the whole tensor here: across processes only the gathered
+// cut mode qualifies. Sets norm2 from the Gram's trace when it is negative.
+template <typename T> struct ModeSpectrum {
+  bool tall = false;
+  int64_t side = 0;
+  std::vector<double> eigenvalues;  // descending, `side` of them
+  std::vector<T> vectors;           // side x side, eigenvector j in column j
+};
+
+template <typename T>
+ModeSpectrum<T> mode_spectrum(const T* data, const std::vector<int64_t>& shape, size_t n, const Spread& spread,
+                              double& norm2) {
+  ModeSpectrum<T> s;
+  const int64_t count = modes::element_count(shape);
+  s.tall = modes::is_tall_mode(shape, n) && (!spread.comm || n == spread.mode);
+  s.side = s.tall ? count / shape[n] : shape[n];
+  std::vector<T> gram(static_cast<size_t>(s.side * s.side), T(0));
+  if (count > 0) {
+    if (s.tall)
+      modes::unfolding_cogram(data, shape, n, gram.data());
+    else
+      modes::mode_gram(data, shape, n, gram.data());
+  }
+  if (n != spread.mode) sum_over(spread, gram);
+  if (norm2 < 0) {
+    norm2 = modes::trace(s.side, gram.data());
+    modes::check_finite_norm(norm2, "tucker");
+  }
+  s.vectors = modes::leading_eigenvectors(s.side, gram.data(), s.side, &s.eigenvalues);
+  return s;
+}
+
+// Mode n's factor of rank r (I_n x r, orthonormal columns) from its spectrum.
+template <typename T>
+std::vector<T> mode_basis(const ModeSpectrum<T>& s, const T* data, const std::vector<int64_t>& shape, size_t n,
+                          int64_t r) {
+  if (s.tall) return modes::tall_mode_basis(data, shape, n, s.vectors, r);
+  std::vector<T> factor(static_cast<size_t>(s.side * r));
+  for (int64_t i = 0; i < s.side; ++i) std::copy_n(&s.vectors[i * s.side], r, &factor[i * r]);
+  return factor;
+}
+
 // ||X||^2 before the first Gram matrix: for float input a pass accumulating in double
 // (a float trace is too coarse for the error formula); for double input it is the trace
 // of the first Gram matrix, computed anyway (negative: not known yet).
@@ -179,6 +224,7 @@ template <typename T> double initial_squared_norm(const DenseView<T>& x, const S
 template <typename T>
 TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, double tol, double& norm2,
                        const Spread& spread) {
+  const Clock::time_point start = Clock::now();
   const size_t d = x.shape.size();
   const std::vector<int64_t>& whole = spread.comm ? spread.shape : x.shape;
   TuckerModel<T> model;
@@ -196,22 +242,14 @@ TuckerModel<T> sthosvd(const DenseView<T>& x, const TuckerOptions& options, doub
       storage = gather_slabs(spread, current, shape);
       current = storage.data();
     }
-    const int64_t dim = shape[n];
-    std::vector<T> gram(static_cast<size_t>(dim * dim), T(0));
-    if (modes::element_count(shape) > 0) modes::mode_gram(current, shape, n, gram.data());
-    if (n != spread.mode) sum_over(spread, gram);
-    if (norm2 < 0) {
-      norm2 = modes::trace(dim, gram.data());
-      modes::check_finite_norm(norm2, "tucker");
-    }
-    std::vector<double> eigenvalues;
-    std::vector<T> all = modes::leading_eigenvectors(dim, gram.data(), dim, &eigenvalues);
-    if (options.ranks.empty()) model.ranks[n] = tucker_rules::tolerance_rank(eigenvalues, tol, norm2, step, d, discarded);
+    ModeSpectrum<T> spectrum = mode_spectrum(current, shape, n, spread, norm2);
+    if (options.ranks.empty())
+      model.ranks[n] = tucker_rules::tolerance_rank(spectrum.eigenvalues, tol, norm2, step, d, discarded);
     const int64_t r = model.ranks[n];
-    std::vector<T> factor(static_cast<size_t>(dim * r));
-    for (int64_t i = 0; i < dim; ++i) std::copy_n(&all[i * dim], r, &factor[i * r]);
+    std::vector<T> factor = mode_basis(spectrum, current, shape, n, r);
     current = project_mode(current, shape, n, factor, r, storage);
     model.factors[n] = std::move(factor);
+    if (options.on_mode) options.on_mode(static_cast<int>(step + 1), static_cast<int>(d), seconds_since(start));
   }
   model.core.assign(current, current + modes::element_count(shape));
   return model;
@@ -282,10 +320,9 @@ void hooi_sweep(const DenseView<T>& x, const std::vector<size_t>& order, TuckerM
   for (size_t n : order) {
     std::vector<int64_t> shape;
     std::vector<T> partial = project_all_but(x, next, n, order, shape, spread);
-    const int64_t dim = shape[n];
-    std::vector<T> gram(static_cast<size_t>(dim * dim));
-    modes::mode_gram(partial.data(), shape, n, gram.data());
-    next.factors[n] = modes::leading_eigenvectors(dim, gram.data(), next.ranks[n]);
+    double known_norm2 = 0;  // not needed here
+    const ModeSpectrum<T> spectrum = mode_spectrum(partial.data(), shape, n, Spread{}, known_norm2);
+    next.factors[n] = mode_basis(spectrum, partial.data(), shape, n, next.ranks[n]);
     if (n == order.back()) project_mode(partial.data(), shape, n, next.factors[n], next.ranks[n], next.core);
   }
 }
@@ -326,7 +363,10 @@ TuckerResult tucker_spread(const DenseView<T>& mine, const std::vector<int64_t>&
     if (mine.shape[n] != (n == spread.mode ? spread.hi - spread.lo : shape[n]))
       throw usage_error("tucker: this process's slab is not its rows of mode " + std::to_string(spread.mode));
   TuckerOptions o = options;
-  if (comm.rank() != 0) o.on_iteration = {};
+  if (comm.rank() != 0) {
+    o.on_iteration = {};
+    o.on_mode = {};
+  }
   return tucker_impl(mine, o, spread);
 }
 

@@ -12,6 +12,8 @@
 #   sparse OUT     rank 3 on 40x30x20 from sparse nonnegative factors (about 6% nonzero)
 #                  with 1% noise on the nonzeros (f64), tensor "x"; as .tns only the
 #                  nonzeros are listed
+#   tall OUT       tall modes (f64): "a" 3000 x 40 with singular values k^-2, and "b"
+#                  1500x4x5, "c" 4x1500x5, "d" 4x5x1500 of multilinear rank 3 + 1e-4 noise
 import sys
 
 import numpy as np
@@ -59,6 +61,13 @@ elif kind in ("model", "full"):
              "step": np.array([7], np.int64)}
     else:
         t = {"w": rng.normal(size=(8, 6)).astype(np.float32), "x": tucker2((10, 9, 8))}
+elif kind == "tall":
+    def orth(n, r):
+        return np.linalg.qr(rng.normal(size=(n, r)))[0]
+    t = {"a": (orth(3000, 40) * np.arange(1, 41) ** -2.0) @ orth(40, 40).T}
+    for name, shape in (("b", (1500, 4, 5)), ("c", (4, 1500, 5)), ("d", (4, 5, 1500))):
+        x = np.einsum("abc,ia,jb,kc->ijk", rng.normal(size=(3, 3, 3)), *(orth(n, 3) for n in shape))
+        t[name] = x + 1e-4 * np.linalg.norm(x) * rng.normal(size=shape) / np.sqrt(x.size)
 else:
     raise SystemExit("unknown kind " + kind)
 

@@ -95,9 +95,14 @@ Buffer Buffer::wrap(std::shared_ptr<void> storage, size_t bytes) {
 }
 
 Buffer Buffer::map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Readers check what an input is, then map it by its path again: without O_NONBLOCK a
+  // FIFO swapped in between would block this open, and only a regular file maps.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw errno_error("failed to open for reading", path, errno);
   try {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) throw errno_error("failed to stat", path, errno);
+    if (!S_ISREG(st.st_mode)) throw invalid_input("not a regular file", path);
     Buffer b = map_fd(fd, path);
     ::close(fd);
     return b;

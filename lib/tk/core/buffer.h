@@ -30,7 +30,8 @@ class Buffer {
   // Share `storage`: `bytes` of writable memory at storage.get() from another allocator
   // (pinned host memory), released by storage's deleter with the last copy.
   static Buffer wrap(std::shared_ptr<void> storage, size_t bytes);
-  // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped.
+  // Map a whole regular file read-only. Throws kIo when it cannot be opened or mapped,
+  // kInvalidInput when `path` is no regular file (a FIFO is never waited on).
   static Buffer map_file(const std::string& path);
   // Map the whole regular file open at `fd` read-only (the caller keeps and closes
   // `fd`; the mapping outlives it). `path` names it in errors. Throws kIo.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -163,6 +164,18 @@ TEST(Buffer, MappedFileShorterAfterFailure) {
   EXPECT_NO_THROW(check_mapped_files(/*after_failure=*/true));
   close(fd);
   std::remove(path);
+}
+
+// A FIFO planted where a reader maps a file it checked before: refused at once, never
+// waited on for a writer.
+TEST(Buffer, MapFileRefusesAFifoWithoutBlocking) {
+  char dir[] = "/tmp/tk_buffer_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/f";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(kind_of([&] { Buffer::map_file(fifo); }), ErrorKind::kInvalidInput);
+  std::remove(fifo.c_str());
+  rmdir(dir);
 }
 
 TEST(Buffer, MapEmptyFile) {

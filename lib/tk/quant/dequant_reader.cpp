@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tk/core/dtype.h"
+#include "tk/core/json_parse_internal.h"
 #include "tk/core/error.h"
 #include "tk/io/sharded.h"
 #include "tk/quant/ct_model.h"
@@ -71,8 +72,9 @@ std::map<std::string, LayoutRecord> all_records(const io::TensorReader& reader, 
 bool has_layout(const io::Metadata& metadata) {
   auto it = metadata.find(kTkMetadataKey);
   if (it == metadata.end()) return false;
-  nlohmann::json doc = nlohmann::json::parse(it->second, nullptr, false);
-  return doc.is_object() && doc.contains("quant");
+  // Through the one JSON policy (depth, size, duplicate keys): a value it refuses has no layout.
+  const std::optional<nlohmann::json> doc = json_parse_if_valid(it->second);
+  return doc && doc->is_object() && doc->contains("quant");
 }
 
 bool has_layout(const io::TensorReader& reader) {

@@ -91,6 +91,14 @@ py::dict step_dict(const tk::ckpt::StepInfo& info) {
   return d;
 }
 
+// `f()` with the GIL released: the engine's waits and I/O must not stop other Python
+// threads (the training loop). What it returns holds no Python object.
+template <typename F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 // One open checkpoint directory. The engine is safe to call from several threads (a
 // save on one while another waits); the mutex only guards closing against use.
 class Engine {
@@ -108,11 +116,7 @@ class Engine {
 
   py::dict wait(uint64_t handle) {
     std::shared_ptr<Checkpointer> impl = get();
-    tk::ckpt::SaveStats stats;
-    {
-      py::gil_scoped_release release;
-      stats = impl->wait(handle);
-    }
+    const auto stats = without_gil([&] { return impl->wait(handle); });
     return stats_dict(stats);
   }
 
@@ -132,11 +136,7 @@ class Engine {
 
   py::list list() {
     std::shared_ptr<Checkpointer> impl = get();
-    std::vector<tk::ckpt::StepInfo> infos;
-    {
-      py::gil_scoped_release release;
-      infos = impl->list();
-    }
+    const auto infos = without_gil([&] { return impl->list(); });
     py::list out;
     for (const auto& info : infos) out.append(step_dict(info));
     return out;
@@ -144,11 +144,7 @@ class Engine {
 
   py::dict info(uint64_t step) {
     std::shared_ptr<Checkpointer> impl = get();
-    tk::ckpt::StepInfo info;
-    {
-      py::gil_scoped_release release;
-      info = impl->info(step);
-    }
+    const auto info = without_gil([&] { return impl->info(step); });
     return step_dict(info);
   }
 
@@ -161,11 +157,7 @@ class Engine {
 
   py::dict verify(uint64_t step) {
     std::shared_ptr<Checkpointer> impl = get();
-    tk::ckpt::VerifyReport report;
-    {
-      py::gil_scoped_release release;
-      report = impl->verify(step);
-    }
+    const auto report = without_gil([&] { return impl->verify(step); });
     py::dict d;
     d["step"] = report.step;
     d["tensors_checked"] = report.tensors_checked;
@@ -176,11 +168,7 @@ class Engine {
 
   py::dict gc() {
     std::shared_ptr<Checkpointer> impl = get();
-    tk::ckpt::GcReport report;
-    {
-      py::gil_scoped_release release;
-      report = impl->gc();
-    }
+    const auto report = without_gil([&] { return impl->gc(); });
     py::dict d;
     d["removed_steps"] = report.removed_steps;
     d["removed_temp_dirs"] = report.removed_temp_dirs;

@@ -43,6 +43,9 @@ import threading
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from busy import busy as background_load  # noqa: E402
+
 import torch
 import torch.distributed.checkpoint as dcp
 
@@ -212,10 +215,7 @@ def bench(args, load, root):
     x = torch.randn(args.batch, args.width, generator=torch.Generator().manual_seed(1))
     nbytes = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     nbytes += sum(v.numel() * v.element_size() for s in optim.state.values() for v in s.values())
-    hogs = []
-    if load == "busy":
-        hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(os.cpu_count())]
-    try:
+    with background_load(os.cpu_count() if load == "busy" else 0):
         makers = [lambda r: Tk(r), lambda r: Dcp(r, False), lambda r: Dcp(r, True)]
         results = {}
         disk = []
@@ -233,10 +233,6 @@ def bench(args, load, root):
                     a.extend(v if isinstance(v, list) else [v])
                 print(f"  {load} round {rnd + 1} {side.name}: stall {median_ms(r[0])} ms, "
                       f"durable {median_ms(r[1])} ms, restore {r[4] * 1e3:.0f} ms", file=sys.stderr, flush=True)
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
     print(f"\n{load}: state {nbytes / 1e6:.0f} MB ({args.layers} x Linear({args.width}, {args.width}) "
           f"+ AdamW moments), a save every {args.every} steps, {args.steps} steps, {args.rounds} rounds; "
           f"medians, ms; the same bytes written to one file and fsynced: {median_ms(disk)} ms\n")

@@ -18,6 +18,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from busy import busy  # noqa: E402
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,13 +90,8 @@ def main():
         print("| load | file | MB | coder | bytes | x zstd -3 size | compress x zstd speed | decompress x zstd speed |")
         print("|---|---|---:|---|---:|---:|---:|---:|")
         for label in ("idle", "beside yes"):
-            hog = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) if label != "idle" else None
-            try:
+            with busy(0 if label == "idle" else 1):
                 rows = measure(a, files, work)
-            finally:
-                if hog:
-                    hog.kill()
-                    hog.wait()
             for f, r in rows.items():
                 zs, zc, zd = r["zstd -3"]
                 for k, (size, c, d) in r.items():

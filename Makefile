@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 1 yes on ON,$(NATIVE)),-DTK_NATIVE=ON,-DTK_NATIVE=OFF)
 
-.PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
+.PHONY: all deps bench-deps build wheel test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
 
 all: build
 
@@ -28,7 +28,15 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j$(JOBS)
 
-test: build
+# The wheel (pyproject.toml): the tools and the Python package for `pip install` by users
+# without root, with the shared libraries they load (auditwheel), in build-wheel/dist/.
+# A CPU build of its own in build-wheel/ (no CUDA, no MPI). `make test` builds it first, for
+# the ctest wheel.install; WHEEL=0 leaves it out (that test then reports itself skipped).
+WHEEL ?= 1
+wheel: deps
+	@bash scripts/build-wheel.sh
+
+test: build $(if $(filter 1 yes on ON,$(WHEEL)),wheel)
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # The reference tests against the newest Python reference packages instead of the pinned
@@ -100,4 +108,4 @@ package: build
 	cpack --config $(BUILD)/CPackConfig.cmake
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-fuzz build-wheel

@@ -16,7 +16,7 @@ The f16 file is checked against a reference computed here with torch (transforme
 BertModel on model.safetensors, mean pooling), unless --no-reference.
 
 llama.cpp is the tree vendored in the llama-cpp-python 0.3.36 source package (PyPI), as
-for scripts/bench/quant_vs_ggml.sh: downloaded into WORK, configured for the CPU (native,
+for scripts/bench/quant_vs_ggml.sh: downloaded into WORK, configured for the CPU (AVX2,
 no OpenMP, no curl or OpenSSL, static) and only llama-quantize and llama-embedding built
 (nice -n 19, -j JOBS), once: a later run reuses WORK/llama-build. The model directory is
 copied into WORK with what the converter needs beside it: a tokenizer_config.json derived
@@ -51,6 +51,11 @@ from minilm_sentences import SENTENCES  # noqa: E402
 PACKAGE = "llama-cpp-python==0.3.36"
 SDIST = "llama_cpp_python-0.3.36"
 TARGETS = ("llama-quantize", "llama-embedding")
+# AVX2, as tensorkit's own vector path: not -march=native, whose AMX kernels (taken for
+# Q4_0, Q4_1 and Q8_0 tensors) die with SIGILL where the kernel grants no AMX state, as
+# in many virtual machines.
+GGML_CPU = ("-DGGML_NATIVE=OFF", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
+            "-DGGML_BMI2=ON")
 
 
 
@@ -73,13 +78,13 @@ def run(cmd, log=None, env=None, nice=False):
     return time.perf_counter() - t0
 
 
-def build_llama(work, jobs):
-    """llama.cpp from the llama-cpp-python sdist: WORK/llama-build/bin/{llama-quantize,
-    llama-embedding}. Returns the source tree and the build record (seconds per step)."""
+def build_llama(work, jobs, targets=TARGETS):
+    """llama.cpp from the llama-cpp-python sdist: WORK/llama-build/bin/TARGET for each of
+    targets. Returns the source tree and the build record (seconds per step)."""
     src = os.path.join(work, SDIST, "vendor", "llama.cpp")
     build = os.path.join(work, "llama-build")
     record = os.path.join(work, "llama-build.json")
-    if all(os.path.exists(os.path.join(build, "bin", t)) for t in TARGETS) and os.path.exists(record):
+    if all(os.path.exists(os.path.join(build, "bin", t)) for t in targets) and os.path.exists(record):
         return src, dict(json.load(open(record)), reused=True)
     times = {}
     if not os.path.isdir(src):
@@ -93,11 +98,11 @@ def build_llama(work, jobs):
     if not os.path.exists(pc):
         open(pc, "w").close()
     times["configure_s"] = run([
-        "cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DGGML_OPENMP=OFF",
+        "cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", *GGML_CPU, "-DGGML_OPENMP=OFF",
         "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
         "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_EXAMPLES=ON", "-DLLAMA_BUILD_TOOLS=ON",
         "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF"], log=os.path.join(work, "cmake.log"), nice=True)
-    times["build_s"] = run(["cmake", "--build", build, "-j", jobs, "--target", *TARGETS],
+    times["build_s"] = run(["cmake", "--build", build, "-j", jobs, "--target", *targets],
                            log=os.path.join(work, "make.log"), nice=True)
     times["jobs"] = jobs
     json.dump(times, open(record, "w"), indent=1)

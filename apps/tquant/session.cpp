@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -11,6 +12,7 @@
 #include "cli/output.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_rules.h"
+#include "tk/quant/sensitivity.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/gguf_blocks.h"
 #include "tk/quant/imatrix.h"
@@ -376,7 +378,30 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
     throw usage_error(fmt::format("size {} is below the smallest reachable {} bytes", s.args.size, min_bytes),
                       "--size");
   }
-  quant::BudgetResult r = quant::budget_solve(t.items, capacity - reserved);
+  // The objective. In a language model (tensors with roles, sensitivity.h): each
+  // tensor's relative error (importance-weighted where an importance matrix covers it)
+  // times its role's weight, which predicts llama.cpp's KL divergence far better than
+  // squared errors summed across tensors (docs/QUANT.md). Otherwise: the squared errors.
+  std::vector<std::string_view> names;
+  for (const io::TensorInfo& info : src.reader().tensors()) names.push_back(info.name);
+  const bool tied = quant::embeddings_tied(names);
+  std::vector<quant::TensorRole> roles;
+  for (const PlanEntry* e : t.entries) roles.push_back(quant::tensor_role(e->info.name, tied));
+  const bool by_role =
+      std::any_of(roles.begin(), roles.end(), [](quant::TensorRole r) { return r != quant::TensorRole::kOther; });
+  std::vector<double> weight(t.items.size(), 1.0);
+  if (by_role) {
+    for (size_t i = 0; i < t.items.size(); ++i) {
+      const bool weighted = s.options_for(*t.entries[i]).importance != nullptr;
+      weight[i] = quant::role_weight(roles[i], weighted) / std::max(t.signal[i], 1e-300);
+    }
+  }
+  auto solve = [&] {
+    std::vector<quant::BudgetItem> items = t.items;
+    for (size_t i = 0; i < items.size(); ++i) for (double& e : items[i].error) e *= weight[i];
+    return quant::budget_solve(items, capacity - reserved);
+  };
+  quant::BudgetResult r = solve();
   for (bool again = true; again;) {
     again = false;
     for (size_t i = 0; i < t.items.size(); ++i) {
@@ -400,7 +425,7 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
       for (auto& [key, sample] : t.samples[i]) sample.picked = {};
       again = true;
     }
-    if (again) r = quant::budget_solve(t.items, capacity - reserved);
+    if (again) r = solve();
   }
   for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i]->scheme = t.usable[i][r.choice[i]];
   if (estimated == 0) return {};

@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-default-keep", q.no_default_keep,
                "Quantize what the default rules keep: scalars, 1-D, small tensors, norms, biases, embeddings");
   app.add_option("--min-elements", q.min_elements, "Keep tensors of fewer elements (default 4096)")->type_name("N");
-  app.add_flag("--quantize-embeddings", q.quantize_embeddings, "Quantize embeddings too (kept by default)");
+  app.add_flag("--quantize-embeddings", q.quantize_embeddings, "Quantize embeddings too (kept by default; quantized by default in a GGUF output, as llama.cpp does)");
   app.add_flag("--keep-lm-head", q.keep_lm_head, "Keep the output head (lm_head, output.weight) unquantized");
   app.add_flag("--exact-budget", q.exact_budget,
                "Measure every candidate on every row (default: large tensors on a sample of rows, then "

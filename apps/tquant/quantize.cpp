@@ -174,8 +174,9 @@ void keep_gguf_f32(std::vector<PlanEntry>& plan) {
 
 }  // namespace
 
-int run_quantize(cli::Tool& tool, const QuantArgs& args) {
+int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   const cli::CommonOptions& common = tool.options();
+  QuantArgs args = given;
   const bool budget = args.budget.has_value() || !args.size.empty();
   if (args.budget && !args.size.empty()) throw usage_error("--budget and --size exclude each other");
   if (budget && !args.scheme.empty()) throw usage_error("--scheme and --budget/--size exclude each other");
@@ -184,6 +185,9 @@ int run_quantize(cli::Tool& tool, const QuantArgs& args) {
   if (!args.candidates.empty() && !budget) throw usage_error("--candidates applies only with --budget/--size");
   const bool ct = args.format == kCompressedTensors;
   io::FileFormat format = ct ? io::FileFormat::kSafetensors : cli::output_format(args.output, args.format);
+  // llama.cpp's recipes quantize token_embd (and a tied output head) too; a GGUF user
+  // keeps it with --keep.
+  if (format == io::FileFormat::kGguf) args.quantize_embeddings = true;
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   if (!args.dry_run) {
     if (ct) {

@@ -3,14 +3,15 @@
 // d, and into eight sub-blocks of 32 whose scales are 6-bit integers l in [-32, 31]
 // (stored as ls = l + 32): y = (d * l) * level[code], the two products in ggml's order.
 //
-// Quantization, per super-block: each sub-block's real scale s_i as iq4nl's (iq4nl_math.h's
-// fit_scale); then d is tried at a few factors around -s_max / 32 (s_max: the s_i of
-// largest magnitude, which l = -32 then meets), rounded to f16, and for each d every
-// sub-block takes, of the integers next to round(s_i / d), the one whose codes (chosen
-// again against the stored d * l) give the least (weighted) squared error. The d of least
-// total error wins; the least-squares d for its integers and codes is tried last. --fast
-// takes the first d and the rounded integers alone. There is one quantizer (no vector
-// path): its bytes do not depend on `reference`, which only picks the packing kernels.
+// Quantization, per super-block: each sub-block's real scale s_i as iq4nl's first trial
+// (iq4nl_math.h's fit_scale: -max / 127, refitted by least squares); then d is tried at a
+// few factors around -s_max / 32 (s_max: the s_i of largest magnitude, which l = -32 then
+// meets), rounded to f16, and for each d every sub-block takes, of the integers next to
+// round(s_i / d), the one whose codes (chosen again against the stored d * l) give the
+// least (weighted) squared error. The d of least total error wins; the least-squares d
+// for its integers and codes is tried last. --fast takes the first d and the rounded
+// integers alone. There is one quantizer (no vector path): its bytes do not depend on
+// `reference`, which only picks the packing kernels.
 //
 // No GPU path: named under --device cuda it is refused, as a --budget candidate it runs
 // on the CPU.
@@ -144,7 +145,9 @@ class Iq4xsScheme final : public Scheme {
     float s[kSubs];
     float largest = 0;
     for (int i = 0; i < kSubs; ++i) {
-      s[i] = iq4nl::fit_scale(levels_, x + i * kSub, w + i * kSub, fast);
+      // iq4nl's first trial alone (-max / 127, refitted): the integer search below finds
+      // what its other trials would add, at half the time (BENCHMARKS: iq4xs).
+      s[i] = iq4nl::fit_scale(levels_, x + i * kSub, w + i * kSub, true);
       if (std::abs(s[i]) > std::abs(largest)) largest = s[i];  // signed: l = -32 meets it
     }
     const int reach = fast ? 0 : kReach;

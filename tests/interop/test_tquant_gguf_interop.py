@@ -38,6 +38,7 @@ TWINS = [
     (["--scheme", "q6k"], Q.Q6_K),
     (["--scheme", "mxfp4"], Q.MXFP4),
     (["--scheme", "iq4nl"], Q.IQ4_NL),
+    (["--scheme", "iq4xs"], Q.IQ4_XS),
 ]
 QUANTIZED = ["blk.0.attn_q.weight", "blk.0.ffn_down.weight"]
 
@@ -154,7 +155,7 @@ def test_gguf_model_keeps_its_pairs(tmp):
     assert got["blk.0.attn_norm.weight"].tensor_type == Q.F32
     # A GGUF output quantizes token_embd, as llama.cpp's recipes do
     assert got["token_embd.weight"].tensor_type not in (Q.F16, Q.F32)
-    held = {Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.MXFP4}
+    held = {Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.MXFP4, Q.IQ4_XS, Q.IQ4_NL}
     for name in ["blk.0.attn_q.weight", "blk.0.ffn_up.weight"]:
         assert got[name].tensor_type in held, name
         values = gguf_values(got[name])

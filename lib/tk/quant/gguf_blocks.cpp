@@ -150,6 +150,21 @@ void write_q6_k(const Row& r, int64_t b, uint8_t* out) {
   for (int i = 0; i < 16; ++i) out[192 + i] = r.sub[b * 16 + i] ^ 0x80;  // q + 128 to int8 q
   put_f16(r.d, b, out + 208);
 }
+// d, then the eight 6-bit ls (bias included): low nibbles in scales_l (sub-block i in
+// nibble i % 2 of byte i / 2), high bit pairs in the little-endian uint16 scales_h (bits
+// 2i), then each sub-block's 32 codes as Q4_0 lays them out.
+void write_iq4_xs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  const uint8_t* ls = r.sub + b * 8;
+  unsigned high = 0;
+  for (int i = 0; i < 8; ++i) {
+    high |= static_cast<unsigned>(ls[i] >> 4 & 3) << (2 * i);
+    out[4 + i / 2] |= static_cast<uint8_t>((ls[i] & 0xf) << (i % 2 * 4));
+  }
+  out[2] = static_cast<uint8_t>(high & 0xff);
+  out[3] = static_cast<uint8_t>(high >> 8);
+  for (int i = 0; i < 8; ++i) put_nibbles32(r.codes + b * 256 + i * 32, out + 8 + i * 16);
+}
 void write_mxfp4(const Row& r, int64_t b, uint8_t* out) {
   out[0] = r.e[b];
   put_nibbles32(r.codes + b * 32, out + 1);
@@ -184,6 +199,8 @@ constexpr Twin kTwins[] = {
     {GgmlType::kQ6_K, "q6k", Family::kKQuant, 256, 6, true, 16, 8, write_q6_k},
     {GgmlType::kMXFP4, "mxfp4", Family::kMx, 32, 4, true, 0, 0, write_mxfp4},
     {GgmlType::kIQ4_NL, "iq4nl", Family::kTable, 32, 4, true, 0, 0, write_q4_0},  // Q4_0's bytes, other levels
+    // Parts as a symmetric K-quant's (codes, d, 6-bit sub_scales): read the same way.
+    {GgmlType::kIQ4_XS, "iq4xs", Family::kKQuant, 256, 4, true, 32, 6, write_iq4_xs},
 };
 
 bool param_is(const Quantized& q, const char* key, const std::string& value) {

@@ -14,6 +14,7 @@
 //   q2k, q3k, q4k, q5k, q6k                   Q2_K .. Q6_K  (d * sc) * q [- dmin * m]
 //   mxfp4                                     MXFP4   e2m1 * 2^(e - 127)
 //   iq4nl                                     IQ4_NL  d * kvalues_iq4nl[q]
+//   iq4xs                                     IQ4_XS  (d * (ls - 32)) * kvalues_iq4nl[q]
 //
 // The values agree bit for bit except for the sign of some zeros: tensorkit's symmetric
 // decoders add +0 (a zero code gives +0, where ggml's d * 0 is -0 for a negative d), and

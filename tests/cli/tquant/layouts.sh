@@ -46,7 +46,7 @@ save_file(t, "model.safetensors")
 save_file({"w": w(256, 4096)}, "nominal.safetensors")
 PY
 expected="bert.encoder.layer.0.attention.self.query.weight conv2/kernel:0 dense/kernel:0 dw/depthwise_kernel:0 features.0.weight lm_head.weight logits/kernel:0 odd params/Conv_0/kernel params/Dense_0/kernel"
-for scheme in int2 int4 int8 q2k q3k q4k q6k q8k nf4 fp8_e4m3 mxfp4 mxfp6_e2m3 mxfp8_e4m3 nvfp4 kmeans:3 vq:4:8 trellis:2:8; do
+for scheme in int2 int4 int8 q2k q3k q4k q6k q8k nf4 iq4xs fp8_e4m3 mxfp4 mxfp6_e2m3 mxfp8_e4m3 nvfp4 kmeans:3 vq:4:8 trellis:2:8; do
   tquant nominal.safetensors --scheme "$scheme" --dry-run --json nominal.json -q >/dev/null
   tquant model.safetensors --scheme "$scheme" -f -o q.safetensors --json q.json -q >/dev/null || echo "$scheme: exit $?"
   "$PY" - "$scheme" "$expected" <<'PY'

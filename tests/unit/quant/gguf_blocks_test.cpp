@@ -57,6 +57,17 @@ void reference_block(GgmlType type, const uint8_t* x, float* y) {
       for (int j = 0; j < 32; ++j) y[j] = f16_at(x) * static_cast<float>(kValues[nibble(x + 2, j)]);
       return;
     }
+    case GgmlType::kIQ4_XS: {
+      static const int kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+      const int high = x[2] | x[3] << 8;  // scales_h, little-endian
+      for (int i = 0; i < 256; ++i) {
+        const int ib = i / 32;
+        const int ls = (x[4 + ib / 2] >> (ib % 2 * 4) & 0xf) | (high >> (2 * ib) & 3) << 4;
+        const float dl = f16_at(x) * static_cast<float>(ls - 32);
+        y[i] = dl * static_cast<float>(kValues[nibble(x + 8 + 16 * ib, i % 32)]);
+      }
+      return;
+    }
     case GgmlType::kQ4_1:
       for (int j = 0; j < 32; ++j) y[j] = f16_at(x) * static_cast<float>(nibble(x + 4, j)) + f16_at(x + 2);
       return;
@@ -158,7 +169,8 @@ void compare(const std::vector<float>& want, const std::vector<float>& got, cons
 // Types whose formula gives tensorkit's zeros too (an offset subtracted or added last).
 bool zero_signs_agree(GgmlType type) {
   return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1 || type == GgmlType::kQ2_K || type == GgmlType::kQ4_K ||
-         type == GgmlType::kQ5_K || type == GgmlType::kIQ4_NL;  // iq4nl: the same product d * level
+         type == GgmlType::kQ5_K || type == GgmlType::kIQ4_NL ||  // iq4nl: the same product d * level
+         type == GgmlType::kIQ4_XS;                                // and (d * l) * level
 }
 
 // ---- test data ----
@@ -185,7 +197,7 @@ const Shape kShapes[] = {{4, 256}, {3, 512}, {1024}, {2, 3, 768}, {2, 0}};
 const GgmlType kTwinTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
                                GgmlType::kQ5_1, GgmlType::kTQ2_0, GgmlType::kQ2_K, GgmlType::kQ3_K,
                                GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kMXFP4,
-                               GgmlType::kIQ4_NL};
+                               GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 
 // q repacked as `type`, decoded both ways, against tensorkit's dequantize (optimised
 // and reference, through the view when q has one).
@@ -252,6 +264,7 @@ TEST(GgufBlocks, TwinsAreTheSchemesDefaults) {
   EXPECT_EQ(tensorkit_twin(GgmlType::kQ4_K)->scheme, "q4k");
   EXPECT_EQ(tensorkit_twin(GgmlType::kMXFP4)->scheme, "mxfp4");
   EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_NL)->scheme, "iq4nl");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_XS)->scheme, "iq4xs");
   const GgufTwin q8 = *tensorkit_twin(GgmlType::kQ8_0);
   EXPECT_EQ(q8.scheme, "int8");
   EXPECT_EQ(q8.options.group_size, 32);
@@ -260,7 +273,7 @@ TEST(GgufBlocks, TwinsAreTheSchemesDefaults) {
   EXPECT_FALSE(tensorkit_twin(GgmlType::kQ4_1)->options.symmetric);
   EXPECT_EQ(tensorkit_twin(GgmlType::kTQ2_0)->options.group_size, 256);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_1, GgmlType::kQ8_K,
-                        GgmlType::kIQ4_XS, GgmlType::kTQ1_0, GgmlType::kIQ2_XXS}) {
+                        GgmlType::kTQ1_0, GgmlType::kIQ2_XXS}) {
     EXPECT_FALSE(tensorkit_twin(type).has_value()) << io::ggml_traits(type).name;
   }
 }
@@ -295,6 +308,7 @@ TEST(GgufBlocks, OtherOptionsHaveNoTwin) {
   // Padded rows: 40 values padded to 64, 300 to 512; a 0-d tensor is one padded row.
   EXPECT_EQ(type_for("int4", {4, 40}), std::nullopt);
   EXPECT_EQ(type_for("q4k", {2, 300}), std::nullopt);
+  EXPECT_EQ(type_for("iq4xs", {2, 384}), std::nullopt);
   EXPECT_EQ(type_for("mxfp4", {3, 48}), std::nullopt);
   EXPECT_EQ(type_for("int8", {}), std::nullopt);
   // Whole blocks under a view of 512 columns, but rows of 128 are not whole super-blocks.

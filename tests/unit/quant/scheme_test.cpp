@@ -59,6 +59,8 @@ std::vector<Case> all_cases() {
   dq.double_quant = true;
   c.push_back({"nf4", dq, 19, "nf4 double quant"});
   c.push_back({"iq4nl", opts(), 19, "iq4nl"});
+  c.push_back({"iq4xs", opts(), 19, "iq4xs"});
+  c.push_back({"iq4xs", kfast, 18, "iq4xs fast"});
   c.push_back({"fp8_e4m3", opts(), 30, "fp8_e4m3"});
   c.push_back({"fp8_e5m2", opts(Granularity::kChannel), 24, "fp8_e5m2 channel"});
   const std::pair<const char*, double> mx[] = {{"mxfp8_e4m3", 30}, {"mxfp8_e5m2", 24}, {"mxfp6_e2m3", 23},
@@ -221,7 +223,7 @@ TEST(QuantSchemes, PaddingIsStatedAndZeroed) {
 TEST(QuantSchemes, HugeValuesSaturateTheScaleInsteadOfOverflowing) {
   auto x = test::normal_floats(1500, 9);
   for (auto& v : x) v *= 1e6f;  // scales of ~1e5 are beyond f16
-  for (const char* name : {"int4", "q4k", "q3k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+  for (const char* name : {"int4", "q4k", "q3k", "nf4", "iq4xs", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto s = make_scheme(name);
     std::vector<float> y(x.size());
     s->dequantize(s->quantize(x.data(), kShape, QuantOptions{}), y.data());
@@ -258,7 +260,7 @@ TEST(QuantSchemes, UnknownAndMalformedSpecsAreUsageErrors) {
 TEST(QuantSchemes, InconsistentPartsAreInvalidInput) {
   const auto x = test::normal_floats(1500, 8);
   std::vector<float> y(x.size());
-  for (const char* name : {"int4", "q4k", "nf4", "fp8_e4m3", "mxfp4", "nvfp4"}) {
+  for (const char* name : {"int4", "q4k", "nf4", "iq4xs", "fp8_e4m3", "mxfp4", "nvfp4"}) {
     const auto s = make_scheme(name);
     const Quantized good = s->quantize(x.data(), kShape, QuantOptions{});
     Quantized missing = good;

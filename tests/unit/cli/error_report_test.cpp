@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/exit_code.h"
+#include "cli/option_hint.h"
 #include "cli/signals.h"
 #include "tk/core/error.h"
 
@@ -36,6 +37,36 @@ TEST(ErrorReport, LibraryErrorsGiveWhatAndWhere) {
   EXPECT_EQ(report_of(usage_error("bad")).exit_code, 2);
   EXPECT_EQ(report_of(unavailable("CUDA support not compiled in")).exit_code, 5);
   EXPECT_EQ(report_of(runtime_error("no convergence")).exit_code, 1);
+}
+
+// The library states the fact and names the case; the report adds the flag, after the
+// message, as the innermost location, or as the whole sentence.
+TEST(ErrorReport, TheFlagForALibraryOptionIsTheToolsWord) {
+  EXPECT_EQ(report_of(usage_error("a different file is stored under this name", "m.safetensors: w")
+                          .with_option("store.replace"))
+                .message,
+            "a different file is stored under this name; give --replace to replace it (m.safetensors: w)");
+  const Error noise = usage_error("the noise level must lie in [0, 1)").with_option("decomp.noise");
+  EXPECT_EQ(report_of(noise).message, "the noise level must lie in [0, 1) (--noise)");
+  EXPECT_EQ(report_of(noise.with_context("tensor 'c'").with_context("x.safetensors")).message,
+            "the noise level must lie in [0, 1) (x.safetensors: tensor 'c': --noise)");
+  EXPECT_EQ(report_of(invalid_input("rescal: non-negative factors need a tensor without negative values")
+                          .with_option("decomp.rescal_nonneg"))
+                .message,
+            "rescal: --nonneg needs a tensor without negative values");
+  // The kind decides the exit code as before; an unknown key adds nothing.
+  EXPECT_EQ(report_of(noise).exit_code, 2);
+  EXPECT_EQ(report_of(usage_error("fact", "here").with_option("no.such_key")).message, "fact (here)");
+  EXPECT_EQ(skipped_reason_text("kept as opaque bytes", "codec.opaque_skipped"),
+            "kept as opaque bytes; restore it with 'tcompress -d'");
+}
+
+// Relocating an error keeps the case it names.
+TEST(ErrorReport, TheOptionSurvivesANewLocation) {
+  const Error e = invalid_input("BitX record needs the base").with_option("codec.record_base");
+  EXPECT_EQ(e.with_where("t.tkz").option(), "codec.record_base");
+  EXPECT_EQ(e.with_context("t.tkz").option(), "codec.record_base");
+  EXPECT_EQ(report_of(e.with_where("t.tkz")).message, "BitX record needs the base (--base) (t.tkz)");
 }
 
 TEST(ErrorReport, KeepsNamesWholeThroughANul) {

@@ -10,6 +10,12 @@
 #include "cli/signals.h"
 #include "tk/core/error.h"
 
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
 namespace tk::cli {
 namespace {
 
@@ -67,6 +73,26 @@ TEST(ErrorReport, TheOptionSurvivesANewLocation) {
   EXPECT_EQ(e.with_where("t.tkz").option(), "codec.record_base");
   EXPECT_EQ(e.with_context("t.tkz").option(), "codec.record_base");
   EXPECT_EQ(report_of(e.with_where("t.tkz")).message, "BitX record needs the base (--base) (t.tkz)");
+}
+
+// A key the library throws without an entry here would drop the flag from the user's
+// line: every key written in lib/ has one.
+TEST(ErrorReport, EveryOptionTheLibraryNamesHasAFlag) {
+  // The sources beside testdata/ (a compile definition, so the test needs no environment).
+  const std::filesystem::path lib = std::filesystem::path(TK_TESTDATA_DIR).parent_path() / "lib";
+  const std::regex key_literal("(with_option\\(|\\.option = )\"([^\"]+)\"");
+  std::set<std::string> keys;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(lib)) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), key_literal); it != std::sregex_iterator(); ++it)
+      keys.insert((*it)[2].str());
+  }
+  EXPECT_GE(keys.size(), 20u);
+  for (const std::string& key : keys) EXPECT_TRUE(has_option_hint(key)) << key;
 }
 
 TEST(ErrorReport, KeepsNamesWholeThroughANul) {

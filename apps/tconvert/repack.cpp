@@ -88,7 +88,7 @@ size_t write_gguf(const ConvertOptions& o, quant::DequantReader& reader, const S
     if (reader.record(sel.index[j])) {
       type = quant::ggml_type_for(reader.quantized(sel.index[j]));
       if (!type) {
-        throw usage_error(quant::ggml_no_type_reason(reader.quantized(sel.index[j])) +
+        throw usage_error(quant::ggml_no_type_reason(reader.quantized(sel.index[j]), "--asym") +
                               "; quantize the original with 'tquant ... -o OUT.gguf'",
                           tensor_where(info.name));
       }

@@ -46,12 +46,15 @@ std::vector<double> numbers(const json& v, const char* what) {
 
 // The first error of a run, as it travels from a rank to the others.
 json error_json(const Error& e) {
-  return {{"kind", static_cast<int>(e.kind())}, {"message", e.message()}, {"where", e.where()}};
+  json j = {{"kind", static_cast<int>(e.kind())}, {"message", e.message()}, {"where", e.where()}};
+  if (!e.option().empty()) j["option"] = e.option();
+  return j;
 }
 
 Error error_from(const json& e) {
   return Error(static_cast<ErrorKind>(e.at("kind").get<int>()), e.at("message").get<std::string>(),
-               e.at("where").get<std::string>());
+               e.at("where").get<std::string>())
+      .with_option(e.value("option", std::string()));
 }
 
 // Collectives of a sweep wait as long as the slowest rank fits; a rank that died ends
@@ -130,7 +133,7 @@ std::vector<TensorPart> part_parse(const json& doc, const SweepKey& key, const s
     }
     return out;
   } catch (const Error& e) {
-    throw Error(e.kind(), e.message(), where);
+    throw e.with_where(where);
   } catch (const json::exception& e) {
     throw invalid_input(std::string("malformed --partial file: ") + e.what(), where);
   }

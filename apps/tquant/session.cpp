@@ -95,7 +95,7 @@ io::GgmlType Session::gguf_type(const std::string& spec) {
   const std::string name = scheme(spec).name();
   if (auto type = quant::ggml_type_for_scheme(name, base.symmetric)) return *type;
   throw usage_error(fmt::format("GGUF has no block type for {}{}; it holds {}", name, base.symmetric ? "" : " --asym",
-                                quant::ggml_schemes_text()),
+                                quant::ggml_schemes_text("--asym")),
                     spec);
 }
 
@@ -217,7 +217,7 @@ std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool c
       if (!holds && !args.candidates.empty()) {
         throw usage_error(ct ? why
                              : fmt::format("GGUF has no block type for {}; it holds {}", name,
-                                           quant::ggml_schemes_text()),
+                                           quant::ggml_schemes_text("--asym")),
                           "--candidates");
       }
       // The compressed-tensors package decompresses nvfp4 to bf16 whatever the model's

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/exit_code.h"
+#include "cli/option_hint.h"
 #include "cli/signals.h"
 #include "tk/core/error.h"
 
@@ -32,9 +33,9 @@ ErrorReport error_report(const std::exception_ptr& error, const std::string& com
     std::rethrow_exception(error);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kIo && stdout_broken) return {kExitBrokenPipe, {}};
-    std::string text = e.message();
-    if (!e.where().empty()) text += " (" + e.where() + ")";
-    return {exit_code_for(e.kind()), text};
+    ErrorText t = error_text(e);
+    if (!t.where.empty()) t.message += " (" + t.where + ")";
+    return {exit_code_for(e.kind()), t.message};
   } catch (const CLI::ParseError& e) {
     return {kExitUsage, lower_first(e.what()) + " (see '" + command + " --help')"};
   } catch (const std::bad_alloc&) {

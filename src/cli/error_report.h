@@ -13,7 +13,8 @@ struct ErrorReport {
 };
 
 // Describe `error`:
-// - tk::Error: "WHAT (WHERE)" (or "WHAT" without a location), exit_code_for(kind);
+// - tk::Error: "WHAT (WHERE)" (or "WHAT" without a location), with the flag for its
+//   option (option_hint.h), exit_code_for(kind);
 //   an I/O error while stdout is a broken pipe (`stdout_broken`): quiet, 141;
 // - CLI::ParseError (not help or version): "MESSAGE (see 'COMMAND --help')", 2, with
 //   the first letter of CLI11's message lowered to match ours;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cli/option_hint.h"
 #include "tk/ckpt/step_tensors.h"
 #include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
@@ -32,7 +33,7 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 
 // `e` with the temporary file's name `from` replaced by the stream's `to`.
 Error renamed(const Error& e, const std::string& from, const std::string& to) {
-  return Error(e.kind(), replace_all(e.message(), from, to), replace_all(e.where(), from, to));
+  return Error(e.kind(), replace_all(e.message(), from, to), replace_all(e.where(), from, to)).with_option(e.option());
 }
 
 // A reader of a spooled copy whose errors name the original stream.
@@ -107,7 +108,7 @@ void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::s
       rest += g.count;
       continue;
     }
-    const std::string reason = shortened(std::string(order[k]), 200);
+    const std::string reason = shortened(skipped_reason_text(std::string(order[k]), g.examples[0]->option), 200);
     if (g.count == 1) {
       tool.warning("skipped '" + shortened(g.examples[0]->name, 200) + "': " + reason + file);
       continue;

@@ -128,7 +128,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
       position += r.decoded;
       seen.push_back({info ? info->name : std::string(), r.kind, r.codec, r.id, offset, r.decoded, r.stored});
     } catch (const Error& e) {
-      throw Error(e.kind(), e.message(), c.where(in, expected));
+      throw e.with_where(c.where(in, expected));
     }
   }
   if (next_tensor != c.st.tensors.size())
@@ -157,9 +157,10 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
   Container c;
   c.open(in, options.base, false);
   if (c.header.source != Source::kSafetensors)
-    throw usage_error(fmt::format("container holds a {} file as opaque bytes, not tensors; restore it with -d",
+    throw usage_error(fmt::format("container holds a {} file as opaque bytes, not tensors",
                                   io::format_name(format_of(c.header.source))),
-                      in.name());
+                      in.name())
+        .with_option("codec.opaque_restore");
   auto it = std::find_if(c.st.tensors.begin(), c.st.tensors.end(), [&](const auto& t) { return t.name == name; });
   if (it == c.st.tensors.end()) throw usage_error("no tensor named '" + std::string(name) + "'", in.name());
   const size_t id = static_cast<size_t>(it - c.st.tensors.begin());
@@ -214,7 +215,7 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
     return info;
   } catch (const Error& e) {
     if (in_sink) throw;
-    throw Error(e.kind(), e.message(), in.name() + ": tensor '" + info.name + "'");
+    throw e.with_where(in.name() + ": tensor '" + info.name + "'");
   }
 }
 
@@ -258,14 +259,13 @@ TkzListing tkz_list(io::InputStream& in) {
           throw invalid_input("container index does not match the record");
         check_frame_claim({ra.file.data() + e.offset + kRecordHeaderBytes, static_cast<size_t>(r.stored)}, r);
       } catch (const Error& err) {
-        throw Error(err.kind(), err.what(), c.where(in, e.kind == Kind::kTensor ? std::optional<size_t>(e.id)
-                                                                                : std::nullopt));
+        throw err.with_where(c.where(in, e.kind == Kind::kTensor ? std::optional<size_t>(e.id) : std::nullopt));
       }
     }
     try {
       end = parse_record_header(ra.file.data() + ra.footer.index_offset - kRecordHeaderBytes);
     } catch (const Error& err) {
-      throw Error(err.kind(), err.what(), in.name());
+      throw err.with_where(in.name());
     }
     index = std::move(ra.index);
     footer = ra.footer;
@@ -278,7 +278,7 @@ TkzListing tkz_list(io::InputStream& in) {
       try {
         r = read_record_header(in);
       } catch (const Error& e) {
-        throw Error(e.kind(), e.message(), in.name());
+        throw e.with_where(in.name());
       }
       if (r.kind == Kind::kEnd) {
         end = r;
@@ -289,7 +289,7 @@ TkzListing tkz_list(io::InputStream& in) {
         info = c.check_record(r);
         check_payload_claims(in, r);
       } catch (const Error& e) {
-        throw Error(e.kind(), e.message(), c.where(in, r.kind == Kind::kTensor ? std::optional<size_t>(r.id) : std::nullopt));
+        throw e.with_where(c.where(in, r.kind == Kind::kTensor ? std::optional<size_t>(r.id) : std::nullopt));
       }
       in.skip(r.stored, "record");
       seen.push_back({info ? info->name : std::string(), r.kind, r.codec, r.id, offset, r.decoded, r.stored});

@@ -68,9 +68,10 @@ void Container::open(io::InputStream& in, const BitxBase* base, bool need_base) 
   }
   if ((header.flags & kFlagBase) && need_base) {
     if (base == nullptr)
-      throw invalid_input(fmt::format("container is a BitX delta against a base (SHA-256 {}...); give it with --base",
+      throw invalid_input(fmt::format("container is a BitX delta against a base (SHA-256 {}...)",
                                       short_hex(header.base_sha256)),
-                          in.name());
+                          in.name())
+          .with_option("codec.base");
     if (base->sha256() != header.base_sha256)
       throw invalid_input(fmt::format("{} is not the base this container was made against (SHA-256 {}..., "
                                       "expected {}...)",
@@ -134,8 +135,9 @@ void decode_tensor_record(io::InputStream& in, const Container& c, const RecordH
   if (c.has_base() && (r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta)) {
     // The base is checked only when this tensor needs it.
     if (options.base == nullptr)
-      throw invalid_input(fmt::format("tensor is a BitX delta against a base (SHA-256 {}...); give it with --base",
-                                      short_hex(c.header.base_sha256)));
+      throw invalid_input(fmt::format("tensor is a BitX delta against a base (SHA-256 {}...)",
+                                      short_hex(c.header.base_sha256)))
+          .with_option("codec.base");
     if (options.base->sha256() != c.header.base_sha256)
       throw invalid_input(options.base->name() + " is not the base this container was made against");
   }
@@ -149,7 +151,7 @@ void decode_record(io::InputStream& in, const RecordHeader& r, const io::TensorI
   check_payload_claims(in, r);
   const BitxBase::Tensor* base = nullptr;
   if (r.codec == TkzCodec::kBitxRef || r.codec == TkzCodec::kBitxDelta) {
-    if (options.base == nullptr) throw invalid_input("BitX record needs the base (--base)");
+    if (options.base == nullptr) throw invalid_input("BitX record needs the base").with_option("codec.record_base");
     base = options.base->match(*info);
     if (base == nullptr) throw invalid_input("the base has no tensor of this name, dtype and shape");
     if (bitx_tensor_hash(base->bytes) != r.base_hash)
@@ -272,7 +274,7 @@ RandomAccess open_random_access(io::InputStream& in) {
       throw invalid_input("corrupt container footer");
     ra.index = parse_index({ra.file.data() + ra.footer.index_offset, ra.footer.index_bytes}, footer_bytes, ra.footer);
   } catch (const Error& e) {
-    throw Error(e.kind(), e.message(), in.name());
+    throw e.with_where(in.name());
   }
   return ra;
 }

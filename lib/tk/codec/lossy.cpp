@@ -448,7 +448,7 @@ bool lossy_available(LossyMethod method, std::string* why) {
 
 bool lossy_gpu_available(LossyMethod method, int gpu, std::string* why) {
   if (method == LossyMethod::kQuant) {
-    if (why) *why = "--lossy quant runs on the CPU";
+    if (why) *why = "lossy quant runs on the CPU";
     return false;
   }
   return video_gpu_available(video_codec_of(method), gpu, why);

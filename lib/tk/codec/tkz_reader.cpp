@@ -28,8 +28,10 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
   }
   if (listing_.source != io::FileFormat::kSafetensors) {
     const std::string what = listing_.source == io::FileFormat::kUnknown ? "file" : io::format_name(listing_.source);
-    skipped_.push_back({"(opaque bytes)", "the container keeps the original " + what +
-                                              " file as opaque bytes, not tensors; restore it with 'tcompress -d'"});
+    io::SkippedObject opaque{"(opaque bytes)",
+                             "the container keeps the original " + what + " file as opaque bytes, not tensors"};
+    opaque.option = "codec.opaque_skipped";
+    skipped_.push_back(std::move(opaque));
   }
 }
 
@@ -53,7 +55,7 @@ Tensor TkzReader::read(size_t index) {
         });
     return tensor;
   } catch (const Error& err) {
-    throw Error(err.kind(), err.message(), name_ + ": tensor '" + info.name + "'");
+    throw err.with_where(name_ + ": tensor '" + info.name + "'");
   }
 }
 

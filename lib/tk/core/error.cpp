@@ -22,8 +22,19 @@ const char* error_kind_name(ErrorKind kind) {
 
 Error Error::with_context(const std::string& outer) const {
   if (outer.empty()) return *this;
-  std::string where = where_.empty() ? outer : outer + ": " + where_;
-  return Error(kind_, message_, std::move(where));
+  return with_where(where_.empty() ? outer : outer + ": " + where_);
+}
+
+Error Error::with_option(std::string option) const {
+  Error e = *this;
+  e.option_ = std::move(option);
+  return e;
+}
+
+Error Error::with_where(std::string where) const {
+  Error e = *this;
+  e.where_ = std::move(where);
+  return e;
 }
 
 Error error_from(std::exception_ptr e) {

@@ -23,7 +23,11 @@ const char* error_kind_name(ErrorKind kind);
 // Exception thrown by every library function. message() is the message without
 // location; where() names the file, tensor or offset concerned (may be empty). Both may
 // hold any bytes of a name read from a file, NUL included: use message(), not what(),
-// which as a C string ends at the first NUL.
+// which as a C string ends at the first NUL. option() names, by a stable key, the case
+// that a caller's option or argument decides ("store.replace": the name is taken and
+// StoreAddOptions::replace would replace it), so that a tool can say which of its flags
+// to give (src/cli/option_hint.h); empty for most errors. The message states the fact
+// alone and never names a tool or a flag.
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string message, std::string where = {})
@@ -32,6 +36,14 @@ class Error : public std::runtime_error {
   ErrorKind kind() const noexcept { return kind_; }
   const std::string& message() const noexcept { return message_; }
   const std::string& where() const noexcept { return where_; }
+  const std::string& option() const noexcept { return option_; }
+
+  // Return a copy of this error that names the case `option` (see above).
+  Error with_option(std::string option) const;
+
+  // Return a copy of this error located at `where` instead, its kind, message and
+  // option kept: for a caller that knows the place better than the code that threw.
+  Error with_where(std::string where) const;
 
   // Return a copy of this error with `outer` prepended to the location, so that an error
   // raised deep in a parser can be given the file name by the caller:
@@ -42,6 +54,7 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
   std::string message_;
   std::string where_;
+  std::string option_;
 };
 
 // Run `body`; an Error it throws is rethrown with the file name `name` in front of its

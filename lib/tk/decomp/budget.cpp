@@ -108,8 +108,8 @@ BudgetChoice budget_search(const BudgetProblem& problem, uint64_t budget_bytes, 
   }
   choice.decompositions = searcher.computed();
   if (choice.candidates.empty())
-    throw usage_error("the budget of " + std::to_string(budget_bytes) + " bytes cannot hold even a rank-1 model",
-                      "--budget");
+    throw usage_error("the budget of " + std::to_string(budget_bytes) + " bytes cannot hold even a rank-1 model")
+        .with_option("decomp.budget");
   return choice;
 }
 

@@ -108,7 +108,7 @@ BudgetChoice within_budget_any(const DenseView<T>& x, const DecomposeSource& src
         return from_tt(src.name, src.shape, src.dtype, tt_on(o.device, x, t));
       };
       break;
-    case Method::kRescal: throw usage_error("--budget is not available for RESCAL");
+    case Method::kRescal: throw usage_error("RESCAL has no search within a size budget");
   }
   return budget_search(p, budget_bytes);
 }

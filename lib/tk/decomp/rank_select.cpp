@@ -19,9 +19,12 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 void check_options(const DenseView<double>& x, const RankSelectOptions& o) {
-  if (o.min_rank < 1 || o.max_rank < o.min_rank) throw usage_error("the rank range must satisfy 1 <= MIN <= MAX", "--range");
-  if (o.realisations < 2) throw usage_error("rank selection needs at least 2 realisations", "--realisations");
-  if (!(o.noise >= 0 && o.noise < 1)) throw usage_error("the noise level must lie in [0, 1)", "--noise");
+  if (o.min_rank < 1 || o.max_rank < o.min_rank)
+    throw usage_error("the rank range must satisfy 1 <= MIN <= MAX").with_option("decomp.rank_range");
+  if (o.realisations < 2)
+    throw usage_error("rank selection needs at least 2 realisations").with_option("decomp.realisations");
+  if (!(o.noise >= 0 && o.noise < 1))
+    throw usage_error("the noise level must lie in [0, 1)").with_option("decomp.noise");
   if (x.shape.size() < 2) throw invalid_input("tensor of order < 2");
 }
 

@@ -226,7 +226,9 @@ RescalResult rescal(const DenseView<double>& x, const RescalOptions& options) {
   if (options.nonneg) {
     const int64_t count = modes::element_count(x.shape);
     for (int64_t i = 0; i < count; ++i)
-      if (x.data[i] < 0) throw invalid_input("rescal: --nonneg needs a tensor without negative values");
+      if (x.data[i] < 0)
+        throw invalid_input("rescal: non-negative factors need a tensor without negative values")
+            .with_option("decomp.rescal_nonneg");
   }
   RescalResult result;
   result.n = p.n;

@@ -87,7 +87,7 @@ Placement place(const Request& request, uint64_t work, uint64_t min_work, bool h
     case Request::Kind::kCpu: return p;
     case Request::Kind::kCuda:
       check_present(request);
-      if (!has_gpu_path) throw unavailable("no GPU code path for " + what + "; --device cpu or auto runs it on the CPU");
+      if (!has_gpu_path) throw unavailable("no GPU code path for " + what).with_option("device.cpu");
       p.cuda = true;
       p.index = request.index;
       return p;

@@ -39,13 +39,15 @@ std::vector<std::vector<uint8_t>> Comm::alltoallv(std::vector<std::vector<uint8_
 }
 
 void raise_together(Comm& comm, std::exception_ptr mine, Clock::time_point deadline) {
-  // An empty record: no error here; otherwise the kind, the message and the place.
+  // An empty record: no error here; otherwise the kind, the message, the place and the
+  // option (tk::Error::option()).
   std::vector<uint8_t> record;
   if (mine) {
     const Error e = error_from(mine);
     record.push_back(static_cast<uint8_t>(e.kind()));
     put_text(record, e.message());
     put_text(record, e.where());
+    put_text(record, e.option());
   }
   const std::vector<std::vector<uint8_t>> all = comm.allgather(record, deadline);
   for (const std::vector<uint8_t>& r : all) {
@@ -53,7 +55,8 @@ void raise_together(Comm& comm, std::exception_ptr mine, Clock::time_point deadl
     size_t at = 1;
     std::string message = take_text(r, at);
     std::string where = take_text(r, at);
-    throw Error(static_cast<ErrorKind>(r[0]), std::move(message), std::move(where));
+    std::string option = take_text(r, at);
+    throw Error(static_cast<ErrorKind>(r[0]), std::move(message), std::move(where)).with_option(std::move(option));
   }
 }
 

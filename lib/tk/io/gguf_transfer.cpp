@@ -90,10 +90,10 @@ TransferResult gguf_transfer(const std::vector<TransferSource>& sources, const s
     }
     std::optional<GgmlType> type = ggml_type_of(out.dtype);
     if (!type)
-      throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}; give --dtype, or "
-                                    "quantize with tquant",
+      throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}",
                                     dtype_name(out.dtype)),
-                        sources[items[k].source].name + " '" + out.name + "'");
+                        sources[items[k].source].name + " '" + out.name + "'")
+          .with_option("io.gguf_transfer_dtype");
     decls.push_back({out.name, out.shape, *type});
   }
   writer.begin_gguf(decls, gguf_output_kvs(gguf_first_source(sources), metadata));

@@ -29,10 +29,10 @@ class GgufFileWriter final : public GgufWriter {
     for (const auto& info : infos) {
       std::optional<GgmlType> type = ggml_type_of(info.dtype);
       if (!type)
-        throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}; convert it with "
-                                      "--dtype, or quantize it with tquant",
+        throw usage_error(fmt::format("GGUF holds F32, F16, BF16, F64 and I8..I64 tensors, not {}",
                                       dtype_name(info.dtype)),
-                          tensor_where(info.name));
+                          tensor_where(info.name))
+            .with_option("io.gguf_dtype");
       // llama.cpp reads norms and biases only as F32: write() widens them.
       if (dtype_is_float(info.dtype) && gguf_keeps_f32(info.name, info.shape.size())) type = GgmlType::kF32;
       decls.push_back({info.name, info.shape, *type});
@@ -51,10 +51,9 @@ class GgufFileWriter final : public GgufWriter {
     for (const auto& t : tensors) {
       const std::string where = tensor_where(t.name);
       if (t.name.size() > kGgufMaxName)
-        throw usage_error(fmt::format("GGUF tensor names are at most {} bytes (llama.cpp's limit); rename it with "
-                                      "--rename",
-                                      kGgufMaxName),
-                          where);
+        throw usage_error(fmt::format("GGUF tensor names are at most {} bytes (llama.cpp's limit)", kGgufMaxName),
+                          where)
+            .with_option("io.gguf_name_length");
       if (!names.insert(t.name).second) throw usage_error("duplicate tensor name", where);
       if (t.shape.empty() || t.shape.size() > 4)
         throw usage_error(fmt::format("GGUF holds tensors of 1 to 4 dimensions, not {}", t.shape.size()), where);

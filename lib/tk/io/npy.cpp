@@ -214,14 +214,14 @@ class NpyWriter final : public TensorWriter {
   std::vector<size_t> begin(const std::vector<TensorInfo>& infos, const Metadata&) override {
     if (begun_) throw internal_error("begin() called twice", out_->name());
     if (infos.size() != 1)
-      throw usage_error("a .npy file holds one tensor (got " + std::to_string(infos.size()) +
-                            "); select one with -t",
-                        out_->name());
+      throw usage_error("a .npy file holds one tensor (got " + std::to_string(infos.size()) + ")", out_->name())
+          .with_option("io.npy_one_tensor");
     info_ = infos[0];
     if (!npy_descr(info_.dtype))
       throw usage_error(std::string("dtype ") + dtype_name(info_.dtype) +
-                            " cannot be stored in .npy (NumPy has no such type); convert it with --dtype f32",
-                        out_->name() + ": tensor '" + info_.name + "'");
+                            " cannot be stored in .npy (NumPy has no such type)",
+                        out_->name() + ": tensor '" + info_.name + "'")
+          .with_option("io.npy_dtype");
     begun_ = true;
     return {0};
   }

@@ -258,8 +258,8 @@ std::optional<std::string> npy_descr(DType dtype) {
 std::vector<uint8_t> npy_make_header(DType dtype, const Shape& shape) {
   auto descr = npy_descr(dtype);
   if (!descr)
-    throw usage_error(std::string("dtype ") + dtype_name(dtype) +
-                      " cannot be stored in .npy (NumPy has no such type); convert it with --dtype f32");
+    throw usage_error(std::string("dtype ") + dtype_name(dtype) + " cannot be stored in .npy (NumPy has no such type)")
+        .with_option("io.npy_dtype");
   // The dict exactly as NumPy's _write_array_header builds it: keys sorted, repr()
   // values, a trailing ", " and spare room for the growth axis to grow in place.
   std::string dict = "{'descr': '" + *descr + "', 'fortran_order': False, 'shape': (";

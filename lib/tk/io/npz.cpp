@@ -104,8 +104,9 @@ class NpzWriter final : public TensorWriter {
       const std::string where = out_->name() + ": tensor '" + info.name + "'";
       if (!npy_descr(info.dtype))
         throw usage_error(std::string("dtype ") + dtype_name(info.dtype) +
-                              " cannot be stored in .npz (NumPy has no such type); convert it with --dtype f32",
-                          where);
+                              " cannot be stored in .npz (NumPy has no such type)",
+                          where)
+            .with_option("io.npy_dtype");
       if (info.name.empty()) throw usage_error("an .npz array needs a name", where);
       if (!names.insert(info.name).second) throw usage_error("duplicate tensor name", where);
     }

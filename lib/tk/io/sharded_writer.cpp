@@ -59,7 +59,8 @@ class ShardedWriter final : public TensorWriter {
     if (!index_path_.empty()) outputs.push_back(index_path_);
     for (const std::string& p : outputs) {
       const OutputTarget t = output_target(p, file_options());
-      if (t != OutputTarget::kAbsent && !options_.replace) throw usage_error("the output exists; use -f to overwrite", p);
+      if (t != OutputTarget::kAbsent && !options_.replace)
+        throw usage_error("the output exists", p).with_option("io.output_exists");
     }
     // The shards go into a directory of their own, created as transformers'
     // save_pretrained creates it (with its missing parents).

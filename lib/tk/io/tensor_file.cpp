@@ -274,8 +274,8 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
         throw invalid_input(torch_legacy_message());
       case FileFormat::kTkz:
         // The tools read a container's tensors from a path (codec/tkz_reader.h).
-        throw invalid_input("a .tkz container is read as tensors only from a file path; or restore it with "
-                            "'tcompress -d'");
+        throw invalid_input("a .tkz container is read as tensors only from a file path")
+            .with_option("io.tkz_from_path");
       case FileFormat::kCheckpoint:  // a directory, never detected from bytes
       case FileFormat::kUnknown: break;
     }
@@ -308,11 +308,12 @@ std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOp
                         "safetensors.torch.load_file)",
                         path);
     case FileFormat::kShardIndex:
-      throw usage_error("a sharded model is written by its .safetensors name with --max-shard-size", path);
+      throw usage_error("a sharded model is written by its .safetensors name", path)
+          .with_option("io.shard_index_output");
     case FileFormat::kTkz:
-      throw usage_error("tensor files cannot be written as .tkz; use tcompress", path);
+      throw usage_error("tensor files cannot be written as .tkz", path).with_option("io.tkz_output");
     case FileFormat::kCheckpoint:
-      throw usage_error("checkpoint steps are written by 'tckpt save'", path);
+      throw usage_error("checkpoint steps are not written as tensor files", path).with_option("io.checkpoint_output");
     case FileFormat::kUnknown: break;
   }
   throw usage_error("unknown output format", path);

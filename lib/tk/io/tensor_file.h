@@ -35,6 +35,7 @@ struct TensorInfo {
 struct SkippedObject {
   std::string name;    // its path in the file, as a tensor would be named
   std::string reason;  // a phrase for a message
+  std::string option = {};  // the case a caller's option decides, as tk::Error::option()
 };
 
 enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, kNpz, kTorch, kCheckpoint, kGguf };

@@ -166,7 +166,8 @@ std::optional<CtConfig> ct_config_at(const std::string& path) {
 }
 
 void ct_check_output_directory(const std::string& dir) {
-  if (dir.empty() || dir == "-") throw usage_error("compressed-tensors output is a directory; give -o DIR");
+  if (dir.empty() || dir == "-")
+    throw usage_error("compressed-tensors output is a directory").with_option("quant.ct_output_directory");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (!fs::exists(st)) return;

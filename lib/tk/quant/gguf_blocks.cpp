@@ -362,23 +362,23 @@ std::optional<io::GgmlType> ggml_type_for_scheme(std::string_view scheme, bool s
   return std::nullopt;
 }
 
-std::string ggml_schemes_text() {
+std::string ggml_schemes_text(std::string_view asymmetric) {
   std::string out;
   for (const Twin& t : kTwins) {
     out += out.empty() ? "" : ", ";
-    out += std::string(t.scheme) + (t.family == Family::kInt && !t.symmetric ? " --asym" : "") + " (" +
-           io::ggml_traits(t.type).name + ")";
+    out += std::string(t.scheme) + (t.family == Family::kInt && !t.symmetric ? " " + std::string(asymmetric) : "") +
+           " (" + io::ggml_traits(t.type).name + ")";
   }
   return out;
 }
 
-std::string ggml_no_type_reason(const Quantized& q) {
+std::string ggml_no_type_reason(const Quantized& q, std::string_view asymmetric) {
   for (const Twin& t : kTwins) {
     if (q.scheme != t.scheme || !options_match(q, t) || whole_blocks(q, t)) continue;
     return "its rows of " + std::to_string(q.shape.empty() ? 0 : q.shape.back()) + " values are not whole " +
            io::ggml_traits(t.type).name + " blocks of " + std::to_string(t.block) + " values";
   }
-  return "its scheme and options have no ggml block type (GGUF holds " + ggml_schemes_text() + ")";
+  return "its scheme and options have no ggml block type (GGUF holds " + ggml_schemes_text(asymmetric) + ")";
 }
 
 std::vector<uint8_t> ggml_blocks(const Quantized& q, io::GgmlType type) {

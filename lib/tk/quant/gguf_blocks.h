@@ -61,11 +61,14 @@ std::optional<GgufTwin> tensorkit_twin(io::GgmlType type);
 // schemes' option) picks Q4_0 or Q4_1 and Q5_0 or Q5_1, and is ignored by the others.
 // nullopt when the scheme has no twin.
 std::optional<io::GgmlType> ggml_type_for_scheme(std::string_view scheme, bool symmetric);
-// The schemes with a ggml twin, for messages: "int8 (Q8_0), int4 (Q4_0), ...".
-std::string ggml_schemes_text();
+// The schemes with a ggml twin, for messages: "int8 (Q8_0), int4 (Q4_0), int4 ASYM
+// (Q4_1), ...", where ASYM is `asymmetric`, the caller's word for an integer scheme's
+// asymmetric form (QuantOptions::symmetric false): a tool gives its flag.
+std::string ggml_schemes_text(std::string_view asymmetric);
 // Why q has no ggml type (ggml_type_for is nullopt), for messages: its rows are not whole
-// blocks of its scheme's twin, or its scheme and options have none.
-std::string ggml_no_type_reason(const Quantized& q);
+// blocks of its scheme's twin, or its scheme and options have none (with the schemes
+// that have one, as ggml_schemes_text(asymmetric) words them).
+std::string ggml_no_type_reason(const Quantized& q, std::string_view asymmetric);
 
 // The ggml blocks of q in memory order, row after row: numel / block blocks of the
 // type's size (ggml_storage_bytes(type, numel) bytes). Throws kUsage when

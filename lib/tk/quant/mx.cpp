@@ -73,7 +73,7 @@ class MxScheme final : public GpuDecodedScheme<MxScheme> {
 
   std::string name() const override { return f_.name; }
   std::string description() const override {
-    return std::string(f_.name) + ": OCP MX v1.0, blocks of 32 with an E8M0 scale (--scale-rule floor|ceil|search)";
+    return std::string(f_.name) + ": OCP MX v1.0, blocks of 32 with an E8M0 scale (scale rule floor, ceil or search)";
   }
 
   int64_t row_block(int64_t, const QuantOptions&) const override { return kBlock; }

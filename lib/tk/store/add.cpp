@@ -235,7 +235,7 @@ void check_name_free(const io::DirFd& root, const std::string& name, const codec
     if (e.kind() != ErrorKind::kInvalidInput) throw;
   }
   if (old && old->sha256 != file_key)
-    throw usage_error("a different file is stored under this name; give --replace to replace it", name);
+    throw usage_error("a different file is stored under this name", name).with_option("store.replace");
 }
 
 Buffer read_input(const std::string& path) {
@@ -249,7 +249,8 @@ Buffer read_input(const std::string& path) {
 StoreAddResult Store::add(const std::string& path, const StoreAddOptions& options) {
   StoreAddResult r;
   r.name = options.name.empty() ? (path == "-" ? std::string() : display_name(path)) : options.name;
-  if (r.name.empty()) throw usage_error("a file read from standard input needs a name in the store (--name)");
+  if (r.name.empty())
+    throw usage_error("a file read from standard input needs a name in the store").with_option("store.name");
   store_check_name(r.name);
   Buffer input = read_input(path);
   std::span<const uint8_t> data(input.data(), input.size());

@@ -11,12 +11,17 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 1 yes on ON,$(NATIVE)),-DTK_NATIVE=ON,-DTK_NATIVE=OFF)
 
-.PHONY: all deps bench-deps build test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
+.PHONY: all deps bench-deps build test test-unit test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
 
 all: build
 
+# What scripts/install-deps.sh adds to the system packages: by default .venv with the
+# reference packages without torch; the targets that run the tests of label torch ask
+# for it (--torch), `make test-unit` for nothing but the system packages (--system-only).
+DEPS_FLAGS ?=
+
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh $(DEPS_FLAGS)
 
 # The peers the benchmark scripts compare against (zipnn, which brings torch).
 bench-deps:
@@ -28,8 +33,17 @@ $(BUILD)/CMakeCache.txt:
 build: deps $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j$(JOBS)
 
+# The whole suite, every label (CI: .ci/run).
+test: DEPS_FLAGS = --torch
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The unit tests alone (label unit): the C++ build, no Python, no .venv. The other layers
+# run alone the same way, e.g. ctest --test-dir build -L cli (see README).
+test-unit: DEPS_FLAGS = --system-only
+test-unit: deps $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j$(JOBS) --target tk_unit_tests
+	ctest --test-dir $(BUILD) -L unit --output-on-failure -j$(JOBS)
 
 # The reference tests against the newest Python reference packages instead of the pinned
 # ones (a separate .venv-latest): reports each package that moved and each test that fails.
@@ -40,6 +54,7 @@ demo: build
 	@bash scripts/demo.sh $(BUILD)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: DEPS_FLAGS = --torch
 test-asan: deps
 	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_SANITIZE=ON
 	@cmake --build build-asan -j$(JOBS)

@@ -11,12 +11,17 @@ CMAKE_FLAGS ?=
 
 native_flag := $(if $(filter 1 yes on ON,$(NATIVE)),-DTK_NATIVE=ON,-DTK_NATIVE=OFF)
 
-.PHONY: all deps bench-deps build wheel test test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
+.PHONY: all deps bench-deps build wheel test test-unit test-latest-refs demo test-asan fuzz bench-io crash-test crash-test-mpi clean
 
 all: build
 
+# What scripts/install-deps.sh adds to the system packages: by default .venv with the
+# reference packages without torch; the targets that run the tests of label torch ask
+# for it (--torch), `make test-unit` for nothing but the system packages (--system-only).
+DEPS_FLAGS ?=
+
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh $(DEPS_FLAGS)
 
 # The peers the benchmark scripts compare against (zipnn, which brings torch).
 bench-deps:
@@ -29,16 +34,25 @@ build: deps $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # The wheel (pyproject.toml): the tools and the Python package for `pip install` by users
-# without root, with the shared libraries they load (auditwheel), in build-wheel/dist/.
-# A CPU build of its own in build-wheel/ (no CUDA, no MPI). `make test` builds it first, for
-# the ctest wheel.install when WHEEL=1 (.ci/run sets it): a second, CPU-only build of every
-# tool, so a plain `make test` leaves it out and that test reports itself skipped.
+# without root, with the shared libraries they load (auditwheel), in build-wheel/dist/:
+# a CPU build of its own in build-wheel/ (no CUDA, no MPI). `make test WHEEL=1` (.ci/run)
+# builds it first for the ctest wheel.install; a plain `make test` leaves that second
+# build out, and the test reports itself skipped.
 WHEEL ?= 0
 wheel: deps
 	@bash scripts/build-wheel.sh
 
+# The whole suite, every label (CI: .ci/run).
+test: DEPS_FLAGS = --torch
 test: build $(if $(filter 1 yes on ON,$(WHEEL)),wheel)
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The unit tests alone (label unit): the C++ build, no Python, no .venv. The other layers
+# run alone the same way, e.g. ctest --test-dir build -L cli (see README).
+test-unit: DEPS_FLAGS = --system-only
+test-unit: deps $(BUILD)/CMakeCache.txt
+	@cmake --build $(BUILD) -j$(JOBS) --target tk_unit_tests
+	ctest --test-dir $(BUILD) -L unit --output-on-failure -j$(JOBS)
 
 # The reference tests against the newest Python reference packages instead of the pinned
 # ones (a separate .venv-latest): reports each package that moved and each test that fails.
@@ -49,6 +63,7 @@ demo: build
 	@bash scripts/demo.sh $(BUILD)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: DEPS_FLAGS = --torch
 test-asan: deps
 	@[ -f build-asan/CMakeCache.txt ] || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTK_SANITIZE=ON
 	@cmake --build build-asan -j$(JOBS)

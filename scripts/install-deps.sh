@@ -3,9 +3,25 @@
 # apt-get (only those missing) and a Python virtual environment (.venv) with the
 # reference packages the tests compare against. Safe to re-run: does nothing when
 # everything is present.
+#
+# Usage: scripts/install-deps.sh [--system-only | --torch | --bench]
+#   (none)         the system packages, and .venv with the reference packages without torch
+#   --system-only  the system packages only: what the build and `ctest -L unit` need
+#   --torch        also torch and what imports it, for the tests of label torch (`make test`)
+#   --bench        also the peers of the benchmark scripts (implies --torch)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+with_venv=1 with_torch=0 with_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --system-only) with_venv=0 ;;
+    --torch) with_torch=1 ;;
+    --bench) with_torch=1 with_bench=1 ;;
+    *) echo "usage: install-deps.sh [--system-only | --torch | --bench]" >&2; exit 2 ;;
+  esac
+done
 
 apt_packages=(
   build-essential gfortran cmake pkg-config git
@@ -35,12 +51,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+[ $with_venv -eq 1 ] || exit 0
+
 # Python reference packages for interop tests and benchmarks (never used by the tools),
-# pinned with everything they pull in: scripts/requirements-test.txt for the build and the
-# tests, scripts/requirements-bench.txt for the peers of the benchmark scripts (--bench,
-# `make bench-deps`: zipnn brings torch, several GB the tests do not need). Each set is
-# installed exactly (pip --no-deps, then pip check); a .venv made from other pins is made
-# anew, so that it holds only what the files list.
+# pinned with everything they pull in: scripts/requirements-test.txt for the tests,
+# scripts/requirements-torch.txt on top for the tests of label torch (--torch: torch
+# brings about 4 GB of CUDA libraries and triton), scripts/requirements-bench.txt for the
+# peers of the benchmark scripts (--bench). Each set is installed exactly (pip --no-deps,
+# then pip check); a .venv made from other test pins is made anew, so that it holds only
+# what the files list.
 venv="$here/.venv"
 python=$(command -v python3)
 [ -x /usr/bin/python3 ] && python=/usr/bin/python3
@@ -89,6 +108,9 @@ for name in ("config.json", "tokenizer.json", "model.safetensors"):  # the model
 PY
   rm -rf "$tmp"
 fi
-if [ "${1:-}" = "--bench" ]; then
+if [ $with_torch -eq 1 ]; then
+  install_set torch "$here/scripts/requirements-torch.txt"
+fi
+if [ $with_bench -eq 1 ]; then
   install_set bench "$here/scripts/requirements-bench.txt"
 fi

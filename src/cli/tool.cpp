@@ -12,10 +12,16 @@
 #include "cli/signals.h"
 #include "cli/std_streams.h"
 #include "cli/version.h"
+#include "cli/wait_policy.h"
 #include "tk/core/error.h"
 #include "tk/core/mapped_files.h"
 
 namespace tk::cli {
+
+// Before any library's constructor, so that libgomp starts with it (cli/wait_policy.h).
+// Here, in the object every tool links, so that the entry is not left out of the link.
+[[gnu::used, gnu::section(".preinit_array")]] static void (*const wait_policy_entry)(int, char**, char**) =
+    &set_passive_waiting;
 
 namespace {
 

@@ -13,7 +13,7 @@ struct MachineInfo {
   int logical_cpus = 0;      // online logical processors
   int usable_cpus = 0;       // processors this process may run on (affinity mask)
   int omp_threads = 0;       // OpenMP threads a parallel region gets (omp_get_max_threads)
-  std::string omp_wait;      // OMP_WAIT_POLICY as set ("passive"), else
+  std::string omp_wait;      // OMP_WAIT_POLICY as set ("passive", the tools' own), else
                              // "spincount N" (GOMP_SPINCOUNT), else "default"
   uint64_t memory_bytes = 0; // total physical memory; 0 if unknown
   std::string kernel;        // "Linux 6.1.0-18-amd64"

@@ -1,8 +1,9 @@
 # Installation, GNUInstallDirs layout (cmake --install, make install PREFIX=..., the .deb):
 #   bin/                      the tools (and mpi_train when MPI is built)
-#   lib/                      libtkckpt.so (the C library), libtensorkit.a, libtk_dist.a
+#   lib/                      libtkckpt.so (the C library), libtk_MODULE.a (one per module),
+#                             libtk_dist_mpi.a (the MPI transport)
 #   include/tk_ckpt*.h        the C interface; tk_ckpt*.f90, its Fortran modules as source
-#   include/tk/<module>/*.h   the public headers of the C++ library
+#   include/tk/<module>/*.h   the public headers of the C++ library (the include/ tree)
 #   lib/cmake/tensorkit/      find_package(tensorkit): tensorkit::tensorkit, tensorkit::tkckpt
 #   lib/pkgconfig/tkckpt.pc   pkg-config for the C library
 #   share/man/man1/TOOL.1     man pages, and bash, zsh and fish completions under share/,
@@ -58,7 +59,10 @@ install(TARGETS tkckpt EXPORT tensorkit-tkckpt LIBRARY DESTINATION ${CMAKE_INSTA
 install(FILES lib/tk/ckpt/tk_ckpt.f90 lib/tk/ckpt/tk_ckpt_dist.f90 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # ---- the C++ library: static libraries and the headers consumers include as "tk/io/npy.h" ----
-install(TARGETS tensorkit tk_dist EXPORT tensorkit-targets
+# One archive per module (libtk_core.a ...) behind the umbrella tensorkit::tensorkit; the
+# MPI transport apart (tensorkit::tk_dist_mpi). tk_bench, the benchmarks' harness, is not
+# part of the installed library.
+install(TARGETS tensorkit ${TK_LIBRARY_TARGETS} tk_dist_mpi EXPORT tensorkit-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # The public headers are the include/ tree, as it is: what is internal to a module lives
 # beside its sources in lib/tk/MODULE/ and is never installed. tests/install compiles every

@@ -1,8 +1,9 @@
 # Installation, GNUInstallDirs layout (cmake --install, make install PREFIX=..., the .deb):
 #   bin/                      the tools (and mpi_train when MPI is built)
-#   lib/                      libtkckpt.so (the C library), libtensorkit.a, libtk_dist.a
+#   lib/                      libtkckpt.so (the C library), libtk_MODULE.a (one per module),
+#                             libtk_dist_mpi.a (the MPI transport)
 #   include/tk_ckpt*.h        the C interface; tk_ckpt*.f90, its Fortran modules as source
-#   include/tk/<module>/*.h   the public headers of the C++ library
+#   include/tk/<module>/*.h   the public headers of the C++ library (the include/ tree)
 #   lib/cmake/tensorkit/      find_package(tensorkit): tensorkit::tensorkit, tensorkit::tkckpt
 #   lib/pkgconfig/tkckpt.pc   pkg-config for the C library
 #   share/man/man1/TOOL.1     man pages, and bash, zsh and fish completions under share/,
@@ -52,25 +53,21 @@ endif()
 
 # ---- the C library: libtkckpt with tk_ckpt.h and tk_ckpt_dist.h, as C callers include them ----
 install(TARGETS tkckpt EXPORT tensorkit-tkckpt LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES lib/tk/ckpt/tk_ckpt.h lib/tk/ckpt/tk_ckpt_dist.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# (tk_ckpt.h and tk_ckpt_dist.h are in the include/ tree, installed below)
 # The Fortran modules are installed as source: they hold module procedures and a .mod file
 # binds to one compiler's version, so callers compile them with their own program.
 install(FILES lib/tk/ckpt/tk_ckpt.f90 lib/tk/ckpt/tk_ckpt_dist.f90 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # ---- the C++ library: static libraries and the headers consumers include as "tk/io/npy.h" ----
-install(TARGETS tensorkit tk_dist EXPORT tensorkit-targets
+# One archive per module (libtk_core.a ...) behind the umbrella tensorkit::tensorkit; the
+# MPI transport apart (tensorkit::tk_dist_mpi). tk_bench, the benchmarks' harness, is not
+# part of the installed library.
+install(TARGETS tensorkit ${TK_LIBRARY_TARGETS} tk_dist_mpi EXPORT tensorkit-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# Headers marked "internal to" their module, which no public header includes, stay out: they
-# expose HDF5 and nlohmann types the installed package does not provide to consumers.
-# tests/install compiles every installed header, so one that needs a missing header fails there.
-install(DIRECTORY lib/tk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-  FILES_MATCHING PATTERN "*.h"
-  PATTERN "*_internal.h" EXCLUDE
-  PATTERN "tk_ckpt*.h" EXCLUDE
-  REGEX "/ckpt/(box|dist_part|fileops|manifest|shard_writer|step_reader|tier)\\.h$" EXCLUDE
-  REGEX "/store/(files|layout|manifest|objects)\\.h$" EXCLUDE
-  REGEX "/core/dtype_array\\.h$" EXCLUDE
-  REGEX "/io/hdf5_types\\.h$" EXCLUDE)
+# The public headers are the include/ tree, as it is: what is internal to a module lives
+# beside its sources in lib/tk/MODULE/ and is never installed. tests/install compiles every
+# installed header, so one that needs a header or a dependency not installed fails there.
+install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # ---- CMake package ----
 install(EXPORT tensorkit-targets NAMESPACE tensorkit:: DESTINATION ${TK_CMAKE_DIR})

@@ -1,4 +1,4 @@
-"""ctypes bindings of the checkpoint engine's C API (libtkckpt, lib/tk/ckpt/tk_ckpt.h):
+"""ctypes bindings of the checkpoint engine's C API (libtkckpt, include/tk_ckpt.h):
 its structures and every function's signature, for the interop tests and the scripts
 that drive the library from Python."""
 import ctypes

@@ -17,8 +17,8 @@ if [ ! -f "$work/build/src/libggml-base.a" ]; then
   make -C "$work/build" -j"$(nproc)" ggml-base ggml-cpu > "$work/make.log"
 fi
 inc=$work/llama_cpp_python-0.3.36/vendor/llama.cpp/ggml/include
-g++ -O2 -march=native -std=c++20 -fopenmp -I"$root/lib" -I"$inc" "$root/scripts/bench/quant_vs_ggml.cpp" \
-  -o "$work/quant_vs_ggml" "$root/build/libtensorkit.a" "$work/build/src/libggml-cpu.a" \
+g++ -O2 -march=native -std=c++20 -fopenmp -I"$root/include" -I"$root/lib" -I"$inc" "$root/scripts/bench/quant_vs_ggml.cpp" \
+  -o "$work/quant_vs_ggml" "$root"/build/libtk_{quant,linalg,io,device,core}.a "$work/build/src/libggml-cpu.a" \
   "$work/build/src/libggml-base.a" -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5 -lcrypto -lcurl -lsz -lz \
   -lopenblas -llapacke -lzstd -lxxhash -lre2 -lavcodec -lavutil -lfmt -L/usr/local/cuda/lib64 -lcudart_static \
   -lrt -lpthread -ldl

@@ -15,7 +15,7 @@
 #include "gpu_test.h"
 #include "test_util.h"
 #include "tk/ckpt/checkpoint.h"
-#include "tk/ckpt/tk_ckpt.h"
+#include "tk_ckpt.h"
 #include "tk/device/cuda/runtime.h"
 
 namespace tk::ckpt {

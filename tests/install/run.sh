@@ -24,6 +24,21 @@ rm -rf "$work"
 mkdir -p "$work"
 logged install "$cmake" --install "$build" --prefix "$prefix"
 
+# The installed headers are the public surface only: none internal (by name or by its
+# "Internal to" line), none of the CUDA layer (a CPU-only build has none to offer, a CUDA
+# build keeps them inside), and no type of CUDA, MPI, HDF5 or nlohmann/json in any.
+inc=$prefix/include
+(
+  cd "$inc"
+  find . -type f \( -ipath '*cuda*' -o -ipath '*internal*' \)
+  grep -rlzP 'Internal(\s|//|\*)+to\b' . || true
+  grep -rlE '#[[:space:]]*include[[:space:]]*[<"](mpi\.h|hdf5\.h|H5[A-Za-z]*\.h|nlohmann/|cuda|cublas|cusolver)' . || true
+  grep -rlE '\b(MPI_Comm|MPI_Datatype|hid_t|herr_t|cudaStream_t|cudaError_t)\b|nlohmann::' . || true
+) | sort -u >"$work/unwanted-headers"
+[ ! -s "$work/unwanted-headers" ] ||
+  { echo "install test: headers that must not be installed:" $(cat "$work/unwanted-headers") >&2; exit 1; }
+[ -f "$inc/tk/core/tensor.h" ] && [ -f "$inc/tk_ckpt.h" ] || { echo "install test: public headers missing" >&2; exit 1; }
+
 # Nothing installed may point back into the build or source tree.
 leaks=$(grep -rlF -e "$build" -e "$(cd "$here/../.." && pwd)" "$prefix/$libdir/cmake" "$prefix/$libdir/pkgconfig" || true)
 for f in "$prefix"/bin/* "$prefix/$libdir"/libtkckpt.so; do

@@ -1,7 +1,7 @@
 """GGUF -> safetensors -> GGUF keeps every typed key-value pair.
 
 safetensors metadata holds strings only. tconvert keeps a GGUF input's pairs, typed,
-under the metadata key "gguf" (a JSON array, see lib/tk/io/gguf_kv_json.h) beside their
+under the metadata key "gguf" (a JSON array, see include/tk/io/gguf_kv_json.h) beside their
 display text, and reads them back when it writes GGUF: gguf-py must read the same fields,
 types and values bit for bit (64-bit integers past 2^53, NaN payloads, -0.0, strings that
 are not UTF-8, arrays of strings), and llama.cpp finds general.architecture again.

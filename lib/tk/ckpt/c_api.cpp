@@ -1,7 +1,7 @@
 // The C interface (tk_ckpt.h) over tk::ckpt::Checkpointer. Every entry point runs its
 // body inside guarded(), which turns any exception into a status and a thread-local
 // message, so nothing is thrown across the C boundary.
-#include "tk/ckpt/tk_ckpt.h"
+#include "tk_ckpt.h"
 
 #include <algorithm>
 #include <cstring>

@@ -7,7 +7,7 @@
 
 #include "tk/ckpt/c_api_internal.h"
 #include "tk/ckpt/dist_checkpoint.h"
-#include "tk/ckpt/tk_ckpt_dist.h"
+#include "tk_ckpt_dist.h"
 
 struct tk_dckpt {
   std::unique_ptr<tk::ckpt::DistCheckpointer> impl;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "tk/ckpt/tk_ckpt.h"
+#include "tk_ckpt.h"
 #include "tk/core/error.h"
 
 namespace tk::ckpt::capi {

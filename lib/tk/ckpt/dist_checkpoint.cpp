@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "tk/ckpt/dist_flush.h"
 #include "tk/ckpt/dist_part.h"
 #include "tk/ckpt/fileops.h"
 #include "tk/ckpt/manifest.h"

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tk/ckpt/dist_checkpoint.h"  // StepLag
 #include "tk/core/error.h"
 
 namespace tk::ckpt {
@@ -28,14 +29,6 @@ struct FlushJob {
   std::vector<uint64_t> part_bytes;  // rank 0: each rank's part size, to check what arrived
   std::vector<uint8_t> manifest;     // rank 0: the global manifest it publishes
   std::chrono::steady_clock::time_point committed;  // when the node-local commit returned
-};
-
-// What became of one step this rank flushed, or is flushing.
-struct StepLag {
-  uint64_t step = 0;
-  bool durable = false;      // published on the shared tier
-  double lag_seconds = 0;    // from the node-local commit to publication (so far, when not durable)
-  std::optional<Error> error;  // the flush failed: the step stays node-local only
 };
 
 class DistFlusher {

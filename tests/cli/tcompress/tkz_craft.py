@@ -1,5 +1,5 @@
 # Craft hostile .tkz containers for the tcompress cases, written from the layout in
-# lib/tk/codec/container_format.h and lossless.cpp (XXH3 through the system libxxhash):
+# include/tk/codec/container_format.h and lossless.cpp (XXH3 through the system libxxhash):
 #
 #   tkz_craft.py bomb OUT MIB        valid: one F32 tensor of MIB MiB in 64 MiB chunks of
 #                                    constant planes (a few KB that restore to MIB MiB)

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "tk/ckpt/dist_flush.h"
 #include "tk/core/error.h"
 #include "tk/core/tensor.h"
 #include "tk/dist/comm.h"
@@ -40,6 +39,15 @@ struct DistOptions {
 
 // Where restore() read a step from.
 enum class RestoreSource { kShared, kNodeLocal };
+
+// What became of one step this rank flushed, or is flushing
+// (the background flush of a node-local tier).
+struct StepLag {
+  uint64_t step = 0;
+  bool durable = false;      // published on the shared tier
+  double lag_seconds = 0;    // from the node-local commit to publication (so far, when not durable)
+  std::optional<Error> error;  // the flush failed: the step stays node-local only
+};
 
 struct DistFlushStatus {
   std::optional<uint64_t> latest_committed;  // newest step committed (on the node-local tier, when set)

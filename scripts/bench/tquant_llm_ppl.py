@@ -98,21 +98,14 @@ def perplexity(bins, model, text, base, args, log):
 
 
 def gguf_types(tools, path):
-    """Block types of the file, by count of tensors (from tinfo)."""
-    out = subprocess.run([os.path.join(tools, "tinfo"), path], capture_output=True, text=True, check=True).stdout
+    """Block types of the file's tensors that are not F32, by count (from tinfo --json)."""
+    out = subprocess.run([os.path.join(tools, "tinfo"), "--json", "-", path], capture_output=True, text=True,
+                         check=True).stdout
     counts = {}
-    for line in out.splitlines()[2:]:
-        cols = line.split()
-        if len(cols) >= 5 and cols[4] != "F32":
-            counts[cols[4]] = counts.get(cols[4], 0) + 1
+    for t in json.loads(out)["files"][0]["tensors"]:
+        if t["ggml_type"] != "F32":
+            counts[t["ggml_type"]] = counts.get(t["ggml_type"], 0) + 1
     return ",".join(f"{t}:{n}" for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-
-
-def parameters(path):
-    """Values in the model's tensors (bits per weight are the file's bits over these)."""
-    import gguf
-    import numpy as np
-    return int(sum(int(np.prod(t.shape)) for t in gguf.GGUFReader(path).tensors))
 
 
 ROLES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")

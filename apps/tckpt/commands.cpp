@@ -228,7 +228,7 @@ int run_verify(cli::Tool& tool, const StepOptions& o) {
     tool.summary(fmt::format("{} verified", cli::count_noun(steps.size(), "step", "steps")));
     return cli::kExitOk;
   }
-  // One error, one line (DESIGN.md), however many findings one damaged file causes: the
+  // One error, one line (docs/ARCHITECTURE.md, "CLI contract"), however many findings one damaged file causes: the
   // first problem and a count of the others, which -v lists one line each and --json
   // carries in full.
   for (size_t i = 1; i < problems.size(); ++i) tool.verbose(1, "also: " + problems[i]);

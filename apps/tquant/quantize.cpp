@@ -219,7 +219,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   if (session.gguf) keep_gguf_f32(plan);
   if (session.ct) keep_ct_unquantizable(plan);
   // Notices are said once the run has succeeded: a failing run prints its one error
-  // line and nothing else (DESIGN.md, "CLI contract").
+  // line and nothing else (docs/ARCHITECTURE.md, "CLI contract").
   std::vector<std::string> notices = plan_notices(plan);
   if (session.gguf && !src.gguf() && !src.reader().metadata().count(io::kGgufPairsKey)) notices.push_back(std::string("notice: ") + cli::kGgufTensorsAlone);
   // One notice per fallback reason, with how many tensors it took and the first one.

@@ -1,4 +1,4 @@
-// The flags every tool and subcommand accepts (DESIGN.md, "CLI contract"), parsed into
+// The flags every tool and subcommand accepts (docs/ARCHITECTURE.md, "CLI contract"), parsed into
 // one struct shared by the tool's app and all its subcommands.
 #pragma once
 

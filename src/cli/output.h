@@ -11,7 +11,7 @@
 
 namespace tk::cli {
 
-// The flags of a tool that writes a data file (DESIGN.md, "CLI contract"): -f, and for a
+// The flags of a tool that writes a data file (docs/ARCHITECTURE.md, "CLI contract"): -f, and for a
 // tool that composes a tensor file, the metadata edits and --no-provenance.
 struct OutputOptions {
   bool force = false;                      // -f/--force: replace an existing output file

@@ -1,6 +1,6 @@
 // The skeleton of every tensorkit executable: a CLI11 app with the common flags, its
 // subcommands, and run(), which turns whatever happens into one line on stderr and an
-// exit code (DESIGN.md, "CLI contract"). A tool's main is:
+// exit code (docs/ARCHITECTURE.md, "CLI contract"). A tool's main is:
 //
 //   tk::cli::Tool tool("tinfo", "List the tensors of safetensors, HDF5 and .npy files");
 //   tool.app().add_option("files", files, "...");

@@ -160,7 +160,8 @@ def test_gguf_model_keeps_its_pairs(tmp):
         assert got[name].tensor_type in held, name
         values = gguf_values(got[name])
         rel = np.linalg.norm(values - tensors[name]) / np.linalg.norm(tensors[name].astype(np.float32))
-        assert rel < 0.12, (name, rel)
+        # the budget weighs roles (docs/QUANT.md): attn_q takes fewer bits than ffn_up
+        assert rel < (0.2 if "attn_q" in name else 0.12), (name, rel)
     # The quantized weights take at most 4.5 bits each.
     bits = sum(int(got[n].n_bytes) * 8 for n in ["blk.0.attn_q.weight", "blk.0.ffn_up.weight"])
     assert bits <= 4.5 * (256 * 256 + 512 * 256)

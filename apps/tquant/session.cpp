@@ -323,7 +323,7 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
     table.entries.push_back(&e);
     table.usable.push_back(std::move(usable));
     table.estimates.push_back(std::move(estimates));
-    for (auto& [view, rows] : samples) rows.picked = {};  // only the energies are needed now
+    for (auto& [view, rows] : samples) quant::release_values(rows);  // only the energies are needed now
     table.samples.push_back(std::move(samples));
     table.signal.push_back(signal);
   }
@@ -397,7 +397,7 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
                                       again.error, 100 * (was.error / again.error - 1)));
         (again.exact ? measured : refined) += 1;
       }
-      for (auto& [key, sample] : t.samples[i]) sample.picked = {};
+      for (auto& [key, sample] : t.samples[i]) quant::release_values(sample);
       again = true;
     }
     if (again) r = quant::budget_solve(t.items, capacity - reserved);

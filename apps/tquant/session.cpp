@@ -1,5 +1,7 @@
 #include "session.h"
 
+#include <malloc.h>
+
 #include <cmath>
 #include <map>
 #include <set>
@@ -21,6 +23,12 @@
 namespace tk::tquant {
 
 std::vector<float> Source::read_f32(size_t index, bool* finite) {
+#ifdef __GLIBC__
+  // glibc gives freed heap memory back only from the heap's top: the buffers of the
+  // tensors before, freed below long-lived bookkeeping, stayed resident, and the peak grew
+  // with the number of tensors (24 MiB more for 128 than for 32, with 9 MiB in use).
+  malloc_trim(0);
+#endif
   Tensor t = read(index);
   std::vector<float> x(t.numel());
   convert_to_f32(t.dtype(), t.data(), 0, t.numel(), x.data());

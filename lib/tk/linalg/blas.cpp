@@ -64,7 +64,13 @@ template <> struct Lapack<double> {
   static lapack_int gesdd(int m, int n, double* a, double* s, double* u, double* vt) {
     return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, std::min(m, n), vt, n);
   }
-  // LQ of the column-major n x m matrix that row-major m x n `a` is (see qr_impl).
+  static lapack_int geqrf(int m, int n, double* a, double* tau) {
+    return LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+  }
+  static lapack_int orgqr(int m, int n, double* a, const double* tau) {
+    return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
+  }
+  // LQ of the column-major n x m matrix that row-major m x n `a` is (qr_in_place_impl).
   static lapack_int gelqf(int m, int n, double* a, double* tau) {
     return LAPACKE_dgelqf(LAPACK_COL_MAJOR, n, m, a, n, tau);
   }
@@ -88,7 +94,13 @@ template <> struct Lapack<float> {
   static lapack_int gesdd(int m, int n, float* a, float* s, float* u, float* vt) {
     return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, std::min(m, n), vt, n);
   }
-  // LQ of the column-major n x m matrix that row-major m x n `a` is (see qr_impl).
+  static lapack_int geqrf(int m, int n, float* a, float* tau) {
+    return LAPACKE_sgeqrf(LAPACK_ROW_MAJOR, m, n, a, n, tau);
+  }
+  static lapack_int orgqr(int m, int n, float* a, const float* tau) {
+    return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
+  }
+  // LQ of the column-major n x m matrix that row-major m x n `a` is (qr_in_place_impl).
   static lapack_int gelqf(int m, int n, float* a, float* tau) {
     return LAPACKE_sgelqf(LAPACK_COL_MAJOR, n, m, a, n, tau);
   }
@@ -122,18 +134,25 @@ template <typename T> void svd_impl(int64_t m, int64_t n, T* a, T* u, T* s, T* v
   check_info(Lapack<T>::gesdd(static_cast<int>(m), static_cast<int>(n), a, s, u, vt), "gesdd");
 }
 
-// Row-major A (m x n) is, read column-major, A^T (n x m); its LQ factorization A^T = L Q'
-// gives A = Q'^T L^T, so Q = Q'^T and R = L^T, both already in place as row-major. The
-// same Householder steps as geqrf on A, without the transposed copy of A that LAPACKE
-// makes for a row-major geqrf and again for orgqr (a tall factor as large as the tensor).
 template <typename T> void qr_impl(int64_t m, int64_t n, T* a, T* r) {
   if (m < n) throw internal_error("qr: the matrix must have at least as many rows as columns");
   std::vector<T> tau(static_cast<size_t>(n));
-  check_info(Lapack<T>::gelqf(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "gelqf");
+  check_info(Lapack<T>::geqrf(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "geqrf");
   if (r != nullptr) {
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? a[i * n + j] : T(0);
   }
+  check_info(Lapack<T>::orgqr(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "orgqr");
+}
+
+// Row-major A (m x n) is, read column-major, A^T (n x m); its LQ factorization A^T = L Q'
+// gives A = Q'^T L^T, so Q = Q'^T, already in place as row-major: the same Householder
+// steps as geqrf on A, without the transposed copies of A that LAPACKE makes for a
+// row-major geqrf and orgqr.
+template <typename T> void qr_in_place_impl(int64_t m, int64_t n, T* a) {
+  if (m < n) throw internal_error("qr: the matrix must have at least as many rows as columns");
+  std::vector<T> tau(static_cast<size_t>(n));
+  check_info(Lapack<T>::gelqf(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "gelqf");
   check_info(Lapack<T>::orglq(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "orglq");
 }
 
@@ -235,6 +254,16 @@ void qr(int64_t m, int64_t n, float* a, float* r) {
   CallThreads one;
   qr_impl(m, n, a, r);
 }
+
+void qr_in_place(int64_t m, int64_t n, double* a) {
+  CallThreads one;
+  qr_in_place_impl(m, n, a);
+}
+void qr_in_place(int64_t m, int64_t n, float* a) {
+  CallThreads one;
+  qr_in_place_impl(m, n, a);
+}
+
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) {
   CallThreads one;
   return solve_spd_right_impl(n, g, m, b);

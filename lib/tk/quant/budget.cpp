@@ -11,7 +11,7 @@ namespace tk::quant {
 
 namespace {
 
-constexpr uint64_t kMaxTableBytes = uint64_t{1} << 23;  // choice table of the DP
+constexpr uint64_t kMaxTableBytes = uint64_t{1} << 26;  // choice table of the DP
 
 uint64_t cheapest(const BudgetItem& item) {
   return *std::min_element(item.bytes.begin(), item.bytes.end());

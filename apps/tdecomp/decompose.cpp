@@ -278,6 +278,9 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   if (!o.mask.empty()) mask = read_mask(o.mask, src);
   const uint8_t* observed = mask.empty() ? nullptr : mask.data();
   ComputeData<T> data(src, observed);
+  // A converted copy (f32 computed in f64) leaves the input's pages unused until the
+  // tensor is written unchanged, if it is: memory for the tensor, not three times it.
+  if (static_cast<const void*>(data.data()) != src.tensor.data() && src.release) src.release();
   decomp::DenseView<T> x{data.data(), shape};
   decomp::DecomposeOptions m = method_options(job);
   if (m.method == decomp::Method::kCp) m.cp.mask = observed;
@@ -472,6 +475,7 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
         continue;
       }
       Source src = read_source(*reader, index, file);
+      src.release = [&reader, index] { reader->release(index); };
       Job job{o, s, tool, progress, src};
       outcomes.push_back(s.f32 && o.method != "rescal" ? decompose_dense<float>(job) : decompose_dense<double>(job));
     }

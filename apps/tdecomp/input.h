@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,9 @@ struct Source {
   std::string where;  // "FILE: tensor 'NAME'" for messages
   Tensor tensor;
   std::optional<SlabPlace> slab = std::nullopt;  // set when `tensor` is a slab of the named tensor
+  // Drop the tensor's pages once converted to the compute dtype (TensorReader::release:
+  // it stays readable); empty when there is nothing to drop.
+  std::function<void()> release = {};
 };
 
 

@@ -247,8 +247,9 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   if (args.explain) explain(session, plan);
 
   // Parts are held for writing up to kHeldBytes; past that they are set aside in a
-  // temporary file, so memory stays bounded by a few tensors.
-  constexpr uint64_t kHeldBytes = uint64_t{64} << 20;
+  // temporary file, so memory stays flat in the model's size (at 64 MiB the held parts
+  // made the peak grow up to a 2 GiB model: see BENCHMARKS, "tquant's memory").
+  constexpr uint64_t kHeldBytes = uint64_t{4} << 20;
   uint64_t held = 0;
   PartSpill spill;
   std::vector<Result> results;

@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 #include "tk/core/error.h"
 #include "tk/io/gguf_rules.h"
 #include "tk/io/gguf_transfer.h"
+#include "tk/io/stream.h"
 #include "tk/quant/ct_model.h"
 #include "tk/quant/gguf_blocks.h"
 #include "tk/quant/layout.h"
@@ -26,11 +28,16 @@ struct OutputSlot {
   std::string suffix;
 };
 
+// Read in pieces, not mapped: a mapping's pages would count in the resident size until
+// unmapped, so hashing a large output raised the tool's peak with the model's size.
 std::optional<std::string> file_sha256(const std::string& path) {
   std::error_code ec;
   if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  Buffer bytes = Buffer::map_file(path);
-  return codec::sha256_hex(codec::sha256({bytes.data(), bytes.size()}));
+  auto in = io::InputStream::open(path);
+  codec::Sha256 hash;
+  std::vector<uint8_t> piece(size_t{1} << 20);
+  while (size_t n = in->read(piece.data(), piece.size())) hash.update({piece.data(), n});
+  return codec::sha256_hex(hash.finish());
 }
 
 // The result of each plan entry, in plan order; null for an entry passed through.

@@ -73,7 +73,8 @@ struct Decomposition {
 
 // Package a method's result. `shape`/`dtype` describe the source tensor.
 Decomposition from_cp(const std::string& name, const Shape& shape, DType dtype, const CpResult& r);
-Decomposition from_tucker(const std::string& name, const Shape& shape, DType dtype, const TuckerResult& r);
+// Takes the result by value: a temporary's factors are moved, not copied.
+Decomposition from_tucker(const std::string& name, const Shape& shape, DType dtype, TuckerResult r);
 Decomposition from_tt(const std::string& name, const Shape& shape, DType dtype, const TtResult& r);
 Decomposition from_rescal(const std::string& name, const Shape& shape, DType dtype, const RescalResult& r);
 

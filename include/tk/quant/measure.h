@@ -66,6 +66,10 @@ struct RowSample {
 };
 RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, const float* importance,
                       int64_t share = kSampleShare);
+// Free the sample's values (picked) once its estimates are made, keeping what paired
+// comparisons and a later refinement need. (`picked = {}` keeps the capacity: a budget
+// over a model kept every tensor's sampled rows.)
+inline void release_values(RowSample& s) { std::vector<float>().swap(s.picked); }
 
 // kConfidence standard errors of the difference of two estimates made on the same
 // sample (the same rows: their errors move together, so the difference is known far

@@ -2,6 +2,7 @@
 #include "tk/decomp/format.h"
 
 #include <cmath>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -184,12 +185,12 @@ Decomposition from_cp(const std::string& name, const Shape& shape, DType dtype, 
   return d;
 }
 
-Decomposition from_tucker(const std::string& name, const Shape& shape, DType dtype, const TuckerResult& r) {
+Decomposition from_tucker(const std::string& name, const Shape& shape, DType dtype, TuckerResult r) {
   Decomposition d = base(name, Method::kTucker, shape, dtype);
   d.ranks = r.ranks;
-  d.parts.push_back({"tucker.core", r.ranks, r.core});
+  d.parts.push_back({"tucker.core", r.ranks, std::move(r.core)});
   for (size_t n = 0; n < r.factors.size(); ++n)
-    d.parts.push_back({"tucker.factor." + std::to_string(n), {shape[n], r.ranks[n]}, r.factors[n]});
+    d.parts.push_back({"tucker.factor." + std::to_string(n), {shape[n], r.ranks[n]}, std::move(r.factors[n])});
   d.rel_error = r.rel_error;
   d.iterations = r.iterations;
   d.seconds = r.seconds;

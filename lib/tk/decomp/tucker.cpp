@@ -278,23 +278,41 @@ std::vector<T> project_all_but(const DenseView<T>& x, const TuckerModel<T>& mode
 // model is then measured on an explicit reconstruction instead.
 constexpr double kSmallSquaredError = 1e-8;
 
-// ||X - X^|| / ||X|| with X^ = core ×_1 U_1 ... ×_d U_d rebuilt densely (memory: about
-// twice the tensor).
+// Rows of mode 0 rebuilt at a time by reconstructed_relative_error: about 8 MiB of
+// doubles per slab whatever the tensor's size.
+constexpr int64_t kSlabElements = int64_t{1} << 20;
+
+// ||X - X^|| / ||X|| with X^ = core ×_1 U_1 ... ×_d U_d rebuilt densely, a slab of
+// mode 0's rows at a time (the slab of rows [lo, hi) takes U_1's rows [lo, hi)), so
+// that memory stays a slab rather than twice the tensor.
 template <typename T>
 double reconstructed_relative_error(const DenseView<T>& x, const TuckerModel<T>& model, double norm2,
                                     const Spread& spread) {
-  std::vector<int64_t> shape = model.ranks;
-  std::vector<T> current = model.core;
-  for (size_t n = 0; n < shape.size(); ++n) {
-    std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * x.shape[n]), T(0));
-    const std::vector<T> factor = factor_rows(spread, n, model.factors[n], model.ranks[n]);
-    if (!next.empty())
-      modes::mode_product(current.data(), shape, n, factor.data(), Op::kNoTrans, x.shape[n], next.data());
-    shape[n] = x.shape[n];
-    current = std::move(next);
+  const int64_t rows = x.shape[0];
+  const int64_t inner = rows > 0 ? modes::element_count(x.shape) / rows : 0;
+  const int64_t step = std::max<int64_t>(1, kSlabElements / std::max<int64_t>(inner, 1));
+  // Mode 0's factor as this process applies it: its rows of the cut mode.
+  const int64_t first_row = spread.comm && spread.mode == 0 ? spread.lo : 0;
+  double squares = 0;
+  for (int64_t lo = 0; lo < rows && inner > 0; lo += step) {
+    const int64_t hi = std::min(rows, lo + step);
+    std::vector<int64_t> shape = model.ranks;
+    std::vector<T> current = model.core;
+    for (size_t n = 0; n < shape.size(); ++n) {
+      const int64_t extent = n == 0 ? hi - lo : x.shape[n];
+      const T* factor = model.factors[n].data();
+      if (n == 0) factor += (first_row + lo) * model.ranks[0];
+      if (spread.comm && n == spread.mode && n != 0) factor += spread.lo * model.ranks[n];
+      std::vector<T> next(static_cast<size_t>(modes::element_count(shape) / shape[n] * extent), T(0));
+      if (!next.empty()) modes::mode_product(current.data(), shape, n, factor, Op::kNoTrans, extent, next.data());
+      shape[n] = extent;
+      current = std::move(next);
+    }
+    const T* slab = x.data + lo * inner;
+    for (size_t i = 0; i < current.size(); ++i) current[i] = slab[i] - current[i];
+    squares += modes::sum_squares(current.data(), static_cast<int64_t>(current.size()));
   }
-  for (size_t i = 0; i < current.size(); ++i) current[i] = x.data[i] - current[i];
-  return std::sqrt(sum_over(spread, modes::sum_squares(current.data(), static_cast<int64_t>(current.size()))) / norm2);
+  return std::sqrt(sum_over(spread, squares) / norm2);
 }
 
 template <typename T>
@@ -350,7 +368,7 @@ TuckerResult tucker_impl(const DenseView<T>& x, const TuckerOptions& options, co
                                            [&](TuckerModel<T>& next) { hooi_sweep(x, order, next, spread); });
     error = measured_relative_error(x, model, norm2, spread);
   }
-  return tucker_rules::to_result(model, error, iterations, start);
+  return tucker_rules::to_result(std::move(model), error, iterations, start);
 }
 
 template <typename T>

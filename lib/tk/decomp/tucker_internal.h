@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tk/decomp/decomp.h"
@@ -91,13 +93,22 @@ int hooi_sweeps(const TuckerOptions& options, double norm2, Clock::time_point st
   return sweeps;
 }
 
-// The result of a model in the compute precision.
+// The result of a model in the compute precision. An f64 model's parts are moved, not
+// copied: a tall mode's factor can be as large as the tensor.
 template <typename T>
-TuckerResult to_result(const Model<T>& model, double error, int iterations, Clock::time_point start) {
+TuckerResult to_result(Model<T>&& model, double error, int iterations, Clock::time_point start) {
   TuckerResult result;
   result.ranks = model.ranks;
-  result.core.assign(model.core.begin(), model.core.end());
-  for (auto& f : model.factors) result.factors.emplace_back(f.begin(), f.end());
+  if constexpr (std::is_same_v<T, double>) {
+    result.core = std::move(model.core);
+    result.factors = std::move(model.factors);
+  } else {
+    result.core.assign(model.core.begin(), model.core.end());
+    for (auto& f : model.factors) {
+      result.factors.emplace_back(f.begin(), f.end());
+      std::vector<T>().swap(f);
+    }
+  }
   result.rel_error = error;
   result.iterations = iterations;
   result.seconds = seconds_since(start);

@@ -10,6 +10,7 @@
 
 #include "tk/core/error.h"
 #include "tk/io/gguf_internal.h"
+#include "tk/io/mapped_pages.h"
 #include "tk/io/safetensors_internal.h"
 
 namespace tk::io {
@@ -88,13 +89,8 @@ class MappedGguf final : public GgufReaderBase {
   bool random_access() const override { return true; }
 
   void release(size_t index) override {
-    if (index >= entries_.size() || entries_[index].nbytes == 0) return;
-    static const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const auto base = reinterpret_cast<uintptr_t>(file_.data());
-    const uint64_t at = data_start_ + entries_[index].offset;
-    const uint64_t first = (base + at) / page * page;
-    const uint64_t last = (base + at + entries_[index].nbytes + page - 1) / page * page;
-    ::madvise(reinterpret_cast<void*>(first), std::min<uint64_t>(last, base + file_.size()) - first, MADV_DONTNEED);
+    if (index >= entries_.size()) return;
+    release_mapped_bytes(file_, data_start_ + entries_[index].offset, entries_[index].nbytes);
   }
 
  private:

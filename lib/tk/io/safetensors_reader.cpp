@@ -9,6 +9,7 @@
 
 #include "tk/core/endian.h"
 #include "tk/core/error.h"
+#include "tk/io/mapped_pages.h"
 #include "tk/io/safetensors.h"
 #include "tk/io/safetensors_internal.h"
 
@@ -77,14 +78,8 @@ class MappedReader final : public TensorReader {
   // The mapping is private and read-only, so dropping its pages loses nothing: a later
   // access faults them in again from the file.
   void release(size_t index) override {
-    if (index >= infos_.size() || infos_[index].nbytes == 0) return;
-    static const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const auto base = reinterpret_cast<uintptr_t>(file_.data());
-    const uint64_t at = data_start_ + offsets_[index];
-    const uint64_t first = (base + at) / page * page;
-    const uint64_t end = std::min<uint64_t>(base + file_.size(), base + at + infos_[index].nbytes);
-    const uint64_t last = (end + page - 1) / page * page;
-    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    if (index >= infos_.size()) return;
+    release_mapped_bytes(file_, data_start_ + offsets_[index], infos_[index].nbytes);
   }
 
  private:

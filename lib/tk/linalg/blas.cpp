@@ -70,6 +70,13 @@ template <> struct Lapack<double> {
   static lapack_int orgqr(int m, int n, double* a, const double* tau) {
     return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
   }
+  // LQ of the column-major n x m matrix that row-major m x n `a` is (qr_in_place_impl).
+  static lapack_int gelqf(int m, int n, double* a, double* tau) {
+    return LAPACKE_dgelqf(LAPACK_COL_MAJOR, n, m, a, n, tau);
+  }
+  static lapack_int orglq(int m, int n, double* a, const double* tau) {
+    return LAPACKE_dorglq(LAPACK_COL_MAJOR, n, m, n, a, n, tau);
+  }
   static lapack_int potrf(int n, double* a) { return LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
   static lapack_int pstrf(int n, double* a, lapack_int* piv, lapack_int* rank, double tol) {
     return LAPACKE_dpstrf(LAPACK_ROW_MAJOR, 'L', n, a, n, piv, rank, tol);
@@ -92,6 +99,13 @@ template <> struct Lapack<float> {
   }
   static lapack_int orgqr(int m, int n, float* a, const float* tau) {
     return LAPACKE_sorgqr(LAPACK_ROW_MAJOR, m, n, n, a, n, tau);
+  }
+  // LQ of the column-major n x m matrix that row-major m x n `a` is (qr_in_place_impl).
+  static lapack_int gelqf(int m, int n, float* a, float* tau) {
+    return LAPACKE_sgelqf(LAPACK_COL_MAJOR, n, m, a, n, tau);
+  }
+  static lapack_int orglq(int m, int n, float* a, const float* tau) {
+    return LAPACKE_sorglq(LAPACK_COL_MAJOR, n, m, n, a, n, tau);
   }
   static lapack_int potrf(int n, float* a) { return LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', n, a, n); }
   static lapack_int pstrf(int n, float* a, lapack_int* piv, lapack_int* rank, float tol) {
@@ -129,6 +143,17 @@ template <typename T> void qr_impl(int64_t m, int64_t n, T* a, T* r) {
       for (int64_t j = 0; j < n; ++j) r[i * n + j] = j >= i ? a[i * n + j] : T(0);
   }
   check_info(Lapack<T>::orgqr(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "orgqr");
+}
+
+// Row-major A (m x n) is, read column-major, A^T (n x m); its LQ factorization A^T = L Q'
+// gives A = Q'^T L^T, so Q = Q'^T, already in place as row-major: the same Householder
+// steps as geqrf on A, without the transposed copies of A that LAPACKE makes for a
+// row-major geqrf and orgqr.
+template <typename T> void qr_in_place_impl(int64_t m, int64_t n, T* a) {
+  if (m < n) throw internal_error("qr: the matrix must have at least as many rows as columns");
+  std::vector<T> tau(static_cast<size_t>(n));
+  check_info(Lapack<T>::gelqf(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "gelqf");
+  check_info(Lapack<T>::orglq(static_cast<int>(m), static_cast<int>(n), a, tau.data()), "orglq");
 }
 
 // X G = B  <=>  X = B G^-1. With G = R^T R (R upper): X R^T R = B, two triangular solves.
@@ -229,6 +254,16 @@ void qr(int64_t m, int64_t n, float* a, float* r) {
   CallThreads one;
   qr_impl(m, n, a, r);
 }
+
+void qr_in_place(int64_t m, int64_t n, double* a) {
+  CallThreads one;
+  qr_in_place_impl(m, n, a);
+}
+void qr_in_place(int64_t m, int64_t n, float* a) {
+  CallThreads one;
+  qr_in_place_impl(m, n, a);
+}
+
 bool solve_spd_right(int64_t n, const double* g, int64_t m, double* b) {
   CallThreads one;
   return solve_spd_right_impl(n, g, m, b);

@@ -123,7 +123,7 @@ template <typename T> TuckerResult tucker_any(const DenseView<T>& x, const Tucke
                                            [&](Model<T>& next) { gpu.hooi_sweep(order, next); });
     error = tucker_rules::measured_relative_error(x, model, norm2);
   }
-  return tucker_rules::to_result(model, error, iterations, start);
+  return tucker_rules::to_result(std::move(model), error, iterations, start);
 }
 
 }  // namespace

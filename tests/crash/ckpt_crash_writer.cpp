@@ -23,10 +23,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -271,10 +274,35 @@ class Trace {
   std::string previous_;
 };
 
+// TK_CKPT_FAULT="write:N[:errno]" (or fsync, rename): a hook that fails the N-th call
+// of that kind in this process (counting from 1) with EIO or the errno given. False
+// when the variable is unset or malformed.
+bool install_env_fault() {
+  const char* text = std::getenv("TK_CKPT_FAULT");
+  if (!text || !*text) return false;
+  char kind[16] = {};
+  unsigned long long nth = 0;
+  int err = EIO;
+  const int fields = std::sscanf(text, "%15[a-z]:%llu:%d", kind, &nth, &err);
+  if (fields < 2 || nth == 0) return false;
+  const std::string k = kind;
+  tk::ckpt::FaultPoint point;
+  if (k == "write") point = tk::ckpt::FaultPoint::kWrite;
+  else if (k == "fsync") point = tk::ckpt::FaultPoint::kFsync;
+  else if (k == "rename") point = tk::ckpt::FaultPoint::kRename;
+  else return false;
+  if (fields < 3) err = EIO;
+  auto calls = std::make_shared<std::atomic<uint64_t>>(0);
+  tk::ckpt::set_fault_hook([=](tk::ckpt::FaultPoint p, const std::string&) {
+    return p == point && ++*calls == nth ? err : 0;
+  });
+  return true;
+}
+
 int run_write(const Args& a) {
   std::unique_ptr<Trace> trace;
-  // The hook would replace the one TK_CKPT_FAULT installs; the fault pass runs untraced.
-  if (!a.trace.empty() && std::getenv("TK_CKPT_FAULT") == nullptr) {
+  // The fault pass runs untraced: one hook at a time.
+  if (!install_env_fault() && !a.trace.empty()) {
     trace = std::make_unique<Trace>(a.trace);
     tk::ckpt::set_fault_hook([t = trace.get()](tk::ckpt::FaultPoint point, const std::string& path) {
       t->record(point, path);

@@ -265,9 +265,7 @@ std::optional<std::string> recorded_durable_dir(const std::string& dir);
 
 // Fault injection for tests: before each write, fsync and rename it makes, the engine
 // asks the hook; a nonzero return is taken as that call's errno (EIO, ENOSPC, ...).
-// Also set from the environment: TK_CKPT_FAULT="write:N", "fsync:N" or "rename:N"
-// fails the N-th such call of the process (counting from 1) with EIO, or with the errno
-// given as a third field ("write:3:28").
+// Without a hook (nullptr, the default) the engine does not look: one flag read.
 enum class FaultPoint { kWrite, kFsync, kRename };
 using FaultHook = std::function<int(FaultPoint point, const std::string& path)>;
 void set_fault_hook(FaultHook hook);

@@ -43,7 +43,7 @@ std::vector<float> Source::read_f32(size_t index, bool* finite) {
 
 const quant::Scheme& Session::scheme(const std::string& spec) {
   auto& s = schemes[spec];
-  if (!s) s = quant::make_scheme(spec);
+  if (!s) s = quant::make_scheme(scheme_spec(spec));
   return *s;
 }
 
@@ -101,7 +101,7 @@ quant::QuantOptions Session::options_for(const PlanEntry& e, const std::string& 
 
 io::GgmlType Session::gguf_type(const std::string& spec) {
   const std::string name = scheme(spec).name();
-  if (auto type = quant::ggml_type_for_scheme(name, base.symmetric)) return *type;
+  if (auto type = quant::ggml_type_for_scheme(name, base.symmetric && !asymmetric_candidate(spec))) return *type;
   throw usage_error(fmt::format("GGUF has no block type for {}{}; it holds {}", name, base.symmetric ? "" : " --asym",
                                 quant::ggml_schemes_text("--asym")),
                     spec);
@@ -212,16 +212,22 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool ct) {
   std::vector<std::string> c = args.candidates.empty() ? default_candidates() : split_list(args.candidates);
+  // llama.cpp's Q4_1 and Q5_1 (a minimum per block) beside Q4_0 and Q5_0: the budget
+  // takes them where they pay, as on weights that sit on an asymmetric grid already.
+  if (gguf && args.candidates.empty() && !args.asym) c.insert(c.end(), {"int4+asym", "int5+asym"});
+  if (!gguf)
+    for (const std::string& spec : c)
+      if (asymmetric_candidate(spec)) throw usage_error("'+asym' candidates are GGUF's (Q4_1, Q5_1)", "--candidates");
   if (gguf || ct) {
     // The output holds only some schemes: given ones it cannot hold are refused, defaults
     // it cannot hold are left out.
     const quant::QuantOptions options = options_from_args(args);
     std::vector<std::string> held;
     for (const std::string& spec : c) {
-      const std::string name = quant::make_scheme(spec)->name();
+      const std::string name = quant::make_scheme(scheme_spec(spec))->name();
       std::string why;
-      const bool holds = ct ? quant::ct_scheme_supported(name, options, &why)
-                            : quant::ggml_type_for_scheme(name, !args.asym).has_value();
+      const bool holds = ct ? quant::ct_scheme_supported(name, options, &why) && !asymmetric_candidate(spec)
+                            : quant::ggml_type_for_scheme(name, !args.asym && !asymmetric_candidate(spec)).has_value();
       if (!holds && !args.candidates.empty()) {
         throw usage_error(ct ? why
                              : fmt::format("GGUF has no block type for {}; it holds {}", name,
@@ -435,7 +441,11 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
     }
     if (again) r = solve();
   }
-  for (size_t i = 0; i < t.entries.size(); ++i) t.entries[i]->scheme = t.usable[i][r.choice[i]];
+  for (size_t i = 0; i < t.entries.size(); ++i) {
+    PlanEntry& e = *t.entries[i];
+    e.scheme = t.usable[i][r.choice[i]];
+    if (s.gguf && asymmetric_candidate(e.scheme)) e.gguf_type = s.gguf_type(e.scheme);
+  }
   if (estimated == 0) return {};
   return fmt::format("budget: {} candidate errors estimated on samples of rows, {} dropped as beaten beyond the "
                      "estimates' margin; where the estimate did not decide, {} estimated again on larger samples "

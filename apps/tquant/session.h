@@ -134,6 +134,14 @@ std::vector<std::string> split_list(const std::string& text);
 // defaults with a ggml twin, and kUsage for a given one without; likewise for
 // compressed-tensors output (`ct`).
 std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf = false, bool ct = false);
+
+// A GGUF output's --budget candidate may end in "+asym": the scheme's asymmetric ggml
+// twin (int4+asym is Q4_1, int5+asym Q5_1) beside its symmetric one, so that one budget
+// weighs both. scheme_spec is the scheme's own spec.
+inline bool asymmetric_candidate(const std::string& spec) { return spec.ends_with("+asym"); }
+inline std::string scheme_spec(const std::string& spec) {
+  return asymmetric_candidate(spec) ? spec.substr(0, spec.size() - 5) : spec;
+}
 // `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
                                   const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);

@@ -108,6 +108,13 @@ def gguf_types(tools, path):
     return ",".join(f"{t}:{n}" for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
+def parameters(path):
+    """Values in the model's tensors (bits per weight are the file's bits over these)."""
+    import gguf
+    import numpy as np
+    return int(sum(int(np.prod(t.shape)) for t in gguf.GGUFReader(path).tensors))
+
+
 ROLES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
 
 

@@ -2,7 +2,6 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -396,20 +395,14 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
   // tensor's relative error (importance-weighted where an importance matrix covers it)
   // times its role's weight, which predicts llama.cpp's KL divergence far better than
   // squared errors summed across tensors (docs/QUANT.md). Otherwise: the squared errors.
-  std::vector<std::string_view> names;
-  for (const io::TensorInfo& info : src.reader().tensors()) names.push_back(info.name);
-  const bool tied = quant::embeddings_tied(names);
-  std::vector<quant::TensorRole> roles;
-  for (const PlanEntry* e : t.entries) roles.push_back(quant::tensor_role(e->info.name, tied));
-  const bool by_role =
-      std::any_of(roles.begin(), roles.end(), [](quant::TensorRole r) { return r != quant::TensorRole::kOther; });
-  std::vector<double> weight(t.items.size(), 1.0);
-  if (by_role) {
-    for (size_t i = 0; i < t.items.size(); ++i) {
-      const bool weighted = s.options_for(*t.entries[i]).importance != nullptr;
-      weight[i] = quant::role_weight(roles[i], weighted) / std::max(t.signal[i], 1e-300);
-    }
+  std::vector<std::string_view> model, budgeted;
+  for (const io::TensorInfo& info : src.reader().tensors()) model.push_back(info.name);
+  std::vector<bool> weighted;
+  for (const PlanEntry* e : t.entries) {
+    budgeted.push_back(e->info.name);
+    weighted.push_back(s.options_for(*e).importance != nullptr);
   }
+  const std::vector<double> weight = quant::objective_weights(model, budgeted, t.signal, weighted);
   auto solve = [&] {
     std::vector<quant::BudgetItem> items = t.items;
     for (size_t i = 0; i < items.size(); ++i) for (double& e : items[i].error) e *= weight[i];

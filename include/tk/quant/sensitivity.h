@@ -45,4 +45,14 @@ double role_weight(TensorRole role, bool weighted);
 
 std::string_view role_name(TensorRole role);
 
+// The weight of each budgeted tensor's squared error in the budget's objective. In a
+// model of which some budgeted tensor has a role: the role's weight over the tensor's
+// signal energy (its squared error becomes a relative error), with `weighted[i]` saying
+// whether an importance matrix weighted tensor i's error and signal. Otherwise all 1:
+// the squared errors summed, as for models without roles. `model` names every tensor of
+// the model (for tied embeddings); `budgeted`, `signal` and `weighted` run in step.
+std::vector<double> objective_weights(const std::vector<std::string_view>& model,
+                                      const std::vector<std::string_view>& budgeted,
+                                      const std::vector<double>& signal, const std::vector<bool>& weighted);
+
 }  // namespace tk::quant

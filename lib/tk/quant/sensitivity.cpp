@@ -1,5 +1,7 @@
 #include "tk/quant/sensitivity.h"
 
+#include <algorithm>
+
 namespace tk::quant {
 namespace {
 
@@ -66,6 +68,18 @@ double role_weight(TensorRole role, bool weighted) {
   for (const Row& r : kRows)
     if (r.role == role) return weighted ? r.weighted : r.plain;
   return 1;  // kOther, and untied input embeddings (not measured)
+}
+
+std::vector<double> objective_weights(const std::vector<std::string_view>& model,
+                                      const std::vector<std::string_view>& budgeted,
+                                      const std::vector<double>& signal, const std::vector<bool>& weighted) {
+  const bool tied = embeddings_tied(model);
+  std::vector<TensorRole> roles;
+  for (std::string_view name : budgeted) roles.push_back(tensor_role(name, tied));
+  std::vector<double> weight(budgeted.size(), 1.0);
+  if (std::none_of(roles.begin(), roles.end(), [](TensorRole r) { return r != TensorRole::kOther; })) return weight;
+  for (size_t i = 0; i < roles.size(); ++i) weight[i] = role_weight(roles[i], weighted[i]) / std::max(signal[i], 1e-300);
+  return weight;
 }
 
 std::string_view role_name(TensorRole role) {

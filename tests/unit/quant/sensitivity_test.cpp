@@ -42,5 +42,18 @@ TEST(Sensitivity, WeightsAsMeasured) {
   }
 }
 
+TEST(Sensitivity, ObjectiveWeightsOnlyWhereRolesAre) {
+  // A model with roles: role weight over signal; the tied head weighs as the output.
+  const std::vector<std::string_view> llm = {"token_embd.weight", "blk.0.attn_q.weight", "blk.0.ffn_up.weight"};
+  const std::vector<double> w = objective_weights(llm, llm, {2.0, 4.0, 8.0}, {false, true, false});
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_DOUBLE_EQ(w[0], role_weight(TensorRole::kOutput, false) / 2.0);
+  EXPECT_DOUBLE_EQ(w[1], role_weight(TensorRole::kAttnQ, true) / 4.0);
+  EXPECT_DOUBLE_EQ(w[2], 1.0 / 8.0);
+  // None: the squared errors as they are.
+  const std::vector<std::string_view> bert = {"encoder.layer.0.attention.self.query.weight"};
+  EXPECT_EQ(objective_weights(bert, bert, {5.0}, {false}), std::vector<double>{1.0});
+}
+
 }  // namespace
 }  // namespace tk::quant

@@ -1,5 +1,6 @@
 """The "other load" of the benchmarks that measure beside it: `with busy(n):` runs n
-CPU-bound `yes` processes for the block (none for n == 0) and ends them after it."""
+CPU-bound `yes` processes for the block (none for n == 0) and ends them after it;
+`for label in loads():` runs the loop's body idle, then beside one `yes`."""
 import contextlib
 import subprocess
 
@@ -13,3 +14,10 @@ def busy(processes):
         for h in hogs:
             h.kill()
             h.wait()
+
+
+def loads():
+    """Yields "idle", then "beside yes" with one `yes` running until the next step."""
+    for label, processes in (("idle", 0), ("beside yes", 1)):
+        with busy(processes):
+            yield label

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from busy import busy  # noqa: E402
+from busy import loads  # noqa: E402
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,9 +89,8 @@ def main():
               f"load {os.getloadavg()[0]:.1f}")
         print("| load | file | MB | coder | bytes | x zstd -3 size | compress x zstd speed | decompress x zstd speed |")
         print("|---|---|---:|---|---:|---:|---:|---:|")
-        for label in ("idle", "beside yes"):
-            with busy(0 if label == "idle" else 1):
-                rows = measure(a, files, work)
+        for label in loads():
+            rows = measure(a, files, work)
             for f, r in rows.items():
                 zs, zc, zd = r["zstd -3"]
                 for k, (size, c, d) in r.items():

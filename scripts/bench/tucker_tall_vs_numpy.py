@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from busy import busy  # noqa: E402
+from busy import loads  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, ".venv", "models", "all-minilm-l6-v2", "model.safetensors")
@@ -91,9 +91,8 @@ def main():
               f"medians of {a.reps}, interleaved; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
         print("| load | run | seconds | x numpy | peak MiB | x tensor |")
         print("|---|---|---|---|---|---|")
-        for label in ("idle", "beside yes"):
-            with busy(0 if label == "idle" else 1):
-                med = series(a, work, mat, env, a.args.split())
+        for label in loads():
+            med = series(a, work, mat, env, a.args.split())
             base = med["numpy svd"][0]
             for k, (sec, kib) in med.items():
                 print(f"| {label} | {k} | {sec:.2f} | {sec / base:.2f} | {kib / 1024:.0f} | {kib * 1024 / nbytes:.2f} |")

@@ -239,11 +239,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
                                  : fmt::format("notice: {} tensors (first {}): {}", count, first, why));
   }
   cli::Progress progress(common.show_progress, tool.name());
-  if (budget) {
-    if (std::string account = allocate(session, src, plan, progress); !account.empty()) {
-      notices.push_back("notice: " + account);
-    }
-  }
+  if (budget) allocate(session, src, plan, progress, notices);
   if (args.explain) explain(session, plan);
 
   // Parts are held for writing up to kHeldBytes; past that they are set aside in a

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -367,13 +368,41 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
 
 }  // namespace
 
-std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress) {
+void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
+              std::vector<std::string>& notices) {
   CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args, s.gguf, s.ct), progress, !s.args.exact_budget);
-  if (t.items.empty()) return {};
-  size_t estimated = 0, refined = 0, measured = 0, dropped = 0;
+  if (t.items.empty()) return;
+  size_t estimated = 0, refined = 0, measured = 0, dropped = 0, snaps = 0, snapped_tensors = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {
     for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
+    const PlanEntry& e = *t.entries[i];
+    const std::vector<std::string> before = t.usable[i];
+    if (s.tool.options().verbose >= 2) {
+      std::string line;
+      for (size_t j = 0; j < before.size(); ++j) {
+        line += fmt::format(" {} {:.2f}bpw {:.2f}dB", before[j], 8.0 * static_cast<double>(t.items[i].bytes[j]) /
+                                                                   static_cast<double>(shape_numel(e.info.shape)),
+                            10 * std::log10(t.signal[i] / t.items[i].error[j]));
+      }
+      s.tool.verbose(2, fmt::format("{}: estimated{}", cli::escape_text(e.info.name), line));
+    }
+    if (const size_t n = quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype)) {
+      snaps += n, snapped_tensors += 1;
+      std::string which;
+      for (const std::string& c : before)
+        if (std::find(t.usable[i].begin(), t.usable[i].end(), c) == t.usable[i].end()) which += " " + c;
+      s.tool.verbose(1, fmt::format("{}: left out{}: near a grid the values sit close to, not on",
+                                    cli::escape_text(e.info.name), which));
+    }
     dropped += quant::allocation_drop_dominated(t, i);
+  }
+  if (snaps > 0) {
+    // A fine-tune of a model that was quantized once: the old grid is close, and landing
+    // on it would undo the fine-tune in every tensor at once (docs/QUANT.md).
+    notices.push_back(fmt::format("notice: budget: {} candidates on {} tensors left out: they land near a grid the "
+                                  "values sit close to but not on (a fine-tune of a quantized model?), which would "
+                                  "revert the change",
+                                  snaps, snapped_tensors));
   }
   const bool by_bpw = s.args.budget.has_value();
   uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
@@ -439,11 +468,11 @@ std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli:
     e.scheme = t.usable[i][r.choice[i]];
     if (s.gguf && asymmetric_candidate(e.scheme)) e.gguf_type = s.gguf_type(e.scheme);
   }
-  if (estimated == 0) return {};
-  return fmt::format("budget: {} candidate errors estimated on samples of rows, {} dropped as beaten beyond the "
+  if (estimated == 0) return;
+  notices.push_back(fmt::format("notice: budget: {} candidate errors estimated on samples of rows, {} dropped as beaten beyond the "
                      "estimates' margin; where the estimate did not decide, {} estimated again on larger samples "
                      "and {} measured whole (--exact-budget measures all)",
-                     estimated, dropped, refined, measured);
+                     estimated, dropped, refined, measured));
 }
 
 }  // namespace tk::tquant

@@ -147,12 +147,15 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
                                   const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);
 // --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest
 // reachable bpw (or size) when the budget is below it. Errors are estimated on samples
-// (unless --exact-budget); candidates whose estimate is worse, beyond the estimates'
+// (unless --exact-budget); candidates that land near a grid the values sit close to
+// (allocation_drop_snaps) and those whose estimate is worse, beyond the estimates'
 // margin, than a candidate no larger are dropped; after each solve, the chosen
 // candidate and any other whose estimated error lies within the margin of it are
 // estimated again on a sample four times larger (and at last measured whole), and the
-// budget is solved again until no choice rests on an undecided estimate. Returns a one-line account for the summary.
-std::string allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress);
+// budget is solved again until no choice rests on an undecided estimate. Appends the
+// notices for the summary ("notice: ...").
+void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
+              std::vector<std::string>& notices);
 
 // tquant curve: single schemes against budgeted allocations.
 int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_path);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tk/core/dtype.h"
 #include "tk/quant/budget.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/scheme.h"
@@ -38,6 +39,27 @@ int fallback_int_bits(const std::string& spec);
 // the two estimates, than another candidate of no more bytes (or equal to it in both,
 // after it). Returns how many were dropped.
 size_t allocation_drop_dominated(Candidates& t, size_t i);
+
+// Drop tensor i's candidates that land near a grid the tensor's values sit close to but
+// not on (a fine-tune of a model that was quantized once). The tensor's rate-distortion
+// line is the median over its candidates of SQNR - 6.02 dB per bit; a candidate more
+// than kSnapMarginDb above it shows such a grid, and then every candidate more than
+// kSnapNearMarginDb above the line goes. Such a candidate's error is the fine-tune's
+// change itself: every tensor reverts the same change, the errors add up coherently,
+// and llama.cpp's KL divergence grows many times what the small error predicts
+// (docs/QUANT.md). A tensor on which some candidate is lossless for the source's dtype
+// sits on a grid exactly (a quantized model stored as f16): nothing to revert, nothing
+// goes.
+// `signal`: the tensor's (importance-weighted) sum of squares; `weights`: its elements.
+// Needs four candidates or more to draw a line; keeps at least one. Returns how many
+// were dropped.
+inline constexpr double kSnapMarginDb = 5;
+inline constexpr double kSnapNearMarginDb = 2.5;
+size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights, DType source);
+
+// The SQNR above which a quantized tensor counts as lossless for a source of `dtype`:
+// 10 dB short of the dtype's own rounding noise, at most 60 dB.
+double lossless_sqnr_db(DType dtype);
 
 // The estimated (not exact) candidates of tensor i that the solve's `choice` does not
 // decide: the chosen one and those whose error lies within the margin of it.

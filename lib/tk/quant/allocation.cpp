@@ -42,7 +42,72 @@ double margin(const Candidates& t, size_t i, size_t a, size_t b) {
   return std::min(own, paired_spread(ea, eb, it->second) + ea.bias + eb.bias);
 }
 
+// Keeps tensor i's candidates where keep[j]; returns how many went.
+size_t keep_only(Candidates& t, size_t i, const std::vector<char>& keep) {
+  BudgetItem& item = t.items[i];
+  const size_t n = item.bytes.size();
+  size_t kept = 0;
+  for (size_t j = 0; j < n; ++j) {
+    if (!keep[j]) continue;
+    item.bytes[kept] = item.bytes[j];
+    item.error[kept] = item.error[j];
+    t.usable[i][kept] = t.usable[i][j];
+    t.estimates[i][kept] = std::move(t.estimates[i][j]);
+    ++kept;
+  }
+  item.bytes.resize(kept), item.error.resize(kept), t.usable[i].resize(kept), t.estimates[i].resize(kept);
+  return n - kept;
+}
+
 }  // namespace
+
+double lossless_sqnr_db(DType dtype) {
+  int mantissa = 0;
+  switch (dtype) {
+    case DType::kF16: mantissa = 10; break;
+    case DType::kBF16: mantissa = 7; break;
+    case DType::kF8E4M3: case DType::kF8E4M3FNUZ: mantissa = 3; break;
+    case DType::kF8E5M2: case DType::kF8E5M2FNUZ: mantissa = 2; break;
+    default: return 60;
+  }
+  // Rounding to nearest with a unit roundoff u = 2^-(mantissa+1) leaves a relative
+  // noise power of about u^2/3.
+  const double floor_db = 6.0206 * (mantissa + 1) + 10 * std::log10(3.0);
+  return std::min(60.0, floor_db - 10);
+}
+
+size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights, DType source) {
+  const BudgetItem& item = t.items[i];
+  const size_t n = item.bytes.size();
+  if (n < 4 || signal <= 0 || weights == 0) return 0;
+  std::vector<double> sqnr(n), excess(n);
+  for (size_t j = 0; j < n; ++j) {
+    sqnr[j] = item.error[j] > 0 ? 10 * std::log10(signal / item.error[j]) : 1e9;
+    excess[j] = sqnr[j] - 6.0206 * 8 * static_cast<double>(item.bytes[j]) / static_cast<double>(weights);
+  }
+  std::vector<double> sorted = excess;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
+  const double line = sorted[n / 2];
+  const double lossless = lossless_sqnr_db(source);
+  // A candidate far above the line shows that the tensor sits near a grid; those that
+  // also reach it from finer grids (Q5_1 holds Q4_1's levels at half its step) land on
+  // the same plateau, less far above their own line: on such a tensor the nearer margin.
+  // A candidate that is lossless shows the tensor sits on its grid exactly (a quantized
+  // model stored as floats): then there is no change to revert, and the others' errors
+  // near that grid are quantization noise like any other.
+  bool near_grid = false;
+  for (size_t j = 0; j < n; ++j) {
+    if (sqnr[j] >= lossless) return 0;
+    near_grid |= excess[j] > line + kSnapMarginDb;
+  }
+  if (!near_grid) return 0;
+  std::vector<char> keep(n, 1);
+  size_t left = n;
+  for (size_t j = 0; j < n; ++j) {
+    if (excess[j] > line + kSnapNearMarginDb && left > 1) keep[j] = 0, --left;
+  }
+  return keep_only(t, i, keep);
+}
 
 size_t allocation_drop_dominated(Candidates& t, size_t i) {
   BudgetItem& item = t.items[i];
@@ -56,17 +121,7 @@ size_t allocation_drop_dominated(Candidates& t, size_t i) {
       if (beaten || tie_lower) keep[j] = 0;
     }
   }
-  size_t kept = 0;
-  for (size_t j = 0; j < n; ++j) {
-    if (!keep[j]) continue;
-    item.bytes[kept] = item.bytes[j];
-    item.error[kept] = item.error[j];
-    t.usable[i][kept] = t.usable[i][j];
-    t.estimates[i][kept] = std::move(t.estimates[i][j]);
-    ++kept;
-  }
-  item.bytes.resize(kept), item.error.resize(kept), t.usable[i].resize(kept), t.estimates[i].resize(kept);
-  return n - kept;
+  return keep_only(t, i, keep);
 }
 
 std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choice) {

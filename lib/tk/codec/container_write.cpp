@@ -15,6 +15,7 @@
 #include "tk/core/error.h"
 #include "tk/io/format_damage.h"
 #include "tk/io/safetensors.h"
+#include "zstd_file.h"
 
 namespace tk::codec {
 
@@ -338,6 +339,38 @@ class ContainerWriter {
   TkzCompressResult result_;
 };
 
+bool compact_allowed(const TkzCompressOptions& options) {
+  return options.zstd_frame && options.base == nullptr && !options.lossy && options.digest == DigestKind::kXxh3_128;
+}
+
+// The rest of `in` when it holds at most kTkzCompareMax bytes (a pipe is peeked that far).
+std::optional<Buffer> small_input(io::InputStream& in) {
+  const uint64_t left = in.size() ? *in.size() - in.position() : in.peek(kTkzCompareMax + 1).size();
+  if (left > kTkzCompareMax) return std::nullopt;
+  return in.read_all();
+}
+
+// A small safetensors file coded both ways: the container, or one zstd frame where that
+// is smaller (a few tensors, whose records, index and footer cost more than they save).
+TkzCompressResult smaller_of_both(const Buffer& file, const std::string& name, io::OutputStream& out,
+                                  const TkzCompressOptions& options) {
+  TkzCompressOptions container_only = options;
+  container_only.zstd_frame = false;
+  std::vector<uint8_t> container;
+  auto in = io::InputStream::from_buffer(file, name);
+  TkzCompressResult r = tkz_compress(*in, *io::OutputStream::to_memory(&container), container_only);
+  std::vector<uint8_t> frame = zstd_file_compress({file.data(), file.size()}, options.lossless.level);
+  if (frame.size() < container.size()) {
+    out.write(frame.data(), frame.size());
+    r.zstd_frame = true;
+    r.entries.clear();
+    r.bytes_out = frame.size();
+  } else {
+    out.write(container.data(), container.size());
+  }
+  return r;
+}
+
 }  // namespace
 
 TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const TkzCompressOptions& options) {
@@ -361,6 +394,28 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     }
   };
   if (in.size()) check_damage(*in.size() - in.position());
+  if (compact_allowed(options) && format != io::FileFormat::kSafetensors) {
+    // No tensors: the container would be opaque records around zstd, one frame is
+    // never larger. A shard index is JSON text like any other here.
+    const int threads = options.lossless.threads > 0 ? options.lossless.threads : omp_get_max_threads();
+    const ZstdFileResult z = zstd_file_compress(in, out, options.lossless.level, threads, options.progress);
+    if (!in.size()) check_damage(z.bytes_in);
+    TkzCompressResult result;
+    result.source = format == io::FileFormat::kShardIndex ? io::FileFormat::kUnknown : format;
+    result.zstd_frame = true;
+    result.damage = damage;
+    result.bytes_in = z.bytes_in;
+    result.bytes_out = z.bytes_out;
+    result.digest = z.digest;
+    return result;
+  }
+  if (compact_allowed(options)) {
+    if (std::optional<Buffer> file = small_input(in)) {
+      TkzCompressResult result = smaller_of_both(*file, in.name(), out, options);
+      if (options.progress) options.progress(file->size(), file->size());
+      return result;
+    }
+  }
   ByteSource src(in, options.digest);
   ContainerWriter writer(out, options);
   const uint64_t out_begin = out.position();
@@ -472,7 +527,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   result.damage = damage;
   result.digest = src.finish();
   writer.finish(src.position(), result.digest);
-  result.source = format;
+  result.source = format == io::FileFormat::kShardIndex ? io::FileFormat::kUnknown : format;
   result.bytes_in = src.position();
   result.bytes_out = out.position() - out_begin;
   return result;

@@ -103,6 +103,7 @@ bool lossy_applies(const io::TensorInfo& info) {
 
 void check_no_compress_flags(const CompressOptions& o) {
   if (o.strict) throw usage_error("--strict applies only when compressing");
+  if (o.container) throw usage_error("--container applies only when compressing");
   if (o.sha256) throw usage_error("--sha256 applies only when compressing; a restore checks the digest the container records");
   if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate || o.min_sqnr >= 0)
     throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate, --min-sqnr) apply only "
@@ -218,6 +219,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (chunk < 4096 || chunk > (64u << 20)) throw usage_error("chunk size must be between 4KiB and 64MiB", "--chunk");
   options.lossless.chunk_bytes = static_cast<uint32_t>(chunk);
   options.refuse_damaged = o.strict;
+  options.zstd_frame = !o.container;
   if (o.sha256) options.digest = codec::DigestKind::kSha256;
   std::unique_ptr<codec::BitxBase> base;
   if (!o.base.empty()) {

@@ -163,7 +163,8 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
 io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
                                   const TkzTensorSink& sink) {
   if (is_zstd_frame(in.peek(4)))
-    throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", in.name());
+    throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", in.name())
+        .with_option("codec.opaque_restore");
   const bool seekable = in.is_regular_file() && in.position() == 0;
   const uint64_t in_begin = in.position();
   Container c;

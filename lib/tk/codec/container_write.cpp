@@ -344,10 +344,15 @@ bool compact_allowed(const TkzCompressOptions& options) {
 }
 
 // The rest of `in` when it holds at most kTkzCompareMax bytes (a pipe is peeked that far).
+// A file is mapped, not read: one cut short meanwhile is an I/O error, as on the
+// container's own path, not a shorter file compressed.
 std::optional<Buffer> small_input(io::InputStream& in) {
-  const uint64_t left = in.size() ? *in.size() - in.position() : in.peek(kTkzCompareMax + 1).size();
+  if (!in.size()) return in.peek(kTkzCompareMax + 1).size() > kTkzCompareMax ? std::nullopt
+                                                                             : std::optional(in.read_all());
+  const uint64_t left = *in.size() - in.position();
   if (left > kTkzCompareMax) return std::nullopt;
-  return in.read_all();
+  in.map();
+  return in.read_view(left, "input");
 }
 
 // A small safetensors file coded both ways: the container, or one zstd frame where that

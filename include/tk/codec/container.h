@@ -6,9 +6,9 @@
 //
 // Safetensors inputs are coded per tensor (lossless byte-grouped frames, BitX deltas
 // against a base, or lossy frames). A file that holds no tensors (JSON, HDF5, .npy, ...),
-// and a small safetensors file whose container would not be smaller, is written in the
-// compact form instead: one bare zstd frame, no larger than `zstd` makes it at the same
-// level. The readers accept both forms.
+// and a small file whose container would not be smaller, is written in the compact form
+// instead: one bare zstd frame, the bytes `zstd` makes at the same level. The readers
+// accept both forms.
 #pragma once
 
 #include <cstdint>
@@ -61,15 +61,15 @@ struct TkzCompressOptions {
   // Refuse (kInvalidInput) an input that looks like a damaged tensor file
   // (io/format_damage.h) instead of keeping it as opaque bytes.
   bool refuse_damaged = false;
-  // Allow the compact form (one zstd frame of the whole file) where it applies: a file
-  // with no tensors, or a safetensors file of at most kTkzCompareMax bytes that the frame
-  // codes smaller than the container. Not with a base, a lossy hook or SHA-256, which
-  // only the container records. Off: always a container (opaque records for non-tensor
-  // files), as before version 2 had a compact form.
+  // Allow the compact form (one zstd frame of the whole file): for a file of at most
+  // kTkzCompareMax bytes where the frame is smaller than the container, and for a larger
+  // file that is not safetensors. Not with a base, a lossy hook or SHA-256, which only
+  // the container records. Off: always a container (opaque records for non-tensor
+  // files), as before the compact form existed.
   bool zstd_frame = true;
   std::function<void(uint64_t bytes_done, std::optional<uint64_t> bytes_total)> progress;
 };
-// Safetensors files up to this size are coded both ways, and the smaller kept.
+// Files up to this size are coded both ways, and the smaller kept.
 inline constexpr uint64_t kTkzCompareMax = uint64_t{16} << 20;
 
 // One record as listed in the index.

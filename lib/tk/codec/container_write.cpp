@@ -355,16 +355,19 @@ std::optional<Buffer> small_input(io::InputStream& in) {
   return in.read_view(left, "input");
 }
 
-// A small safetensors file coded both ways: the container, or one zstd frame where that
-// is smaller (a few tensors, whose records, index and footer cost more than they save).
-TkzCompressResult smaller_of_both(const Buffer& file, const std::string& name, io::OutputStream& out,
+// A small file coded both ways: the container, or one zstd frame where that is smaller
+// (a few tensors, or none, whose records, index and footer cost more than they save;
+// opaque records of 16 MiB, zstd-coded per chunk, beat one frame on some text).
+// `sized`: the file's size is known, as zstd records it then (not for a pipe).
+TkzCompressResult smaller_of_both(const Buffer& file, bool sized, const std::string& name, io::OutputStream& out,
                                   const TkzCompressOptions& options) {
   TkzCompressOptions container_only = options;
   container_only.zstd_frame = false;
-  std::vector<uint8_t> container;
-  auto in = io::InputStream::from_buffer(file, name);
-  TkzCompressResult r = tkz_compress(*in, *io::OutputStream::to_memory(&container), container_only);
-  std::vector<uint8_t> frame = zstd_file_compress({file.data(), file.size()}, options.lossless.level);
+  std::vector<uint8_t> container, frame;
+  TkzCompressResult r = tkz_compress(*io::InputStream::from_buffer(file, name),
+                                     *io::OutputStream::to_memory(&container), container_only);
+  zstd_file_compress(*io::InputStream::from_buffer(file, name), sized ? std::optional(file.size()) : std::nullopt,
+                     *io::OutputStream::to_memory(&frame), options.lossless.level, 1, {});
   if (frame.size() < container.size()) {
     out.write(frame.data(), frame.size());
     r.zstd_frame = true;
@@ -399,11 +402,19 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     }
   };
   if (in.size()) check_damage(*in.size() - in.position());
+  if (compact_allowed(options)) {
+    if (std::optional<Buffer> file = small_input(in)) {
+      TkzCompressResult result = smaller_of_both(*file, in.size().has_value(), in.name(), out, options);
+      if (options.progress) options.progress(file->size(), file->size());
+      return result;
+    }
+  }
   if (compact_allowed(options) && format != io::FileFormat::kSafetensors) {
-    // No tensors: the container would be opaque records around zstd, one frame is
-    // never larger. A shard index is JSON text like any other here.
+    // No tensors: the container would be opaque records of zstd, whose fixed bytes a
+    // frame saves. A shard index is JSON text like any other here.
     const int threads = options.lossless.threads > 0 ? options.lossless.threads : omp_get_max_threads();
-    const ZstdFileResult z = zstd_file_compress(in, out, options.lossless.level, threads, options.progress);
+    const std::optional<uint64_t> size = in.size() ? std::optional(*in.size() - in.position()) : std::nullopt;
+    const ZstdFileResult z = zstd_file_compress(in, size, out, options.lossless.level, threads, options.progress);
     if (!in.size()) check_damage(z.bytes_in);
     TkzCompressResult result;
     result.source = format == io::FileFormat::kShardIndex ? io::FileFormat::kUnknown : format;
@@ -413,13 +424,6 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     result.bytes_out = z.bytes_out;
     result.digest = z.digest;
     return result;
-  }
-  if (compact_allowed(options)) {
-    if (std::optional<Buffer> file = small_input(in)) {
-      TkzCompressResult result = smaller_of_both(*file, in.name(), out, options);
-      if (options.progress) options.progress(file->size(), file->size());
-      return result;
-    }
   }
   ByteSource src(in, options.digest);
   ContainerWriter writer(out, options);

@@ -110,20 +110,11 @@ bool is_zstd_frame(std::span<const uint8_t> head) {
   return head.size() >= 4 && std::memcmp(head.data(), kMagic, 4) == 0;
 }
 
-std::vector<uint8_t> zstd_file_compress(std::span<const uint8_t> data, int level) {
-  auto c = compress_context(level, 1);
-  std::vector<uint8_t> out(ZSTD_compressBound(data.size()));
-  const size_t n = ZSTD_compress2(c.get(), out.data(), out.size(), data.data(), data.size());
-  if (ZSTD_isError(n)) throw internal_error(std::string("zstd failed: ") + ZSTD_getErrorName(n));
-  out.resize(n);
-  return out;
-}
-
-ZstdFileResult zstd_file_compress(io::InputStream& in, io::OutputStream& out, int level, int threads,
+ZstdFileResult zstd_file_compress(io::InputStream& in, std::optional<uint64_t> content_size, io::OutputStream& out,
+                                  int level, int threads,
                                   const std::function<void(uint64_t, std::optional<uint64_t>)>& progress) {
   auto c = compress_context(level, threads);
-  const std::optional<uint64_t> total = in.size() ? std::optional(*in.size() - in.position()) : std::nullopt;
-  // The content size goes into the frame header, as zstd writes it for a file.
+  const std::optional<uint64_t> total = content_size;
   if (total) ZSTD_CCtx_setPledgedSrcSize(c.get(), *total);
   std::vector<uint8_t> piece(ZSTD_CStreamInSize()), coded(ZSTD_CStreamOutSize());
   Xxh128 digest;
@@ -133,7 +124,9 @@ ZstdFileResult zstd_file_compress(io::InputStream& in, io::OutputStream& out, in
     const size_t n = in.read(piece.data(), piece.size());
     digest.update(piece.data(), n);
     r.bytes_in += n;
-    const ZSTD_EndDirective mode = n < piece.size() ? ZSTD_e_end : ZSTD_e_continue;
+    // The frame ends on an empty read, as the zstd command line ends it: ending it with
+    // the first (short) read would record the size of piped input, which zstd does not.
+    const ZSTD_EndDirective mode = n == 0 ? ZSTD_e_end : ZSTD_e_continue;
     ZSTD_inBuffer src{piece.data(), n, 0};
     for (;;) {
       ZSTD_outBuffer dst{coded.data(), coded.size(), 0};

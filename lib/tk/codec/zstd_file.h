@@ -28,14 +28,13 @@ struct ZstdFileResult {
 };
 
 // Compress the rest of `in` into `out` as one zstd frame at `level`, with a checksum,
-// and the content size when `in` knows its size: the bytes of `zstd -LEVEL`, which
-// compresses on worker threads; `threads` of them (at least 1) give the same bytes.
-// Memory: zstd's context and its jobs' buffers (a few windows per worker).
-ZstdFileResult zstd_file_compress(io::InputStream& in, io::OutputStream& out, int level, int threads,
+// and `content_size` in its header when given (zstd records it for a file, not for a
+// pipe): the bytes `zstd -LEVEL` writes, which compresses on worker threads; `threads`
+// of them (at least 1) give the same bytes. Memory: zstd's context and its jobs'
+// buffers (a few windows per worker). Throws kIo when `in` does not hold content_size.
+ZstdFileResult zstd_file_compress(io::InputStream& in, std::optional<uint64_t> content_size, io::OutputStream& out,
+                                  int level, int threads,
                                   const std::function<void(uint64_t done, std::optional<uint64_t> total)>& progress);
-
-// Compress `data` whole into one frame, as zstd_file_compress does for a file of that size.
-std::vector<uint8_t> zstd_file_compress(std::span<const uint8_t> data, int level);
 
 // Decode the one zstd frame that is the rest of `in` into `out` (or only count it when
 // `out` is null), a piece at a time. Throws kInvalidInput, before allocating for it,

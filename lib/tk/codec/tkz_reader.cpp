@@ -17,7 +17,7 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
   if (!in->is_regular_file()) throw usage_error("a .tkz container is read as a tensor file only from a file", path_);
   if (is_zstd_frame(in->peek(4)))
     throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", path_)
-        .with_option("io.tkz_from_path");
+        .with_option("codec.opaque_skipped");
   listing_ = tkz_list(*in);
   file_ = Buffer::map_file(path_);  // stays readable if the path goes (a spooled copy)
   name_ = in->name();

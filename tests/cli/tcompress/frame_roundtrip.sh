@@ -35,3 +35,11 @@ for f in empty.txt one.txt small.json config.json text1024.json text10240.json t
   [ "$ours" -le "$zstd3" ] && [ "$pipe" -le "$zstd3_pipe" ] && verdict="no larger than zstd -3"
   cmp -s "$f" "$f.back" && cmp -s "$f" "$f.pipe.back" && echo "$f: $(stat -c %s "$f") B, $verdict, restored"
 done
+# A compact file lists as one frame, and holds no tensor to extract (exit 2, a hint).
+tcompress -l config.json.tkz
+tcompress -l --json - tiny.safetensors.tkz | "$PY" -c "
+import json, sys
+d = json.load(sys.stdin)
+print(d['zstd_frame'], d['original_bytes'], d['container_bytes'] == $(stat -c %s tiny.safetensors.tkz), d['records'])"
+tcompress -d -t w tiny.safetensors.tkz -o w.safetensors 2>&1; echo "rc=$?"
+tcompress -d -t 'w*' tiny.safetensors.tkz -o w.safetensors 2>&1; echo "rc=$?"

@@ -69,8 +69,10 @@ struct TkzCompressOptions {
   bool zstd_frame = true;
   std::function<void(uint64_t bytes_done, std::optional<uint64_t> bytes_total)> progress;
 };
-// Files up to this size are coded both ways, and the smaller kept.
-inline constexpr uint64_t kTkzCompareMax = uint64_t{16} << 20;
+// Files up to this size are coded both ways, and the smaller kept. Above it a
+// container's fixed bytes are a small part of it (and a second pass would cost more
+// than they do): safetensors files are containers, others one frame.
+inline constexpr uint64_t kTkzCompareMax = uint64_t{1} << 20;
 
 // One record as listed in the index.
 struct TkzEntry {

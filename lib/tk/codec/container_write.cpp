@@ -343,21 +343,20 @@ bool compact_allowed(const TkzCompressOptions& options) {
   return options.zstd_frame && options.base == nullptr && !options.lossy && options.digest == DigestKind::kXxh3_128;
 }
 
-// The rest of `in` when it holds at most kTkzCompareMax bytes (a pipe is peeked that far).
-// A file is mapped, not read: one cut short meanwhile is an I/O error, as on the
+// The rest of `in` when it holds at most `limit` bytes (a pipe is peeked that far). A
+// file is mapped, not read: one cut short meanwhile is an I/O error, as on the
 // container's own path, not a shorter file compressed.
-std::optional<Buffer> small_input(io::InputStream& in) {
-  if (!in.size()) return in.peek(kTkzCompareMax + 1).size() > kTkzCompareMax ? std::nullopt
-                                                                             : std::optional(in.read_all());
+std::optional<Buffer> small_input(io::InputStream& in, uint64_t limit) {
+  if (!in.size()) return in.peek(limit + 1).size() > limit ? std::nullopt : std::optional(in.read_all());
   const uint64_t left = *in.size() - in.position();
-  if (left > kTkzCompareMax) return std::nullopt;
+  if (left > limit) return std::nullopt;
   in.map();
   return in.read_view(left, "input");
 }
 
-// A small file coded both ways: the container, or one zstd frame where that is smaller
-// (a few tensors, or none, whose records, index and footer cost more than they save;
-// opaque records of 16 MiB, zstd-coded per chunk, beat one frame on some text).
+// A small file coded both ways, the smaller kept: a container's records, index and
+// footer cost more than they save on a few tensors or none; a file without tensors,
+// zstd-coded per chunk in opaque records, can still come out smaller as a container.
 // `sized`: the file's size is known, as zstd records it then (not for a pipe).
 TkzCompressResult smaller_of_both(const Buffer& file, bool sized, const std::string& name, io::OutputStream& out,
                                   const TkzCompressOptions& options) {
@@ -403,7 +402,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   };
   if (in.size()) check_damage(*in.size() - in.position());
   if (compact_allowed(options)) {
-    if (std::optional<Buffer> file = small_input(in)) {
+    if (std::optional<Buffer> file = small_input(in, kTkzCompareMax)) {
       TkzCompressResult result = smaller_of_both(*file, in.size().has_value(), in.name(), out, options);
       if (options.progress) options.progress(file->size(), file->size());
       return result;
@@ -411,7 +410,8 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   }
   if (compact_allowed(options) && format != io::FileFormat::kSafetensors) {
     // No tensors: the container would be opaque records of zstd, whose fixed bytes a
-    // frame saves. A shard index is JSON text like any other here.
+    // frame saves; the frame is zstd's own, so never larger than zstd. A shard index is
+    // JSON text like any other here.
     const int threads = options.lossless.threads > 0 ? options.lossless.threads : omp_get_max_threads();
     const std::optional<uint64_t> size = in.size() ? std::optional(*in.size() - in.position()) : std::nullopt;
     const ZstdFileResult z = zstd_file_compress(in, size, out, options.lossless.level, threads, options.progress);

@@ -14,7 +14,6 @@
 
 #include <zstd.h>
 
-#include "tk/core/endian.h"
 #include "tk/core/error.h"
 
 namespace tk::codec {

@@ -1,5 +1,4 @@
 #include "tk/codec/tkz_reader.h"
-#include "zstd_file.h"
 
 #include <sys/stat.h>
 
@@ -8,6 +7,7 @@
 #include "tk/codec/container_reader.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
+#include "zstd_file.h"
 
 namespace tk::codec {
 

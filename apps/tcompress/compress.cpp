@@ -103,6 +103,7 @@ bool lossy_applies(const io::TensorInfo& info) {
 
 void check_no_compress_flags(const CompressOptions& o) {
   if (o.strict) throw usage_error("--strict applies only when compressing");
+  if (o.container) throw usage_error("--container applies only when compressing");
   if (o.sha256) throw usage_error("--sha256 applies only when compressing; a restore checks the digest the container records");
   if (!o.video.empty() || !o.lossy.empty() || o.crf >= 0 || o.bits_per_value > 0 || o.no_rotate || o.min_sqnr >= 0)
     throw usage_error("lossy flags (--video, --lossy, --crf, --bits-per-value, --no-rotate, --min-sqnr) apply only "
@@ -218,6 +219,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (chunk < 4096 || chunk > (64u << 20)) throw usage_error("chunk size must be between 4KiB and 64MiB", "--chunk");
   options.lossless.chunk_bytes = static_cast<uint32_t>(chunk);
   options.refuse_damaged = o.strict;
+  options.zstd_frame = !o.container;
   if (o.sha256) options.digest = codec::DigestKind::kSha256;
   std::unique_ptr<codec::BitxBase> base;
   if (!o.base.empty()) {
@@ -259,11 +261,13 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
     refs += e.codec == codec::TkzCodec::kBitxRef;
     deltas += e.codec == codec::TkzCodec::kBitxDelta;
   }
-  std::string what = r.source == io::FileFormat::kSafetensors
-                         ? cli::count_noun(tensors, "tensor", "tensors")
-                         : r.source == io::FileFormat::kUnknown
-                             ? std::string("file kept as opaque bytes (no tensor format)")
-                             : fmt::format("{} kept as opaque bytes", io::format_name(r.source));
+  const std::string kept = r.zstd_frame ? "one zstd frame" : "opaque bytes";
+  std::string what = r.zstd_frame && r.source == io::FileFormat::kSafetensors
+                         ? std::string("safetensors kept as one zstd frame (smaller than per-tensor records)")
+                     : r.source == io::FileFormat::kSafetensors ? cli::count_noun(tensors, "tensor", "tensors")
+                     : r.source == io::FileFormat::kUnknown
+                         ? fmt::format("file kept as {} (no tensor format)", kept)
+                         : fmt::format("{} kept as {}", io::format_name(r.source), kept);
   if (base)
     what += fmt::format(" ({} identical to the base, {})", refs, cli::count_noun(deltas, "delta", "deltas"));
   if (lossy)
@@ -279,6 +283,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
     json doc = {{"input", o.input},
                 {"output", o.output},
                 {"source", io::format_name(r.source)},
+                {"zstd_frame", r.zstd_frame},
                 {"bytes_in", r.bytes_in},
                 {"bytes_out", r.bytes_out},
                 {"ratio", cli::json_number(ratio(r.bytes_in, r.bytes_out))},
@@ -392,10 +397,11 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     tool.summary(fmt::format("{} -> {}, {}, {:.0f} MB/s", cli::format_bytes(r.bytes_in),
                              cli::format_bytes(r.bytes_out),
-                             r.exact ? fmt::format("{} verified", r.digest.label())
+                             r.zstd_frame ? std::string("zstd frame checksum verified")
+                             : r.exact    ? fmt::format("{} verified", r.digest.label())
                                      : std::string("lossy records decoded (approximate)"),
                              mb_per_s(r.bytes_out, seconds)));
-    doc.update({{"bytes_in", r.bytes_in}, {"bytes_out", r.bytes_out}, {"exact", r.exact},
+    doc.update({{"bytes_in", r.bytes_in}, {"bytes_out", r.bytes_out}, {"exact", r.exact}, {"zstd_frame", r.zstd_frame},
                 {r.digest.name(), r.digest.hex()}, {"seconds", seconds},
                 {"mb_per_s", cli::json_number(mb_per_s(r.bytes_out, seconds))}});
   }
@@ -410,6 +416,22 @@ int run_list(cli::Tool& tool, const CompressOptions& o) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   auto in = io::InputStream::open(o.input);
   codec::TkzListing l = codec::tkz_list(*in);
+  if (l.zstd_frame) {
+    if (common.text_report())
+      cli::write_stdout(fmt::format("file kept as one zstd frame: {} bytes -> {} bytes, ratio {:.3f}\n",
+                                    l.original_bytes, l.container_bytes, ratio(l.original_bytes, l.container_bytes)));
+    if (common.json)
+      cli::write_json({{"input", o.input},
+                       {"source", "file"},
+                       {"zstd_frame", true},
+                       {"original_bytes", l.original_bytes},
+                       {"container_bytes", l.container_bytes},
+                       {"ratio", cli::json_number(ratio(l.original_bytes, l.container_bytes))},
+                       {l.digest.name(), l.digest.hex()},
+                       {"records", json::array()}},
+                      *common.json);
+    return cli::kExitOk;
+  }
   cli::TensorSelection selection = common.selection();
   std::vector<codec::TkzEntry> shown;
   for (const auto& e : l.entries)

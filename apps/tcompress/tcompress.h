@@ -20,6 +20,7 @@ struct CompressOptions {
   std::string base;           // --base: BitX base model (compress and restore)
   std::string format;         // --format of an extracted tensor
   bool sha256 = false;        // --sha256: the footer records SHA-256 instead of XXH3-128
+  bool container = false;     // --container: never the compact form (one zstd frame)
   bool strict = false;        // --strict: refuse a damaged tensor file (else kept opaque, with a warning)
   // Lossy modes (lib/tk/codec/lossy.h).
   std::string video;          // --video hevc|av1|h264

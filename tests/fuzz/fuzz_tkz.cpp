@@ -1,5 +1,7 @@
 // libFuzzer target for the .tkz container reader. Each input is a whole container (its
-// structural checksums repaired, fuzz_util.h), read both from memory (the sequential,
+// structural checksums repaired, fuzz_util.h), or a file in the compact form (one zstd
+// frame, seeds frame_*.tkz: the same entry points decode it, bounded by its window),
+// read both from memory (the sequential,
 // pipe-like path that scans the records) and from a regular file (the footer's index
 // locates each record). It is listed, each tensor of its header is extracted into a
 // sink that only counts (so a container claiming a huge tensor costs a chunk batch, not

@@ -5,8 +5,10 @@
 // fixed-size footer for random access when the container is a seekable file.
 //
 // Safetensors inputs are coded per tensor (lossless byte-grouped frames, BitX deltas
-// against a base, or lossy frames); any other file (HDF5, .npy, ...) is kept as opaque
-// bytes in zstd-coded records, so that it too is restored exactly.
+// against a base, or lossy frames). A file that holds no tensors (JSON, HDF5, .npy, ...),
+// and a small file whose container would not be smaller, is written in the compact form
+// instead: one bare zstd frame, the bytes `zstd` makes at the same level. The readers
+// accept both forms.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +61,18 @@ struct TkzCompressOptions {
   // Refuse (kInvalidInput) an input that looks like a damaged tensor file
   // (io/format_damage.h) instead of keeping it as opaque bytes.
   bool refuse_damaged = false;
+  // Allow the compact form (one zstd frame of the whole file): for a file of at most
+  // kTkzCompareMax bytes where the frame is smaller than the container, and for a larger
+  // file that is not safetensors. Not with a base, a lossy hook or SHA-256, which only
+  // the container records. Off: always a container (opaque records for non-tensor
+  // files), as before the compact form existed.
+  bool zstd_frame = true;
   std::function<void(uint64_t bytes_done, std::optional<uint64_t> bytes_total)> progress;
 };
+// Files up to this size are coded both ways, and the smaller kept. Above it a
+// container's fixed bytes are a small part of it (and a second pass would cost more
+// than they do): safetensors files are containers, others one frame.
+inline constexpr uint64_t kTkzCompareMax = uint64_t{1} << 20;
 
 // One record as listed in the index.
 struct TkzEntry {
@@ -76,6 +88,7 @@ struct TkzEntry {
 
 struct TkzCompressResult {
   io::FileFormat source = io::FileFormat::kUnknown;  // kSafetensors, or the format kept opaque
+  bool zstd_frame = false;   // written in the compact form (then no entries)
   uint64_t bytes_in = 0;     // original file
   uint64_t bytes_out = 0;    // container
   FileDigest digest;         // of the original file
@@ -97,6 +110,7 @@ struct TkzDecodeOptions {
 struct TkzDecompressResult {
   uint64_t bytes_in = 0, bytes_out = 0;
   bool exact = true;         // false when lossy records were decoded (no digest check)
+  bool zstd_frame = false;   // the compact form, checked by the frame's own checksum
   FileDigest digest;         // of the restored file, of the kind the container records
 };
 
@@ -134,6 +148,7 @@ io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, co
 
 struct TkzListing {
   io::FileFormat source = io::FileFormat::kUnknown;
+  bool zstd_frame = false;   // the compact form: no entries, decoded through to count and check it
   bool has_base = false;
   Sha256Digest base_sha256{};
   FileDigest digest;         // of the original file
@@ -145,7 +160,8 @@ struct TkzListing {
 
 // Read the container's header, index and footer (scanning the records on a pipe), and
 // check them against each other and the record headers: every tensor once with its
-// size, records end to end, the footer's original size the sum of the records'.
+// size, records end to end, the footer's original size the sum of the records'. A file
+// in the compact form is decoded without output, to check its frame and count its bytes.
 // Throws kInvalidInput naming the tensor (or the container) at fault.
 TkzListing tkz_list(io::InputStream& in);
 

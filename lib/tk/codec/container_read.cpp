@@ -12,6 +12,7 @@
 #include "tk/codec/container_format.h"
 #include "tk/codec/container_reader.h"
 #include "tk/core/error.h"
+#include "zstd_file.h"
 
 namespace tk::codec {
 namespace {
@@ -54,6 +55,15 @@ void finish_sequential(io::InputStream& in, const Container& c, uint64_t in_begi
 }  // namespace
 
 TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, const TkzDecodeOptions& options) {
+  if (is_zstd_frame(in.peek(4))) {
+    const ZstdFileResult z = zstd_file_decompress(in, &out);
+    TkzDecompressResult result;
+    result.zstd_frame = true;
+    result.bytes_in = z.bytes_in;
+    result.bytes_out = z.bytes_out;
+    result.digest = z.digest;
+    return result;
+  }
   // Records are decoded from a mapping of a container file, not copied out of it.
   in.map();
   const uint64_t in_begin = in.position();
@@ -152,6 +162,9 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
 
 io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
                                   const TkzTensorSink& sink) {
+  if (is_zstd_frame(in.peek(4)))
+    throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", in.name())
+        .with_option("codec.opaque_restore");
   const bool seekable = in.is_regular_file() && in.position() == 0;
   const uint64_t in_begin = in.position();
   Container c;
@@ -235,6 +248,15 @@ Tensor tkz_extract(io::InputStream& in, std::string_view name, const TkzDecodeOp
 }
 
 TkzListing tkz_list(io::InputStream& in) {
+  if (is_zstd_frame(in.peek(4))) {
+    const ZstdFileResult z = zstd_file_decompress(in, nullptr);
+    TkzListing listing;
+    listing.zstd_frame = true;
+    listing.digest = z.digest;
+    listing.original_bytes = z.bytes_out;
+    listing.container_bytes = z.bytes_in;
+    return listing;
+  }
   const bool seekable = in.is_regular_file() && in.position() == 0;
   const uint64_t in_begin = in.position();
   Container c;

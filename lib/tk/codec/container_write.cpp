@@ -15,6 +15,7 @@
 #include "tk/core/error.h"
 #include "tk/io/format_damage.h"
 #include "tk/io/safetensors.h"
+#include "zstd_file.h"
 
 namespace tk::codec {
 
@@ -338,6 +339,45 @@ class ContainerWriter {
   TkzCompressResult result_;
 };
 
+bool compact_allowed(const TkzCompressOptions& options) {
+  return options.zstd_frame && options.base == nullptr && !options.lossy && options.digest == DigestKind::kXxh3_128;
+}
+
+// The rest of `in` when it holds at most `limit` bytes (a pipe is peeked that far). A
+// file is mapped, not read: one cut short meanwhile is an I/O error, as on the
+// container's own path, not a shorter file compressed.
+std::optional<Buffer> small_input(io::InputStream& in, uint64_t limit) {
+  if (!in.size()) return in.peek(limit + 1).size() > limit ? std::nullopt : std::optional(in.read_all());
+  const uint64_t left = *in.size() - in.position();
+  if (left > limit) return std::nullopt;
+  in.map();
+  return in.read_view(left, "input");
+}
+
+// A small file coded both ways, the smaller kept: a container's records, index and
+// footer cost more than they save on a few tensors or none; a file without tensors,
+// zstd-coded per chunk in opaque records, can still come out smaller as a container.
+// `sized`: the file's size is known, as zstd records it then (not for a pipe).
+TkzCompressResult smaller_of_both(const Buffer& file, bool sized, const std::string& name, io::OutputStream& out,
+                                  const TkzCompressOptions& options) {
+  TkzCompressOptions container_only = options;
+  container_only.zstd_frame = false;
+  std::vector<uint8_t> container, frame;
+  TkzCompressResult r = tkz_compress(*io::InputStream::from_buffer(file, name),
+                                     *io::OutputStream::to_memory(&container), container_only);
+  zstd_file_compress(*io::InputStream::from_buffer(file, name), sized ? std::optional(file.size()) : std::nullopt,
+                     *io::OutputStream::to_memory(&frame), options.lossless.level, 1, {});
+  if (frame.size() < container.size()) {
+    out.write(frame.data(), frame.size());
+    r.zstd_frame = true;
+    r.entries.clear();
+    r.bytes_out = frame.size();
+  } else {
+    out.write(container.data(), container.size());
+  }
+  return r;
+}
+
 }  // namespace
 
 TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const TkzCompressOptions& options) {
@@ -361,6 +401,30 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
     }
   };
   if (in.size()) check_damage(*in.size() - in.position());
+  if (compact_allowed(options)) {
+    if (std::optional<Buffer> file = small_input(in, kTkzCompareMax)) {
+      TkzCompressResult result = smaller_of_both(*file, in.size().has_value(), in.name(), out, options);
+      if (options.progress) options.progress(file->size(), file->size());
+      return result;
+    }
+  }
+  if (compact_allowed(options) && format != io::FileFormat::kSafetensors) {
+    // No tensors: the container would be opaque records of zstd, whose fixed bytes a
+    // frame saves; the frame is zstd's own, so never larger than zstd. A shard index is
+    // JSON text like any other here.
+    const int threads = options.lossless.threads > 0 ? options.lossless.threads : omp_get_max_threads();
+    const std::optional<uint64_t> size = in.size() ? std::optional(*in.size() - in.position()) : std::nullopt;
+    const ZstdFileResult z = zstd_file_compress(in, size, out, options.lossless.level, threads, options.progress);
+    if (!in.size()) check_damage(z.bytes_in);
+    TkzCompressResult result;
+    result.source = format == io::FileFormat::kShardIndex ? io::FileFormat::kUnknown : format;
+    result.zstd_frame = true;
+    result.damage = damage;
+    result.bytes_in = z.bytes_in;
+    result.bytes_out = z.bytes_out;
+    result.digest = z.digest;
+    return result;
+  }
   ByteSource src(in, options.digest);
   ContainerWriter writer(out, options);
   const uint64_t out_begin = out.position();
@@ -472,7 +536,7 @@ TkzCompressResult tkz_compress(io::InputStream& in, io::OutputStream& out, const
   result.damage = damage;
   result.digest = src.finish();
   writer.finish(src.position(), result.digest);
-  result.source = format;
+  result.source = format == io::FileFormat::kShardIndex ? io::FileFormat::kUnknown : format;
   result.bytes_in = src.position();
   result.bytes_out = out.position() - out_begin;
   return result;

@@ -7,6 +7,7 @@
 #include "tk/codec/container_reader.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
+#include "zstd_file.h"
 
 namespace tk::codec {
 
@@ -14,6 +15,9 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
     : path_(std::move(path)), options_(options) {
   auto in = io::InputStream::open(path_);
   if (!in->is_regular_file()) throw usage_error("a .tkz container is read as a tensor file only from a file", path_);
+  if (is_zstd_frame(in->peek(4)))
+    throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", path_)
+        .with_option("codec.opaque_skipped");
   listing_ = tkz_list(*in);
   file_ = Buffer::map_file(path_);  // stays readable if the path goes (a spooled copy)
   name_ = in->name();

@@ -1,6 +1,6 @@
 # -d -t takes repeatable globs and --exclude, from a file or a pipe, into one tensor file
 # with the original metadata; the tensors are those of the compressed file, bit for bit.
-tcompress -q "$TD/tiny.safetensors" -o t.tkz
+tcompress -q --container "$TD/tiny.safetensors" -o t.tkz
 tcompress -q -d -t 'layers.*' -t special t.tkz -o sel.safetensors
 tinfo sel.safetensors
 tinfo diff -q sel.safetensors "$TD/tiny.safetensors" -t 'layers.*' -t special && echo "selected: equal"

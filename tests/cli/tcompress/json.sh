@@ -1,7 +1,7 @@
 # --json reports sizes, ratio, speed and the original's digest: XXH3-128 (what xxh128sum
 # prints) by default, SHA-256 (what sha256sum prints) with --sha256; -d and -l report
 # the same digest under the same key.
-tcompress -q "$TD/tiny.safetensors" -o t.tkz --json r.json
+tcompress -q --container "$TD/tiny.safetensors" -o t.tkz --json r.json
 tcompress -q --sha256 "$TD/tiny.safetensors" -o s.tkz --json s.json
 tcompress -q -d t.tkz -o t.out --json rt.json
 tcompress -q -d s.tkz -o s.out --json rs.json

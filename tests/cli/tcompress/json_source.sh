@@ -1,5 +1,6 @@
-# A model's config.json is no shard index: tcompress keeps it as a file of opaque bytes
-# and says so, and it restores byte for byte; an index (it has a weight_map) is named one.
+# A model's config.json is no tensor file: tcompress keeps it whole as one zstd frame
+# and says so, and it restores byte for byte; a shard index (it has a weight_map) holds
+# no tensors either and is named a file too, not "sharded".
 printf '{"architectures": ["BertModel"], "hidden_size": 384, "model_type": "bert"}\n' > config.json
 tcompress config.json -o c.tkz 2>&1 | sed 's/, [0-9.]* MB\/s//'
 tcompress -q -d c.tkz -o back.json && cmp config.json back.json && echo "restored"

@@ -18,6 +18,7 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#include <zstd.h>
 
 namespace tk::codec {
 namespace {
@@ -88,11 +89,16 @@ std::unique_ptr<io::InputStream> memory_stream(const Bytes& bytes, const std::st
   return io::InputStream::from_buffer(b, name);
 }
 
-Bytes compress(const Bytes& original, const TkzCompressOptions& options = {}, TkzCompressResult* result = nullptr) {
+// A container, also where the compact form would be smaller (these tests are about the
+// container; the compact form has its own below, through compress_compact).
+Bytes compress(const Bytes& original, const TkzCompressOptions& options = {}, TkzCompressResult* result = nullptr,
+               bool compact = false) {
   Bytes out;
   auto in = memory_stream(original, "in");
   auto sink = io::OutputStream::to_memory(&out);
-  TkzCompressResult r = tkz_compress(*in, *sink, options);
+  TkzCompressOptions o = options;
+  o.zstd_frame = compact;
+  TkzCompressResult r = tkz_compress(*in, *sink, o);
   sink->commit();
   if (result) *result = r;
   return out;
@@ -558,6 +564,86 @@ TEST(Container, ADigestThatDoesNotMatchTheRestoreIsRefused) {
           << e.what();
     }
   }
+}
+
+// ---- The compact form: one zstd frame of the whole file ----
+
+TEST(Container, FilesWithoutTensorsAreNeverLargerThanZstd) {
+  std::mt19937 rng(7);
+  for (size_t size : {size_t{0}, size_t{1}, size_t{70}, size_t{4095}, size_t{1 << 20}, size_t{(1 << 20) + 1}}) {
+    Bytes original(size);
+    for (auto& b : original) b = static_cast<uint8_t>('a' + rng() % 5);
+    TkzCompressResult r;
+    const Bytes z = compress(original, {}, &r, true);
+    EXPECT_EQ(r.bytes_out, z.size());
+    // What zstd -3 makes: a checksum, and one worker thread.
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers, 1);
+    Bytes peer(ZSTD_compressBound(size));
+    peer.resize(ZSTD_compress2(c, peer.data(), peer.size(), original.data(), size));
+    ZSTD_freeCCtx(c);
+    EXPECT_LE(z.size(), peer.size()) << size;
+    // Small files are a frame (the container's fixed bytes lose), files past the
+    // comparison a frame without a comparison; up to 1 MiB the smaller of both.
+    if (size <= 4095 || size > kTkzCompareMax) EXPECT_TRUE(r.zstd_frame) << size;
+    if (r.zstd_frame) {
+      EXPECT_TRUE(r.entries.empty());
+      EXPECT_EQ(z, peer) << size;
+      EXPECT_EQ(kind_of([&] { tkz_extract(*memory_stream(z), "a", {}); }), ErrorKind::kUsage);
+    }
+    EXPECT_TRUE(decompress(z) == original) << size;
+    const TkzListing l = tkz_list(*memory_stream(z));
+    EXPECT_EQ(l.zstd_frame, r.zstd_frame);
+    EXPECT_EQ(l.original_bytes, size);
+    EXPECT_EQ(l.container_bytes, z.size());
+  }
+}
+
+TEST(Container, ASmallSafetensorsFileTakesTheSmallerForm) {
+  // One 4x4 f32 tensor: the container's fixed bytes lose to one frame.
+  const Bytes tiny = safetensors_bytes({{"w", random_tensor(DType::kF32, {4, 4}, 1)}});
+  TkzCompressResult r;
+  Bytes z = compress(tiny, {}, &r, true);
+  EXPECT_TRUE(r.zstd_frame);
+  EXPECT_EQ(r.source, io::FileFormat::kSafetensors);
+  EXPECT_LT(z.size(), compress(tiny).size());
+  EXPECT_TRUE(decompress(z) == tiny);
+  // Random bf16 weights: the byte planes beat zstd, so the container stays.
+  const Bytes planes = safetensors_bytes({{"w", random_tensor(DType::kBF16, {256, 256}, 2)}});
+  const Bytes c = compress(planes, {}, &r, true);
+  EXPECT_FALSE(r.zstd_frame);
+  EXPECT_EQ(c, compress(planes));
+}
+
+TEST(Container, ZstdFramesThatCannotBeCheckedOrBoundedAreRefused) {
+  const Bytes original(1000, 'x');
+  const Bytes z = compress(original, {}, nullptr, true);
+  auto refused = [](const Bytes& bad, const std::string& says) {
+    try {
+      decompress(bad);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  Bytes bad = z;
+  bad.back() ^= 1;
+  refused(bad, "checksum");
+  refused(Bytes(z.begin(), z.end() - 3), "truncated zstd frame");
+  refused(Bytes(z.begin(), z.begin() + 5), "truncated zstd frame header");
+  Bytes two = z;
+  two.insert(two.end(), z.begin(), z.end());
+  refused(two, "a second zstd frame");
+  // Header: magic, descriptor (single segment, checksum, 1-byte dictionary id), id 7,
+  // content size 5, a raw last block of "hello", a checksum.
+  refused({0x28, 0xB5, 0x2F, 0xFD, 0x25, 7, 5, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0}, "dictionary 7");
+  // The same frame with no checksum flag, and one whose single segment claims 2^40 bytes.
+  refused({0x28, 0xB5, 0x2F, 0xFD, 0x20, 5, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o'}, "no checksum");
+  refused({0x28, 0xB5, 0x2F, 0xFD, 0xE4, 0, 0, 0, 0, 0, 1, 0, 0, 0x29, 0, 0, 'h', 'e', 'l', 'l', 'o', 0, 0, 0, 0},
+          "window");
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ constexpr OptionHint kHints[] = {
     {"codec.opaque_skipped", Place::kAfterMessage, "; restore it with 'tcompress -d'"},
     {"io.tkz_from_path", Place::kAfterMessage, "; or restore it with 'tcompress -d'"},
     {"io.tkz_output", Place::kAfterMessage, "; use tcompress"},
+    {"io.zstd_frame", Place::kAfterMessage, "; restore the file inside with 'tcompress -d' or 'zstd -d'"},
     {"io.checkpoint_output", Place::kMessage, "checkpoint steps are written by 'tckpt save'"},
     {"io.shard_index_output", Place::kAfterMessage, " with --max-shard-size"},
     {"io.output_exists", Place::kAfterMessage, "; use -f to overwrite"},

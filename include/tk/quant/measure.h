@@ -64,6 +64,9 @@ struct RowSample {
   double rest_energy = 0;          // of all rows outside the top stratum
   std::vector<float> importance;   // repeated along the view's columns, when given
 };
+// How many evenly spaced rows sample_rows takes from R rows at `share` (0: the view is
+// measured whole). Shares that give the same count give the same sample.
+int64_t sample_rows_taken(int64_t rows, int64_t share);
 RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, const float* importance,
                       int64_t share = kSampleShare);
 // Free the sample's values (picked) once its estimates are made, keeping what paired

@@ -100,12 +100,20 @@ BudgetResult budget_solve(const std::vector<BudgetItem>& items, uint64_t capacit
               next.begin() + static_cast<std::ptrdiff_t>(hi[i]) + 1, kInf);
     stale = i == 0 ? 0 : lo[i - 1];
     uint8_t* ch = choice.get() + offset[i];  // state u at ch[u - lo[i]]
-    for (size_t c = 0; c < item.bytes.size(); ++c) {
-      uint64_t w = (item.bytes[c] + unit - 1) / unit;
-      if (w > hi[i]) continue;
-      for (size_t u = std::max<size_t>(w, lo[i]); u <= hi[i]; ++u) {
-        double e = prev[u - w] + item.error[c];
-        if (e < next[u]) next[u] = e, ch[u - lo[i]] = static_cast<uint8_t>(c);
+    // Each state depends only on the previous item's, so the band is cut into slices
+    // that threads fill independently (the same values in any order).
+    constexpr size_t kSlice = size_t{1} << 14;
+    const auto slices = static_cast<int64_t>((hi[i] - lo[i]) / kSlice + 1);
+#pragma omp parallel for schedule(static) if (slices > 1)
+    for (int64_t k = 0; k < slices; ++k) {
+      const size_t first = lo[i] + static_cast<size_t>(k) * kSlice, last = std::min(hi[i], first + kSlice - 1);
+      for (size_t c = 0; c < item.bytes.size(); ++c) {
+        uint64_t w = (item.bytes[c] + unit - 1) / unit;
+        if (w > last) continue;
+        for (size_t u = std::max<size_t>(w, first); u <= last; ++u) {
+          double e = prev[u - w] + item.error[c];
+          if (e < next[u]) next[u] = e, ch[u - lo[i]] = static_cast<uint8_t>(c);
+        }
       }
     }
     std::swap(prev, next);

@@ -86,6 +86,7 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
   // Each row's peak magnitude and (weighted) energy, in one pass.
   std::vector<float> peak(static_cast<size_t>(s.rows));
   std::vector<double> energy(static_cast<size_t>(s.rows));
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < s.rows; ++r) {
     float m = 0;
     double e = 0;

@@ -248,7 +248,17 @@ namespace {
 
 double weighted_signal(const std::vector<float>& x, int64_t cols, const float* importance) {
   double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += (importance ? importance[i % cols] : 1.0) * x[i] * x[i];
+  if (!importance) {
+    for (float v : x) s += 1.0 * v * v;
+    return s;
+  }
+  // Row by row, in the same order as one pass (no division per value).
+  const size_t width = static_cast<size_t>(cols);
+  for (size_t r = 0; r < x.size(); r += width) {
+    for (size_t c = 0; c < width && r + c < x.size(); ++c) {
+      s += static_cast<double>(importance[c]) * x[r + c] * x[r + c];
+    }
+  }
   return s;
 }
 

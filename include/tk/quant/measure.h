@@ -84,8 +84,9 @@ double paired_spread(const Estimate& a, const Estimate& b, const RowSample& samp
 // The error of `scheme` on `x` under the sample's view: the top stratum's error plus the
 // ratio estimate of the rest (sampled error / sampled energy x the rest's energy), with
 // its standard error (finite-population correction). Exact (a full measurement) without
-// a sample, or when the sample is empty.
+// a sample, or when the sample is empty; then, when `whole` is given, the measurement
+// with its parts is moved there (what quantize_measure gives for these options).
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
-                        const QuantOptions& options, const RowSample* sample);
+                        const QuantOptions& options, const RowSample* sample, Measured* whole = nullptr);
 
 }  // namespace tk::quant

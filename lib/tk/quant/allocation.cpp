@@ -82,7 +82,7 @@ std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choi
 }
 
 Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& scheme, const std::vector<float>& x,
-                           const Shape& shape, const QuantOptions& options) {
+                           const Shape& shape, const QuantOptions& options, Measured* whole) {
   const Estimate& was = t.estimates[i][j];
   const int64_t cols = shape.empty() ? 1 : shape.back();
   const std::pair<int64_t, int64_t> key{was.view, was.share / 4};
@@ -107,7 +107,7 @@ Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& sche
   if (it == t.samples[i].end() || it->second.picked.empty()) {
     it = t.samples[i].insert_or_assign(key, sample_rows(x, was.view, cols, options.importance, key.second)).first;
   }
-  const Estimate again = estimate_error(scheme, x, shape, options, key.second >= 4 ? &it->second : nullptr);
+  const Estimate again = estimate_error(scheme, x, shape, options, key.second >= 4 ? &it->second : nullptr, whole);
   t.items[i].error[j] = again.error;
   t.estimates[i][j] = again;
   return again;

@@ -123,13 +123,14 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
 }
 
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
-                        const QuantOptions& options, const RowSample* sample) {
+                        const QuantOptions& options, const RowSample* sample, Measured* whole) {
   if (!sample || sample->chosen.empty()) {
-    const Measured m = quantize_measure(scheme, x, shape, options, false);
-    Estimate whole;
-    whole.bytes = m.bytes;
-    whole.error = m.stats.weighted_sse;
-    return whole;
+    Measured m = quantize_measure(scheme, x, shape, options, whole != nullptr);
+    Estimate exact;
+    exact.bytes = m.bytes;
+    exact.error = m.stats.weighted_sse;
+    if (whole) *whole = std::move(m);
+    return exact;
   }
   const RowSample& s = *sample;
   Estimate e;

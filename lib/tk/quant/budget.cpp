@@ -7,12 +7,48 @@
 #include <string>
 
 #include "tk/core/error.h"
+#include "tk/core/isa.h"
+#if TK_X86
+#include <immintrin.h>
+#endif
 
 namespace tk::quant {
 
 namespace {
 
 constexpr uint64_t kMaxTableBytes = uint64_t{1} << 26;  // choice table of the DP
+
+// One candidate (w units, error `err`, index c) over states first..last (first >= w):
+// next[u] = prev[u - w] + err where that is less, and ch[u - base] = c there.
+void relax(const double* prev, double* next, uint8_t* ch, size_t base, size_t first, size_t last, size_t w,
+           double err, uint8_t c) {
+  for (size_t u = first; u <= last; ++u) {
+    const double e = prev[u - w] + err;
+    if (e < next[u]) next[u] = e, ch[u - base] = c;
+  }
+}
+
+#if TK_X86
+TK_BEGIN_AVX2
+// relax() four states at a time: the same sums and comparisons.
+void relax_avx2(const double* prev, double* next, uint8_t* ch, size_t base, size_t first, size_t last, size_t w,
+                double err, uint8_t c) {
+  const __m256d verr = _mm256_set1_pd(err);
+  size_t u = first;
+  for (; u + 3 <= last; u += 4) {
+    const __m256d e = _mm256_add_pd(_mm256_loadu_pd(prev + u - w), verr);
+    const __m256d cur = _mm256_loadu_pd(next + u);
+    const __m256d less = _mm256_cmp_pd(e, cur, _CMP_LT_OQ);
+    const int mask = _mm256_movemask_pd(less);
+    if (mask == 0) continue;
+    _mm256_storeu_pd(next + u, _mm256_blendv_pd(cur, e, less));
+    for (int k = 0; k < 4; ++k)
+      if (mask >> k & 1) ch[u + k - base] = c;
+  }
+  if (u <= last) relax(prev, next, ch, base, u, last, w, err, c);
+}
+TK_END_TARGET
+#endif
 
 uint64_t cheapest(const BudgetItem& item) {
   return *std::min_element(item.bytes.begin(), item.bytes.end());
@@ -110,10 +146,14 @@ BudgetResult budget_solve(const std::vector<BudgetItem>& items, uint64_t capacit
       for (size_t c = 0; c < item.bytes.size(); ++c) {
         uint64_t w = (item.bytes[c] + unit - 1) / unit;
         if (w > last) continue;
-        for (size_t u = std::max<size_t>(w, first); u <= last; ++u) {
-          double e = prev[u - w] + item.error[c];
-          if (e < next[u]) next[u] = e, ch[u - lo[i]] = static_cast<uint8_t>(c);
+        const size_t from = std::max<size_t>(w, first);
+#if TK_X86
+        if (use_avx2()) {
+          relax_avx2(prev.data(), next.data(), ch, lo[i], from, last, w, item.error[c], static_cast<uint8_t>(c));
+          continue;
         }
+#endif
+        relax(prev.data(), next.data(), ch, lo[i], from, last, w, item.error[c], static_cast<uint8_t>(c));
       }
     }
     std::swap(prev, next);

@@ -239,6 +239,8 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
                                  : fmt::format("notice: {} tensors (first {}): {}", count, first, why));
   }
   cli::Progress progress(common.show_progress, tool.name());
+  PartSpill spill;
+  if (!args.dry_run) session.spill = &spill;
   if (budget) allocate(session, src, plan, progress, notices);
   if (args.explain) explain(session, plan);
 
@@ -247,7 +249,6 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   // made the peak grow up to a 2 GiB model: see BENCHMARKS, "tquant's memory").
   constexpr uint64_t kHeldBytes = uint64_t{4} << 20;
   uint64_t held = 0;
-  PartSpill spill;
   std::vector<Result> results;
   cli::WorkMeter meter(weights_to_quantize(plan));
   LongRunWarning slow(tool, "");
@@ -256,6 +257,15 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
     if (!e.quantize) continue;
     progress.show(fmt::format("quantizing {}/{} tensors, {}: {}", k + 1, plan.size(), meter.text("weights"), e.info.name));
     slow.check(meter, "quantizing");
+    if (auto kept = session.measured_whole.find(e.index); kept != session.measured_whole.end()) {
+      if (auto it = kept->second.find(e.scheme); it != kept->second.end()) {  // the budget measured it whole
+        meter.add(shape_numel(e.info.shape));
+        if (std::string n = padding_notice(e, it->second.measured.q); !n.empty()) notices.push_back(std::move(n));
+        results.push_back(std::move(it->second));
+        results.back().entry = &e;
+        continue;
+      }
+    }
     bool finite = true;
     std::vector<float> x = src.read_f32(e.index, &finite);
     if (!session.accept_values(e, finite)) continue;

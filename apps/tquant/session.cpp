@@ -249,7 +249,17 @@ namespace {
 
 double weighted_signal(const std::vector<float>& x, int64_t cols, const float* importance) {
   double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += (importance ? importance[i % cols] : 1.0) * x[i] * x[i];
+  if (!importance) {
+    for (float v : x) s += 1.0 * v * v;
+    return s;
+  }
+  // Row by row, in the same order as one pass (no division per value).
+  const size_t width = static_cast<size_t>(cols);
+  for (size_t r = 0; r < x.size(); r += width) {
+    for (size_t c = 0; c < width && r + c < x.size(); ++c) {
+      s += static_cast<double>(importance[c]) * x[r + c] * x[r + c];
+    }
+  }
   return s;
 }
 
@@ -366,6 +376,16 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
   return bytes;
 }
 
+// A candidate measured whole, kept for the final pass with its parts in the spill.
+void keep_whole(Session& s, const PlanEntry& e, const std::string& spec, quant::Measured m, int device) {
+  Result r{&e, std::move(m), {}, device};
+  if (s.spill) {
+    for (const auto& [suffix, part] : r.measured.q.parts) r.spilled[suffix] = s.spill->append(part);
+  }
+  r.measured.q.parts.clear();
+  s.measured_whole[e.index][spec] = std::move(r);
+}
+
 }  // namespace
 
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
@@ -449,8 +469,11 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
       const std::vector<float> x = src.read_f32(e.index, &finite);
       for (size_t j : todo) {
         const quant::Estimate was = t.estimates[i][j];
-        const quant::Estimate again = quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape,
-                                                               s.options_for(e, t.usable[i][j]));
+        const quant::QuantOptions o = s.options_for(e, t.usable[i][j]);
+        quant::Measured whole;
+        const quant::Estimate again =
+            quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape, o, &whole);
+        if (again.exact) keep_whole(s, e, t.usable[i][j], std::move(whole), o.device);
         s.tool.verbose(1, fmt::format("{} {}: estimated error {:.6g} (standard error {:.3g}, bias allowance {:.3g}) "
                                       "on 1/{} of the rows; {} {:.6g} ({:+.2f}%)",
                                       cli::escape_text(e.info.name), t.usable[i][j], was.error, was.se, was.bias,

@@ -9,6 +9,8 @@
 
 #include "cli/progress.h"
 #include "plan.h"
+#include "results.h"
+#include "spill.h"
 #include "tk/device/device.h"
 #include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
@@ -52,6 +54,11 @@ struct Session {
   // tensors are quantized, integer scales default to each tensor's own float dtype, and
   // a scheme fits a tensor only under its own layout (no other view, no padded groups).
   bool ct = false;
+  // Candidates that the budget measured whole, by plan index and candidate, with their
+  // parts set aside in `spill` (null: parts not kept, as for --dry-run): the chosen one
+  // is the final result as it stands, not quantized again.
+  PartSpill* spill = nullptr;
+  std::map<size_t, std::map<std::string, Result>> measured_whole{};
 
   const quant::Scheme& scheme(const std::string& spec);
   // Where quantizing `numel` weights with `scheme` under `o` runs (--device): on the GPU

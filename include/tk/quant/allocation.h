@@ -67,8 +67,11 @@ std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choi
 
 // Estimate candidate j of tensor i (values `x`) again on a sample four times larger,
 // on rows shared with the other candidates refined with it; whole once that would be
-// most of the tensor. Updates the item's error and the estimate and returns the new one.
+// most of the tensor. Where the larger share takes the same rows (a short view), the
+// estimate is kept under the new share rather than made again. Updates the item's error
+// and the estimate and returns the new one. A whole measurement (exact) is moved into
+// `whole` when given, parts included.
 Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& scheme, const std::vector<float>& x,
-                           const Shape& shape, const QuantOptions& options);
+                           const Shape& shape, const QuantOptions& options, Measured* whole = nullptr);
 
 }  // namespace tk::quant

@@ -64,6 +64,9 @@ struct RowSample {
   double rest_energy = 0;          // of all rows outside the top stratum
   std::vector<float> importance;   // repeated along the view's columns, when given
 };
+// How many evenly spaced rows sample_rows takes from R rows at `share` (0: the view is
+// measured whole). Shares that give the same count give the same sample.
+int64_t sample_rows_taken(int64_t rows, int64_t share);
 RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, const float* importance,
                       int64_t share = kSampleShare);
 // Free the sample's values (picked) once its estimates are made, keeping what paired
@@ -81,8 +84,9 @@ double paired_spread(const Estimate& a, const Estimate& b, const RowSample& samp
 // The error of `scheme` on `x` under the sample's view: the top stratum's error plus the
 // ratio estimate of the rest (sampled error / sampled energy x the rest's energy), with
 // its standard error (finite-population correction). Exact (a full measurement) without
-// a sample, or when the sample is empty.
+// a sample, or when the sample is empty; then, when `whole` is given, the measurement
+// with its parts is moved there (what quantize_measure gives for these options).
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
-                        const QuantOptions& options, const RowSample* sample);
+                        const QuantOptions& options, const RowSample* sample, Measured* whole = nullptr);
 
 }  // namespace tk::quant

@@ -137,15 +137,32 @@ std::vector<size_t> allocation_undecided(const Candidates& t, size_t i, int choi
 }
 
 Estimate allocation_refine(Candidates& t, size_t i, size_t j, const Scheme& scheme, const std::vector<float>& x,
-                           const Shape& shape, const QuantOptions& options) {
+                           const Shape& shape, const QuantOptions& options, Measured* whole) {
   const Estimate& was = t.estimates[i][j];
   const int64_t cols = shape.empty() ? 1 : shape.back();
   const std::pair<int64_t, int64_t> key{was.view, was.share / 4};
   auto it = t.samples[i].find(key);
+  // A view so short that the larger share still takes the fewest rows (kSampleMinRows)
+  // samples the same rows again: the estimate would be the same, so it is kept, under
+  // the new share (which paired comparisons and the next refinement go by).
+  const auto from = t.samples[i].find({was.view, was.share});
+  if (!was.exact && key.second >= 4 && from != t.samples[i].end() && from->second.rows > 0 &&
+      sample_rows_taken(from->second.rows, was.share) == sample_rows_taken(from->second.rows, key.second)) {
+    if (it == t.samples[i].end()) {
+      RowSample same = from->second;
+      same.share = key.second;
+      release_values(same);
+      t.samples[i].emplace(key, std::move(same));
+    }
+    Estimate again = was;
+    again.share = key.second;
+    t.estimates[i][j] = again;
+    return again;
+  }
   if (it == t.samples[i].end() || it->second.picked.empty()) {
     it = t.samples[i].insert_or_assign(key, sample_rows(x, was.view, cols, options.importance, key.second)).first;
   }
-  const Estimate again = estimate_error(scheme, x, shape, options, key.second >= 4 ? &it->second : nullptr);
+  const Estimate again = estimate_error(scheme, x, shape, options, key.second >= 4 ? &it->second : nullptr, whole);
   t.items[i].error[j] = again.error;
   t.estimates[i][j] = again;
   return again;

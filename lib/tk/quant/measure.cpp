@@ -68,6 +68,11 @@ double paired_spread(const Estimate& a, const Estimate& b, const RowSample& s) {
   return kConfidence * nd * std::sqrt((1 - kd / nd) * d2 / (kd - 1) / kd);
 }
 
+int64_t sample_rows_taken(int64_t rows, int64_t share) {
+  const int64_t k = std::max(kSampleMinRows, (rows + share - 1) / share);
+  return rows < 4 * k ? 0 : k;
+}
+
 RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, const float* importance,
                       int64_t share) {
   RowSample s;
@@ -75,12 +80,13 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
   s.share = share;
   const auto n = static_cast<int64_t>(x.size());
   s.rows = view == 0 ? 0 : n / view;
-  const int64_t k = std::max(kSampleMinRows, (s.rows + share - 1) / share);
-  if (s.rows < 4 * k) return s;  // too few rows: measured whole
+  const int64_t k = sample_rows_taken(s.rows, share);
+  if (k == 0) return s;  // too few rows: measured whole
   if (importance) s.importance = repeat_columns(importance, cols, view);
   // Each row's peak magnitude and (weighted) energy, in one pass.
   std::vector<float> peak(static_cast<size_t>(s.rows));
   std::vector<double> energy(static_cast<size_t>(s.rows));
+#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < s.rows; ++r) {
     float m = 0;
     double e = 0;
@@ -117,13 +123,14 @@ RowSample sample_rows(const std::vector<float>& x, int64_t view, int64_t cols, c
 }
 
 Estimate estimate_error(const Scheme& scheme, const std::vector<float>& x, const Shape& shape,
-                        const QuantOptions& options, const RowSample* sample) {
+                        const QuantOptions& options, const RowSample* sample, Measured* whole) {
   if (!sample || sample->chosen.empty()) {
-    const Measured m = quantize_measure(scheme, x, shape, options, false);
-    Estimate whole;
-    whole.bytes = m.bytes;
-    whole.error = m.stats.weighted_sse;
-    return whole;
+    Measured m = quantize_measure(scheme, x, shape, options, whole != nullptr);
+    Estimate exact;
+    exact.bytes = m.bytes;
+    exact.error = m.stats.weighted_sse;
+    if (whole) *whole = std::move(m);
+    return exact;
   }
   const RowSample& s = *sample;
   Estimate e;

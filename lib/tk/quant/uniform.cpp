@@ -106,10 +106,27 @@ class IntScheme final : public GpuDecodedScheme<IntScheme> {
     } else
 #endif
     {
+      // Groups of at most 256 are searched eight at a time, one per vector lane (the
+      // same scales as one at a time, search.cpp); the rest of a row one at a time.
+      const bool lanes = g == Granularity::kGroup && !o.reference && l.group <= 256;
       parallel_for(l.rows, [&](int64_t r) {
         std::vector<uint8_t> row_codes(static_cast<size_t>(l.padded_cols));
         const float* xr = in.data + r * l.padded_cols;
-        for (int64_t gi = 0; gi < l.groups_per_row; ++gi) {
+        int64_t gi = 0;
+        if (lanes) {
+          LaneScratch lane;
+          for (; gi + kLanes <= l.groups_per_row; gi += kLanes) {
+            const int64_t c0 = gi * l.group;
+            AffineScale s[kLanes];
+            fit_scales_lanes(xr + c0, o.importance ? in.weights.data() + c0 : nullptr, l.group, o, lane, s);
+            for (int k = 0; k < kLanes; ++k) {
+              store_scale(scales, r * l.groups_per_row + gi + k, s[k].d);
+              if (!o.symmetric) store_offset(r * l.groups_per_row + gi + k, s[k]);
+              encode(xr + c0 + k * l.group, l.group, s[k], o, row_codes.data() + c0 + k * l.group);
+            }
+          }
+        }
+        for (; gi < l.groups_per_row; ++gi) {
           const int64_t c0 = gi * l.group;
           AffineScale s = tensor_scale;
           if (g != Granularity::kTensor) {
@@ -173,6 +190,30 @@ class IntScheme final : public GpuDecodedScheme<IntScheme> {
       s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference);
     }
     return stored_scale(s, o);
+  }
+
+  // Eight groups of n <= 256 values in lanes (to_lanes), and their weights.
+  struct LaneScratch {
+    alignas(32) float x[kLanes * 256];
+    alignas(32) float w[kLanes * 256];
+  };
+
+  // fit_scale for eight consecutive groups of n values at x (weights w, null: all 1).
+  void fit_scales_lanes(const float* x, const float* w, int64_t n, const QuantOptions& o, LaneScratch& lane,
+                        AffineScale* out) const {
+    to_lanes(x, n, lane.x);
+    if (w) to_lanes(w, n, lane.w);
+    const float* wt = w ? lane.w : nullptr;
+    GroupStats stats[kLanes];
+    group_stats_lanes(lane.x, wt, n, stats, false);
+    if (o.symmetric) {
+      float d[kLanes];
+      search_symmetric_lanes(stats, lane.x, wt, n, nmax(), o.fast, false, kSymmetricTries, d);
+      for (int k = 0; k < kLanes; ++k) out[k] = AffineScale{d[k], 0.0f};
+    } else {
+      search_asymmetric_lanes(stats, lane.x, wt, n, top(), false, o.fast, false, kAsymmetricSteps, out);
+    }
+    for (int k = 0; k < kLanes; ++k) out[k] = stored_scale(out[k], o);
   }
 
   // A searched scale as stored: rounded to the scale dtype, or as d and a zero point.

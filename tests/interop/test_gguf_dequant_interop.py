@@ -25,6 +25,7 @@ HALF_FIELDS = {
     Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
     Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
     Q.IQ4_NL: [0], Q.IQ4_XS: [0], Q.TQ1_0: [52], Q.TQ2_0: [64], Q.MXFP4: [],
+    Q.IQ2_XXS: [0], Q.IQ2_XS: [0], Q.IQ2_S: [0], Q.IQ3_XXS: [0], Q.IQ3_S: [0],
 }
 # Byte offsets of each E8M0 scale.
 E8M0_FIELDS = {Q.MXFP4: [0]}
@@ -113,8 +114,8 @@ def test_plain_types_keep_dtype_and_bytes(tmp, qtype):
 def test_types_cover_what_both_decode():
     """A type gguf-py gains a decoder for shows up here, to be added above or listed as
     not decoded by tensorkit."""
-    # The lattice-codebook types, and NVFP4, which tensorkit's type table does not list yet.
-    not_in_tensorkit = {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "NVFP4"}
+    # The IQ1 lattice types, and NVFP4, which tensorkit's type table does not list yet.
+    not_in_tensorkit = {"IQ1_S", "IQ1_M", "NVFP4"}
     covered = set(BLOCK_TYPES) | set(PLAIN_TYPES)
     for qtype in Q:
         if qtype in covered or qtype.name in not_in_tensorkit:

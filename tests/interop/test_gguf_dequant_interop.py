@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 import pytest
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q, GGUFReader, GGUFWriter
 from gguf.quants import dequantize
 from safetensors.numpy import load_file
 
@@ -95,6 +95,24 @@ def test_block_types_decode_like_gguf_py(tmp, qtype):
     assert got.shape == want.shape
     bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
     assert bad.size == 0, f"{bad.size} of {want.size} values differ, first at {bad[0]}"
+
+
+# Two rows of an ffn_down weight of SmolLM2-135M in each IQ2/IQ3 type, as llama-quantize
+# (with an imatrix) wrote them: blocks a real quantizer makes, beside the random ones above.
+TESTDATA = os.environ.get("TK_TESTDATA", os.path.join(os.path.dirname(__file__), "..", "..", "testdata"))
+LLAMA_BLOCKS = os.path.join(TESTDATA, "llama-iq-blocks.gguf")
+
+
+def test_llama_quantize_blocks_decode_like_gguf_py(tmp):
+    dst = os.path.join(tmp, "out.safetensors")
+    ok(TCONVERT, LLAMA_BLOCKS, "-o", dst)
+    got = load_file(dst)
+    tensors = GGUFReader(LLAMA_BLOCKS).tensors
+    assert sorted(t.tensor_type.name for t in tensors) == ["IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ3_S", "IQ3_XXS"]
+    for t in tensors:
+        want = np.ascontiguousarray(dequantize(np.array(t.data), t.tensor_type), dtype=np.float32)
+        assert got[t.name].shape == want.shape == (2, 1536)
+        assert np.array_equal(got[t.name].view(np.uint32), want.view(np.uint32)), t.name
 
 
 @pytest.mark.parametrize("qtype", list(PLAIN_TYPES), ids=lambda t: t.name)

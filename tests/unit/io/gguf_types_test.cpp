@@ -208,7 +208,7 @@ TEST(GgmlDequantize, Errors) {
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ4_0, Bytes(17), out); }), ErrorKind::kInternal);
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ4_0, Bytes(36), out); }), ErrorKind::kInternal);
   std::vector<float> k(256);
-  EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kIQ2_XXS, Bytes(66), k); }), ErrorKind::kUnavailable);
+  EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kIQ1_S, Bytes(50), k); }), ErrorKind::kUnavailable);
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ8_K, Bytes(292), k); }), ErrorKind::kUnavailable);
   EXPECT_EQ(kind_of([&] { ggml_traits(static_cast<GgmlType>(4)); }), ErrorKind::kInternal);
   gguf_dequantize(GgmlType::kQ4_0, {}, {});  // no blocks: nothing to do

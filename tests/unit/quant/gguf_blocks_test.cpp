@@ -265,6 +265,8 @@ TEST(GgufBlocks, TwinsAreTheSchemesDefaults) {
   EXPECT_EQ(tensorkit_twin(GgmlType::kMXFP4)->scheme, "mxfp4");
   EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_NL)->scheme, "iq4nl");
   EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_XS)->scheme, "iq4xs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ3_XXS)->scheme, "iq3xxs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ3_S)->scheme, "iq3s");
   const GgufTwin q8 = *tensorkit_twin(GgmlType::kQ8_0);
   EXPECT_EQ(q8.scheme, "int8");
   EXPECT_EQ(q8.options.group_size, 32);

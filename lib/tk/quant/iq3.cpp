@@ -49,10 +49,12 @@ constexpr int kSubs = static_cast<int>(kSuper / kSub);
 constexpr int kGroups = static_cast<int>(kSub / iq3::kDims);  // points per sub-block
 constexpr int kPoints = kSubs * kGroups;                      // per super-block
 constexpr int kLMax = 15;
-// Trial scales of a sub-block: max m at top * (1 + kTrialStep * t), |t| <= kTrials
-// (ggml's range, 0.8 to 1.2); --fast: kFastTrials steps over the same range.
-constexpr int kTrials = 15;
-constexpr int kFastTrials = 3;
+// Trial scales of a sub-block: max m at top * (1 + kTrialRange * t / kTrials), |t| <=
+// kTrials (ggml's range, 0.8 to 1.2, in 7 steps where ggml takes 31: the s_i only seed
+// the search at the stored d, and 31 gained nothing there, see BENCHMARKS: iq3);
+// --fast: 3 steps.
+constexpr int kTrials = 3;
+constexpr int kFastTrials = 1;
 constexpr float kTrialRange = 0.2f;
 // d tried at (1 + 0.02 j) times the first, |j| <= kFactorSteps; integers l0 +- kReach.
 constexpr int kFactorSteps = 1;

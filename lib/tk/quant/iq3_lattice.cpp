@@ -26,6 +26,8 @@ Lattice::Lattice(const uint32_t* grid, int points) {
   if (bytes.size() != kLevels) throw internal_error("an IQ3 grid does not have 8 levels");
   for (int k = 0; k < kLevels; ++k) level_[k] = static_cast<float>(bytes[static_cast<size_t>(k)]);
   for (int k = 0; k + 1 < kLevels; ++k) midpoint_[k] = 0.5f * (level_[k] + level_[k + 1]);
+  first_ = level_[0];
+  inv_step_ = 1.0f / (level_[1] - level_[0]);
 
   values_.resize(static_cast<size_t>(points * kDims));
   point_of_.assign(kCombinations, -1);
@@ -73,9 +75,13 @@ Lattice::Lattice(const uint32_t* grid, int points) {
 int Lattice::nearest(const float* m, const float* w, float scale, float inv) const {
   int c = 0;
   for (int j = 0; j < kDims; ++j) {
+    // The level of an evenly spaced grid, then one step either way where the spacing is
+    // uneven (IQ3_XXS's top level, 62 where 60 would be even).
     const float t = m[j] * inv;
-    int k = 0;
-    for (int i = 0; i + 1 < kLevels; ++i) k += t > midpoint_[i];
+    const float u = (t - first_) * inv_step_ + 0.5f;  // NaN goes to level 0
+    int k = static_cast<int>(u > 0 ? (u < kLevels - 1 ? u : kLevels - 1) : 0);
+    if (k < kLevels - 1 && t > midpoint_[k]) ++k;
+    else if (k > 0 && !(t > midpoint_[k - 1])) --k;
     c |= k << (3 * j);
   }
   if (const int p = point_of_[static_cast<size_t>(c)]; p >= 0) return p;

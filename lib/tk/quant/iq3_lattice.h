@@ -36,6 +36,7 @@ class Lattice {
  private:
   float level_[kLevels] = {};
   float midpoint_[kLevels - 1] = {};
+  float first_ = 0, inv_step_ = 0;  // level 0 and 1 / (level 1 - level 0)
   std::vector<float> values_;        // points x 4
   std::vector<int16_t> point_of_;    // combination (3 bits per value, value 0 lowest) -> point, or -1
   std::vector<uint32_t> near_first_; // combination -> first of its neighbours in near_ (CSR)

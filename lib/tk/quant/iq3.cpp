@@ -194,7 +194,8 @@ class Iq3Scheme final : public Scheme {
     double best_score = 0;
     float best = 0;
     for (int t = -trials; t <= trials; ++t) {
-      const float inv = lattice_.top() * (1.0f + kTrialRange * static_cast<float>(t) / static_cast<float>(trials)) / largest;
+      const float factor = 1.0f + kTrialRange * static_cast<float>(t) / static_cast<float>(trials);
+      const float inv = lattice_.top() * factor / largest;
       const float scale = 1.0f / inv;
       double sqx = 0, sqq = 0;
       for (int g = 0; g < kGroups; ++g) {

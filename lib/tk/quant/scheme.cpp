@@ -18,8 +18,8 @@ uint64_t Quantized::stored_bytes() const {
 }
 
 std::vector<std::string> scheme_names() {
-  std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4", "iq4nl", "iq3xxs", "iq3s", "iq4xs",
-                                    "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
+  std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4", "iq4nl",
+                                    "iq3xxs", "iq3s", "iq4xs", "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
                                     "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4", "trellis:BITS[:STATE_BITS]"};
   for (auto& n : codebook_scheme_names()) names.push_back(std::move(n));
   return names;

@@ -41,6 +41,9 @@ TWINS = [
     (["--scheme", "iq4xs"], Q.IQ4_XS),
     (["--scheme", "iq3xxs"], Q.IQ3_XXS),
     (["--scheme", "iq3s"], Q.IQ3_S),
+    (["--scheme", "iq2xxs"], Q.IQ2_XXS),
+    (["--scheme", "iq2xs"], Q.IQ2_XS),
+    (["--scheme", "iq2s"], Q.IQ2_S),
 ]
 QUANTIZED = ["blk.0.attn_q.weight", "blk.0.ffn_down.weight"]
 
@@ -158,7 +161,7 @@ def test_gguf_model_keeps_its_pairs(tmp):
     # A GGUF output quantizes token_embd, as llama.cpp's recipes do
     assert got["token_embd.weight"].tensor_type not in (Q.F16, Q.F32)
     held = {Q.Q8_0, Q.Q4_0, Q.Q4_1, Q.Q5_0, Q.Q5_1, Q.Q2_K, Q.Q3_K, Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.MXFP4, Q.IQ4_XS, Q.IQ4_NL,
-            Q.IQ3_XXS, Q.IQ3_S}
+            Q.IQ3_XXS, Q.IQ3_S, Q.IQ2_XXS, Q.IQ2_XS, Q.IQ2_S}
     for name in ["blk.0.attn_q.weight", "blk.0.ffn_up.weight"]:
         assert got[name].tensor_type in held, name
         values = gguf_values(got[name])

@@ -38,7 +38,7 @@ struct Row {
   const uint8_t* sub = nullptr;      // K-quants: sub-block scales (bias included)
   const uint8_t* sub_min = nullptr;  // K-quants: sub-block mins
   const uint8_t* e = nullptr;        // mxfp4: E8M0 scales
-  const uint8_t* high = nullptr;     // lattice: bit 8 of each point (IQ3_S), a byte each
+  const uint8_t* high = nullptr;     // lattice: a point's index above its low byte, a byte each
   const uint8_t* signs = nullptr;    // lattice: a sign byte per 8 values (IQ3_XXS: bits 0..6)
 };
 // Write block `b` of the row into `out` (zeroed, the block's size).
@@ -167,6 +167,40 @@ void write_iq4_xs(const Row& r, int64_t b, uint8_t* out) {
   out[3] = static_cast<uint8_t>(high >> 8);
   for (int i = 0; i < 8; ++i) put_nibbles32(r.codes + b * 256 + i * 32, out + 8 + i * 16);
 }
+void put_le32(uint32_t word, uint8_t* out) {
+  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(word >> (8 * k));
+}
+// d, then per sub-block of 32 two little-endian words: its four points, then their four
+// 7-bit sign indices (bits 7 l) and l on top (bits 28..31).
+void write_iq2_xxs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  for (int i = 0; i < 8; ++i) {
+    std::memcpy(out + 2 + 8 * i, r.codes + b * 32 + 4 * i, 4);
+    uint32_t word = static_cast<uint32_t>(r.sub[b * 8 + i]) << 28;
+    for (int l = 0; l < 4; ++l) word |= static_cast<uint32_t>(r.signs[b * 32 + i * 4 + l] & 0x7F) << (7 * l);
+    put_le32(word, out + 6 + 8 * i);
+  }
+}
+// d, 32 little-endian uint16 (9-bit point index, 7-bit sign index above it), then the
+// sixteen 4-bit l (scale group i in nibble i % 2 of byte i / 2).
+void write_iq2_xs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  for (int k = 0; k < 32; ++k) {
+    const unsigned v = r.codes[b * 32 + k] | (r.high[b * 32 + k] & 1u) << 8 | (r.signs[b * 32 + k] & 0x7Fu) << 9;
+    out[2 + 2 * k] = static_cast<uint8_t>(v & 0xFF);
+    out[3 + 2 * k] = static_cast<uint8_t>(v >> 8);
+  }
+  for (int i = 0; i < 16; ++i) out[66 + i / 2] |= static_cast<uint8_t>((r.sub[b * 16 + i] & 0xF) << (i % 2 * 4));
+}
+// d, the low bytes of the 32 points, the 32 sign bytes, the points' bits 8..9 (point k
+// at bits 2 (k % 4) of byte k / 4), then the sixteen 4-bit l as IQ2_XS's.
+void write_iq2_s(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  std::memcpy(out + 2, r.codes + b * 32, 32);
+  std::memcpy(out + 34, r.signs + b * 32, 32);
+  for (int k = 0; k < 32; ++k) out[66 + k / 4] |= static_cast<uint8_t>((r.high[b * 32 + k] & 3) << (2 * (k % 4)));
+  for (int i = 0; i < 16; ++i) out[74 + i / 2] |= static_cast<uint8_t>((r.sub[b * 16 + i] & 0xF) << (i % 2 * 4));
+}
 // d, the 64 points of the block, then per sub-block of 32 a little-endian word: the four
 // 7-bit sign indices (bits 7 l) and l on top (bits 28..31).
 void write_iq3_xxs(const Row& r, int64_t b, uint8_t* out) {
@@ -223,11 +257,29 @@ constexpr Twin kTwins[] = {
     {GgmlType::kIQ4_NL, "iq4nl", Family::kTable, 32, 4, true, 0, 0, write_q4_0},  // Q4_0's bytes, other levels
     // Parts as a symmetric K-quant's (codes, d, 6-bit sub_scales): read the same way.
     {GgmlType::kIQ4_XS, "iq4xs", Family::kKQuant, 256, 4, true, 32, 6, write_iq4_xs},
-    // Parts "grid" (a byte per 4 values), "signs", 4-bit "sub_scales" per 32, "d" (iq3.cpp);
-    // bits: those of the sign stream (7 or 8 per 8 values).
+    // Parts "grid" (a point's low byte), "grid_high", "signs", 4-bit "sub_scales", "d"
+    // (iq_grid.cpp); bits: those of the sign stream (7 or 8 per 8 values); sub: values
+    // per l; lattice_shape: values per point and the index's bits above its low byte.
+    {GgmlType::kIQ2_XXS, "iq2xxs", Family::kLattice, 256, 7, true, 32, 4, write_iq2_xxs},
+    {GgmlType::kIQ2_XS, "iq2xs", Family::kLattice, 256, 7, true, 16, 4, write_iq2_xs},
+    {GgmlType::kIQ2_S, "iq2s", Family::kLattice, 256, 8, true, 16, 4, write_iq2_s},
     {GgmlType::kIQ3_XXS, "iq3xxs", Family::kLattice, 256, 7, true, 32, 4, write_iq3_xxs},
     {GgmlType::kIQ3_S, "iq3s", Family::kLattice, 256, 8, true, 32, 4, write_iq3_s},
 };
+
+struct LatticeShape {
+  int dims;       // values per point
+  int high_bits;  // bits of a point's index above its low byte
+};
+LatticeShape lattice_shape(GgmlType type) {
+  switch (type) {
+    case GgmlType::kIQ2_XXS: return {8, 0};
+    case GgmlType::kIQ2_XS: return {8, 1};
+    case GgmlType::kIQ2_S: return {8, 2};
+    case GgmlType::kIQ3_S: return {4, 1};
+    default: return {4, 0};  // IQ3_XXS
+  }
+}
 
 bool param_is(const Quantized& q, const char* key, const std::string& value) {
   auto it = q.params.find(key);
@@ -312,6 +364,8 @@ struct Source {
   const uint8_t* signs = nullptr;
   int64_t scales_per_row = 0;  // d (and m) per row
   int64_t subs_per_row = 0;
+  int64_t points_per_row = 0;  // lattice
+  int high_bits = 0;           // lattice
 
   Source(const Quantized& q, const Twin& twin) : t(twin), l(quantized_rows(q, twin.block)) {
     const auto rows = static_cast<uint64_t>(l.rows);
@@ -324,8 +378,12 @@ struct Source {
       return;
     }
     if (t.family == Family::kLattice) {
-      codes = part(q, "grid", DType::kU8, code_count / 4).data();
-      if (t.type == GgmlType::kIQ3_S) high = part(q, "grid_high", DType::kU8, code_count / 32).data();
+      const LatticeShape shape = lattice_shape(t.type);
+      points_per_row = l.cols / shape.dims;
+      high_bits = shape.high_bits;
+      const uint64_t points = rows * static_cast<uint64_t>(points_per_row);
+      codes = part(q, "grid", DType::kU8, points).data();
+      if (high_bits) high = part(q, "grid_high", DType::kU8, points * static_cast<uint64_t>(high_bits) / 8).data();
       signs = part(q, "signs", DType::kU8, code_count / 64 * static_cast<uint64_t>(t.bits)).data();
       d = part(q, "d", DType::kF16, scale_count).data();
       subs_per_row = l.cols / t.sub;
@@ -369,15 +427,15 @@ struct Source {
     return out;
   }
 
-  // A lattice row: points' low bytes in place; bit 8 and the sign bytes unpacked into
-  // `buf` (cols / 4 + cols / 8 bytes), the l into `sub_buf`.
+  // A lattice row: points' low bytes in place; their high bits and the sign bytes
+  // unpacked into `buf` (at most cols / 4 + cols / 8 bytes), the l into `sub_buf`.
   Row lattice_row(int64_t r, std::vector<uint8_t>& buf, std::vector<uint8_t>& sub_buf) const {
     Row out;
-    const int64_t points = l.cols / 4, sign_count = l.cols / 8;
+    const int64_t points = points_per_row, sign_count = l.cols / 8;
     out.codes = codes + r * points;
     out.d = d + 2 * r * scales_per_row;
     if (high) {
-      unpack_bits(high + r * points / 8, points, 1, buf.data(), false);
+      unpack_bits(high + r * points * high_bits / 8, points, high_bits, buf.data(), false);
       out.high = buf.data();
     }
     const int64_t sign_row_bytes = sign_count * t.bits / 8;

@@ -1,7 +1,7 @@
-# --scheme iq3xxs and iq3s to GGUF: 256-multiple rows are stored as IQ3_XXS / IQ3_S
-# blocks, 384-wide rows fall back to IQ4_NL (llama-quantize's fallback) with one notice;
-# tinfo lists the types, and gguf-py's dequantize equals `tquant dequant` of the GGUF and
-# of the native file bit for bit.
+# --scheme iq2xxs, iq2xs, iq2s, iq3xxs and iq3s to GGUF: 256-multiple rows are stored as
+# IQ2_XXS .. IQ3_S blocks, 384-wide rows fall back to IQ4_NL (llama-quantize's fallback)
+# with one notice; tinfo lists the types, and gguf-py's dequantize equals `tquant
+# dequant` of the GGUF and of the native file bit for bit.
 "$PY" - <<'PY'
 import numpy as np
 from safetensors.numpy import save_file
@@ -13,7 +13,7 @@ save_file({
     "blk.0.attn_norm.weight": np.ones(512, np.float32),
 }, "m.safetensors")
 PY
-for s in iq3xxs iq3s; do
+for s in iq2xxs iq2xs iq2s iq3xxs iq3s; do
   echo "== $s"
   tquant m.safetensors --scheme $s --no-provenance -o $s.gguf 2>&1 >/dev/null | grep -o "notice: .*IQ4_NL.*"
   tquant m.safetensors --scheme $s --exclude blk.0.attn_out.weight -o $s.safetensors -q >/dev/null

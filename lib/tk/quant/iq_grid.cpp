@@ -67,28 +67,34 @@ struct Kind {
   const char* name;
   const char* description;
   int block_bytes;  // per 256 values
+  int dims;         // values per point
   int index_bits;   // of a point's index
   bool parity;      // 7 sign bits stored per 8 values
   int scale_group;  // values per l
   Db db;
+  // The search structure, built on first use (quantizing only: a few hundred ms for
+  // IQ2_S's), and ggml's grid word of point p, which the decoder reads.
   const iq::Lattice& (*lattice)();
+  uint64_t (*word)(int p);
 };
 
 constexpr Kind kIq2xxs = {"iq2xxs", "iq2xxs: llama.cpp's IQ2_XXS, 8-value points of a 256-point grid with signs, "
                                     "4-bit scales per 32 under an f16 scale per 256 (2.0625 bpw)",
-                          66, 8, true, 32, Db::kIq2, iq::iq2xxs_lattice};
+                          66, 8, 8, true, 32, Db::kIq2, iq::iq2xxs_lattice, [](int p) { return io::kIq2xxsGrid[p]; }};
 constexpr Kind kIq2xs = {"iq2xs", "iq2xs: llama.cpp's IQ2_XS, 8-value points of a 512-point grid with signs, "
                                   "4-bit scales per 16 under an f16 scale per 256 (2.3125 bpw)",
-                         74, 9, true, 16, Db::kIq2, iq::iq2xs_lattice};
+                         74, 8, 9, true, 16, Db::kIq2, iq::iq2xs_lattice, [](int p) { return io::kIq2xsGrid[p]; }};
 constexpr Kind kIq2s = {"iq2s", "iq2s: llama.cpp's IQ2_S, 8-value points of a 1024-point grid with signs, "
                                 "4-bit scales per 16 under an f16 scale per 256 (2.5625 bpw)",
-                        82, 10, false, 16, Db::kIq2, iq::iq2s_lattice};
+                        82, 8, 10, false, 16, Db::kIq2, iq::iq2s_lattice, [](int p) { return io::kIq2sGrid[p]; }};
 constexpr Kind kIq3xxs = {"iq3xxs", "iq3xxs: llama.cpp's IQ3_XXS, 4-value points of a 256-point grid with signs, "
                                     "4-bit scales per 32 under an f16 scale per 256 (3.0625 bpw)",
-                          98, 8, true, 32, Db::kIq3xxs, iq::iq3xxs_lattice};
+                          98, 4, 8, true, 32, Db::kIq3xxs, iq::iq3xxs_lattice,
+                          [](int p) { return uint64_t{io::kIq3xxsGrid[p]}; }};
 constexpr Kind kIq3s = {"iq3s", "iq3s: llama.cpp's IQ3_S, 4-value points of a 512-point grid with signs, "
                                 "4-bit scales per 32 under an f16 scale per 256 (3.4375 bpw)",
-                        110, 9, false, 32, Db::kIq3s, iq::iq3s_lattice};
+                        110, 4, 9, false, 32, Db::kIq3s, iq::iq3s_lattice,
+                        [](int p) { return uint64_t{io::kIq3sGrid[p]}; }};
 
 // ggml's scale-group scale, bit for bit.
 float sub_scale(Db db, float d, int l) {
@@ -124,11 +130,10 @@ class IqGridScheme final : public Scheme {
  public:
   explicit IqGridScheme(const Kind& kind)
       : k_(kind),
-        lattice_(kind.lattice()),
-        dims_(lattice_.dims()),
+        dims_(kind.dims),
         scales_(static_cast<int>(kSuper / kind.scale_group)),
-        group_points_(kind.scale_group / lattice_.dims()),
-        points_(static_cast<int>(kSuper) / lattice_.dims()),
+        group_points_(kind.scale_group / kind.dims),
+        points_(static_cast<int>(kSuper) / kind.dims),
         high_bits_(kind.index_bits - 8),
         sign_bits_(kind.parity ? 7 : 8) {}
 
@@ -146,6 +151,7 @@ class IqGridScheme final : public Scheme {
     const Layout l = make_layout(shape, kSuper);
     Quantized q = new_quantized(name(), shape, l);
     const PaddedInput in = pad_input(x, l, o.importance);
+    const iq::Lattice& lattice = k_.lattice();
     const Row row{l.padded_cols, dims_, k_.scale_group, high_bits_, sign_bits_};
     Tensor grid = new_part(DType::kU8, {l.rows, row.points});
     Tensor grid_high = high_bits_ ? new_part(DType::kU8, {l.rows, row.high_bytes()}) : Tensor();
@@ -162,7 +168,7 @@ class IqGridScheme final : public Scheme {
         const float* xs = in.data + r * l.padded_cols + s * kSuper;
         const float* ws = in.weights.data() + s * kSuper;
         fit_signs(xs, ws, sign.data() + s * kSuper / 8, m);
-        fit_super(m, ws, o.fast, best, trial);
+        fit_super(lattice, m, ws, o.fast, best, trial);
         store_scale(d, static_cast<uint64_t>(r * l.groups_per_row + s), best.d);  // already an f16 value
         for (int i = 0; i < scales_; ++i) ls[static_cast<size_t>(s * scales_ + i)] = static_cast<uint8_t>(best.l[i]);
         for (int p = 0; p < points_; ++p) {
@@ -222,14 +228,14 @@ class IqGridScheme final : public Scheme {
   }
 
   // A scale group's points at the stored scale db and their weighted squared error.
-  double encode_group(const float* m, const float* w, float db, uint16_t* point) const {
+  double encode_group(const iq::Lattice& lattice, const float* m, const float* w, float db, uint16_t* point) const {
     double err = 0;
     const float inv = db > 0 ? 1.0f / db : 0.0f;
     for (int g = 0; g < group_points_; ++g) {
-      const int p = db > 0 ? lattice_.nearest(m + dims_ * g, w + dims_ * g, db, inv) : 0;
+      const int p = db > 0 ? lattice.nearest(m + dims_ * g, w + dims_ * g, db, inv) : 0;
       point[g] = static_cast<uint16_t>(p);
       for (int j = 0; j < dims_; ++j) {
-        const float e = m[dims_ * g + j] - db * lattice_.value(p, j);
+        const float e = m[dims_ * g + j] - db * lattice.value(p, j);
         err += static_cast<double>(w[dims_ * g + j] * (e * e));
       }
     }
@@ -238,7 +244,7 @@ class IqGridScheme final : public Scheme {
 
   // A scale group's real scale: the least-squares scale of the best trial (0 when every
   // m is at most 0).
-  float fit_group_scale(const float* m, const float* w, bool fast) const {
+  float fit_group_scale(const iq::Lattice& lattice, const float* m, const float* w, bool fast) const {
     float largest = 0;
     for (int i = 0; i < k_.scale_group; ++i) largest = std::max(largest, m[i]);
     if (!(largest > 0) || !std::isfinite(largest)) return 0;
@@ -247,13 +253,13 @@ class IqGridScheme final : public Scheme {
     float best = 0;
     for (int t = -trials; t <= trials; ++t) {
       const float factor = 1.0f + kTrialRange * static_cast<float>(t) / static_cast<float>(trials);
-      const float inv = lattice_.top() * factor / largest;
+      const float inv = lattice.top() * factor / largest;
       const float scale = 1.0f / inv;
       double sqx = 0, sqq = 0;
       for (int g = 0; g < group_points_; ++g) {
-        const int p = lattice_.nearest(m + dims_ * g, w + dims_ * g, scale, inv);
+        const int p = lattice.nearest(m + dims_ * g, w + dims_ * g, scale, inv);
         for (int j = 0; j < dims_; ++j) {
-          const double v = lattice_.value(p, j);
+          const double v = lattice.value(p, j);
           sqx += static_cast<double>(w[dims_ * g + j]) * m[dims_ * g + j] * v;
           sqq += static_cast<double>(w[dims_ * g + j]) * v * v;
         }
@@ -267,7 +273,8 @@ class IqGridScheme final : public Scheme {
   }
 
   // The choice at the stored super-block scale d (see the top of the file).
-  void fit_at(float d, const float* s, const float* m, const float* w, int reach, Fit& f) const {
+  void fit_at(const iq::Lattice& lattice, float d, const float* s, const float* m, const float* w, int reach,
+              Fit& f) const {
     f.d = d;
     f.err = 0;
     uint16_t point[kMaxPoints];
@@ -277,7 +284,8 @@ class IqGridScheme final : public Scheme {
       for (int k = 0; k <= 2 * reach; ++k) {
         const int l = l0 + (k % 2 ? -(k + 1) / 2 : k / 2);  // l0, l0 - 1, l0 + 1, ...
         if (l < 0 || l > kLMax) continue;
-        const double e = encode_group(m + i * k_.scale_group, w + i * k_.scale_group, sub_scale(k_.db, d, l), point);
+        const double e =
+            encode_group(lattice, m + i * k_.scale_group, w + i * k_.scale_group, sub_scale(k_.db, d, l), point);
         if (best < 0 || e < best) {
           best = e;
           f.l[i] = l;
@@ -288,11 +296,11 @@ class IqGridScheme final : public Scheme {
     }
   }
 
-  void fit_super(const float* m, const float* w, bool fast, Fit& best, Fit& trial) const {
+  void fit_super(const iq::Lattice& lattice, const float* m, const float* w, bool fast, Fit& best, Fit& trial) const {
     float s[kMaxScales];
     float largest = 0;
     for (int i = 0; i < scales_; ++i) {
-      s[i] = fit_group_scale(m + i * k_.scale_group, w + i * k_.scale_group, fast);
+      s[i] = fit_group_scale(lattice, m + i * k_.scale_group, w + i * k_.scale_group, fast);
       largest = std::max(largest, s[i]);
     }
     const int reach = fast ? 0 : kReach;
@@ -301,7 +309,7 @@ class IqGridScheme final : public Scheme {
     for (int k = 0; k <= 2 * steps; ++k) {
       const int j = k % 2 ? -(k + 1) / 2 : k / 2;  // 0, -1, 1
       const float d = kquant::round_f16(largest / top * (1.0f + 0.02f * static_cast<float>(j)));
-      fit_at(d, s, m, w, reach, k == 0 ? best : trial);
+      fit_at(lattice, d, s, m, w, reach, k == 0 ? best : trial);
       if (k > 0 && trial.err < best.err) best = trial;
     }
     if (fast) return;
@@ -312,14 +320,14 @@ class IqGridScheme final : public Scheme {
       for (int g = 0; g < group_points_; ++g) {
         for (int j = 0; j < dims_; ++j) {
           const int64_t n = (i * group_points_ + g) * dims_ + j;
-          const double v = c * lattice_.value(best.point[i * group_points_ + g], j);
+          const double v = c * lattice.value(best.point[i * group_points_ + g], j);
           smv += static_cast<double>(w[n]) * m[n] * v;
           svv += static_cast<double>(w[n]) * v * v;
         }
       }
     }
     if (!(svv > 0) || !(smv > 0)) return;
-    fit_at(kquant::round_f16(static_cast<float>(smv / svv)), s, m, w, reach, trial);
+    fit_at(lattice, kquant::round_f16(static_cast<float>(smv / svv)), s, m, w, reach, trial);
     if (trial.err < best.err) best = trial;
   }
 
@@ -356,10 +364,10 @@ class IqGridScheme final : public Scheme {
         for (int64_t i = 0; i < row.scales; ++i) {
           const float db = sub_scale(k_.db, row_d[static_cast<size_t>(i / scales_)], ls[static_cast<size_t>(i)]);
           for (int64_t g = i * group_points_; g < (i + 1) * group_points_; ++g) {
-            const int p = row_grid[g] | (grid_high ? high[static_cast<size_t>(g)] << 8 : 0);
+            const uint64_t word = k_.word(row_grid[g] | (grid_high ? high[static_cast<size_t>(g)] << 8 : 0));
             for (int j = 0; j < dims_; ++j) {
               const int64_t n = g * dims_ + j;
-              const float v = db * lattice_.value(p, j);
+              const float v = db * static_cast<float>((word >> (8 * j)) & 0xFF);
               y[n] = (sign[static_cast<size_t>(n / 8)] >> (n % 8)) & 1 ? -v : v;
             }
           }
@@ -370,7 +378,6 @@ class IqGridScheme final : public Scheme {
   }
 
   const Kind& k_;
-  const iq::Lattice& lattice_;
   int dims_, scales_, group_points_, points_, high_bits_, sign_bits_;
 };
 

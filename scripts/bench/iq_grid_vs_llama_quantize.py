@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""tquant's iq3xxs and iq3s against llama-quantize's IQ3_XXS and IQ3_S on the ffn_down
-weights of a real model (SmolLM2-135M: 1536 columns, whole 256-blocks), with the same
-llama.cpp imatrix on both sides.
+"""tquant's IQ2 and IQ3 twins (iq2xxs, iq2xs, iq2s, iq3xxs, iq3s) against llama-quantize's
+IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S on the ffn_down weights of a real model
+(SmolLM2-135M: 1536 columns, whole 256-blocks), with the same llama.cpp imatrix on both
+sides.
 
 llama-quantize runs with `--tensor-type ffn_down=TYPE` over a Q8_0 base, and its time
 less that of an all-Q8_0 run is the time of the IQ3 tensors; tquant quantizes the
@@ -11,10 +12,11 @@ REPS times interleaved; the median time is reported. For every ffn_down tensor i
 type: the weight SQNR and the imatrix-weighted SQNR (each column's error weighted by its
 mean squared activation, in_sum2 / counts: an estimate of the output error, what an
 imatrix-guided quantizer aims at), both from gguf-py's dequantize of the written blocks.
-Also tquant without the imatrix (llama-quantize refuses IQ3_XXS without one). Prints a
+Also tquant without the imatrix (llama-quantize refuses IQ2_XXS, IQ2_XS and IQ3_XXS
+without one). Prints a
 Markdown table.
 
-  .venv/bin/python scripts/bench/iq3_vs_llama_quantize.py --bin build \\
+  .venv/bin/python scripts/bench/iq_grid_vs_llama_quantize.py --bin build \\
       --llama-quantize LLAMA/bin/llama-quantize --model f16.gguf --imatrix imatrix.gguf --work .bench/iq3
 """
 import argparse
@@ -26,7 +28,7 @@ import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
 
-TYPES = [("iq3xxs", "IQ3_XXS"), ("iq3s", "IQ3_S")]
+TYPES = [("iq2xxs", "IQ2_XXS"), ("iq2xs", "IQ2_XS"), ("iq2s", "IQ2_S"), ("iq3xxs", "IQ3_XXS"), ("iq3s", "IQ3_S")]
 
 
 def timed(cmd):
@@ -56,7 +58,7 @@ def main():
     ap.add_argument("--llama-quantize", required=True)
     ap.add_argument("--model", required=True, help="an F16 GGUF")
     ap.add_argument("--imatrix", required=True, help="llama-imatrix's GGUF output for that model")
-    ap.add_argument("--work", default=".bench/iq3")
+    ap.add_argument("--work", default=".bench/iq_grid")
     ap.add_argument("--reps", type=int, default=2)
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)

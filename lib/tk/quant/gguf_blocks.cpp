@@ -39,7 +39,7 @@ struct Row {
   const uint8_t* sub_min = nullptr;  // K-quants: sub-block mins
   const uint8_t* e = nullptr;        // mxfp4: E8M0 scales
   const uint8_t* high = nullptr;     // lattice: a point's index above its low byte, a byte each
-  const uint8_t* signs = nullptr;    // lattice: a sign byte per 8 values (IQ3_XXS: bits 0..6)
+  const uint8_t* signs = nullptr;    // lattice: a sign byte per 8 values (bits 0..6 where 7 are stored)
 };
 // Write block `b` of the row into `out` (zeroed, the block's size).
 using BlockWriter = void (*)(const Row& row, int64_t b, uint8_t* out);
@@ -209,7 +209,7 @@ void write_iq3_xxs(const Row& r, int64_t b, uint8_t* out) {
   for (int i = 0; i < 8; ++i) {
     uint32_t word = static_cast<uint32_t>(r.sub[b * 8 + i]) << 28;
     for (int l = 0; l < 4; ++l) word |= static_cast<uint32_t>(r.signs[b * 32 + i * 4 + l] & 0x7F) << (7 * l);
-    for (int k = 0; k < 4; ++k) out[66 + 4 * i + k] = static_cast<uint8_t>(word >> (8 * k));
+    put_le32(word, out + 66 + 4 * i);
   }
 }
 // d, the low bytes of the 64 points, their bit 8 (point k in bit k % 8 of byte k / 8),

@@ -52,7 +52,7 @@ constexpr int kMaxPoints = 64;  // points per super-block
 constexpr int kLMax = 15;
 // Trial scales of a scale group: max m at top * (1 + kTrialRange * t / kTrials), |t| <=
 // kTrials (ggml's range, 0.8 to 1.2, in 7 steps where ggml takes 31: the s_i only seed
-// the search at the stored d, and 31 gained nothing there, see BENCHMARKS: iq3);
+// the search at the stored d, and 31 gained nothing there, see BENCHMARKS: iq2, iq3);
 // --fast: 3 steps.
 constexpr int kTrials = 3;
 constexpr int kFastTrials = 1;

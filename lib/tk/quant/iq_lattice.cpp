@@ -8,7 +8,7 @@
 
 namespace tk::quant::iq {
 
-Lattice::Lattice(const uint64_t* grid, int points, int dims) : dims_(dims) {
+Lattice::Lattice(const uint64_t* grid, int points, int dims, int rings) : dims_(dims) {
   auto byte_of = [&](int p, int j) { return static_cast<int>((grid[p] >> (8 * j)) & 0xFF); };
   // The levels are the distinct bytes of the grid, ascending.
   std::vector<int> bytes;
@@ -41,8 +41,8 @@ Lattice::Lattice(const uint64_t* grid, int points, int dims) : dims_(dims) {
     point_of_[static_cast<size_t>(c)] = static_cast<int16_t>(p);
   }
 
-  // Neighbours of each combination off the grid: the points at the least and the next
-  // squared distance in level steps.
+  // Neighbours of each combination off the grid: the points at the least (and, with two
+  // rings, the next) squared distance in level steps.
   near_first_.assign(static_cast<size_t>(combinations) + 1, 0);
   std::vector<int> dist(static_cast<size_t>(points));
   int levels[kMaxDims];
@@ -66,7 +66,7 @@ Lattice::Lattice(const uint64_t* grid, int points, int dims) : dims_(dims) {
       }
     }
     for (int p = 0; p < points; ++p)
-      if (dist[static_cast<size_t>(p)] <= next) near_.push_back(static_cast<uint16_t>(p));
+      if (dist[static_cast<size_t>(p)] <= (rings > 1 ? next : least)) near_.push_back(static_cast<uint16_t>(p));
   }
   near_first_[static_cast<size_t>(combinations)] = static_cast<uint32_t>(near_.size());
 }
@@ -109,23 +109,23 @@ template <size_t kN> std::vector<uint64_t> widen(const uint32_t (&grid)[kN]) { r
 }  // namespace
 
 const Lattice& iq2xxs_lattice() {
-  static const Lattice lattice(io::kIq2xxsGrid, 256, 8);
+  static const Lattice lattice(io::kIq2xxsGrid, 256, 8, 1);
   return lattice;
 }
 const Lattice& iq2xs_lattice() {
-  static const Lattice lattice(io::kIq2xsGrid, 512, 8);
+  static const Lattice lattice(io::kIq2xsGrid, 512, 8, 1);
   return lattice;
 }
 const Lattice& iq2s_lattice() {
-  static const Lattice lattice(io::kIq2sGrid, 1024, 8);
+  static const Lattice lattice(io::kIq2sGrid, 1024, 8, 1);
   return lattice;
 }
 const Lattice& iq3xxs_lattice() {
-  static const Lattice lattice(widen(io::kIq3xxsGrid).data(), 256, 4);
+  static const Lattice lattice(widen(io::kIq3xxsGrid).data(), 256, 4, 2);
   return lattice;
 }
 const Lattice& iq3s_lattice() {
-  static const Lattice lattice(widen(io::kIq3sGrid).data(), 512, 4);
+  static const Lattice lattice(widen(io::kIq3sGrid).data(), 512, 4, 2);
   return lattice;
 }
 

@@ -9,7 +9,7 @@
 // answer is the best, by the weighted error, of the grid points next to it (those at the
 // least squared distance in level steps, and for IQ3 also the next: listed once per
 // combination). The IQ2 grids take the least alone: the next ring holds 18 to 58 points
-// on average, which doubled the search time for 0.02 to 0.09 dB (BENCHMARKS: iq2, iq3).
+// on average, which doubled the search time for 0.09 to 0.4 dB (BENCHMARKS: iq2, iq3).
 #pragma once
 
 #include <cstddef>

@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   tool.set_gpu_work(
       "quantizing and dequantizing " + tk::quant::gpu_schemes_text() +
       ", --budget's candidates among them included, and the error measurement of each, the same bytes as "
-      "the CPU. The codebooks, iq4xs and the trellis run on the CPU: named by --scheme or --rule under --device "
-      "cuda they exit 5, as --budget candidates they run there");
+      "the CPU. The codebooks, iq4xs, the IQ2 and IQ3 twins and the trellis run on the CPU: named by --scheme or --rule "
+      "under --device cuda they exit 5, as --budget candidates they run there");
   return tool.run(argc, argv, [&] {
     if (dequant->parsed()) return tk::tquant::run_dequant(tool, d);
     if (curve->parsed()) return tk::tquant::run_curve(tool, q, svg);

@@ -35,7 +35,7 @@ std::vector<std::string> default_candidates() {
   // From about 2 to 8.5 bits per weight; those the scheme table does not know are
   // skipped, so the list follows the table. trellis:2:10 is the 2-bit trellis with 1024
   // states: within 0.25 dB of the default 4096 at a fifth of the search time.
-  static const char* const kNames[] = {"kmeans:2", "vq:4:8", "trellis:2:10", "q2k", "int3",  "kmeans:3", "q3k",  "iq4xs", "int4",
+  static const char* const kNames[] = {"kmeans:2", "vq:4:8", "trellis:2:10", "iq2xxs", "iq2xs", "q2k", "iq2s", "iq3xxs", "int3",  "kmeans:3", "iq3s", "q3k",  "iq4xs", "int4",
                                        "nf4",      "iq4nl",    "mxfp4", "nvfp4", "q4k",     "kmeans:4", "int5",
                                        "q5k",     "kmeans:5", "int6",  "q6k",     "mxfp6_e2m3", "int8",
                                        "q8k",     "mxfp8_e4m3"};

@@ -14,7 +14,7 @@ import struct
 
 import numpy as np
 import pytest
-from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q, GGUFReader, GGUFWriter
 from gguf.quants import dequantize
 from safetensors.numpy import load_file
 
@@ -25,6 +25,7 @@ HALF_FIELDS = {
     Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.Q8_0: [0],
     Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
     Q.IQ4_NL: [0], Q.IQ4_XS: [0], Q.TQ1_0: [52], Q.TQ2_0: [64], Q.MXFP4: [],
+    Q.IQ2_XXS: [0], Q.IQ2_XS: [0], Q.IQ2_S: [0], Q.IQ3_XXS: [0], Q.IQ3_S: [0],
 }
 # Byte offsets of each E8M0 scale.
 E8M0_FIELDS = {Q.MXFP4: [0]}
@@ -96,6 +97,24 @@ def test_block_types_decode_like_gguf_py(tmp, qtype):
     assert bad.size == 0, f"{bad.size} of {want.size} values differ, first at {bad[0]}"
 
 
+# Two rows of an ffn_down weight of SmolLM2-135M in each IQ2/IQ3 type, as llama-quantize
+# (with an imatrix) wrote them: blocks a real quantizer makes, beside the random ones above.
+TESTDATA = os.environ.get("TK_TESTDATA", os.path.join(os.path.dirname(__file__), "..", "..", "testdata"))
+LLAMA_BLOCKS = os.path.join(TESTDATA, "llama-iq-blocks.gguf")
+
+
+def test_llama_quantize_blocks_decode_like_gguf_py(tmp):
+    dst = os.path.join(tmp, "out.safetensors")
+    ok(TCONVERT, LLAMA_BLOCKS, "-o", dst)
+    got = load_file(dst)
+    tensors = GGUFReader(LLAMA_BLOCKS).tensors
+    assert sorted(t.tensor_type.name for t in tensors) == ["IQ2_S", "IQ2_XS", "IQ2_XXS", "IQ3_S", "IQ3_XXS"]
+    for t in tensors:
+        want = np.ascontiguousarray(dequantize(np.array(t.data), t.tensor_type), dtype=np.float32)
+        assert got[t.name].shape == want.shape == (2, 1536)
+        assert np.array_equal(got[t.name].view(np.uint32), want.view(np.uint32)), t.name
+
+
 @pytest.mark.parametrize("qtype", list(PLAIN_TYPES), ids=lambda t: t.name)
 def test_plain_types_keep_dtype_and_bytes(tmp, qtype):
     src, dst = os.path.join(tmp, "in.gguf"), os.path.join(tmp, "out.safetensors")
@@ -113,8 +132,8 @@ def test_plain_types_keep_dtype_and_bytes(tmp, qtype):
 def test_types_cover_what_both_decode():
     """A type gguf-py gains a decoder for shows up here, to be added above or listed as
     not decoded by tensorkit."""
-    # The lattice-codebook types, and NVFP4, which tensorkit's type table does not list yet.
-    not_in_tensorkit = {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "NVFP4"}
+    # The IQ1 lattice types, and NVFP4, which tensorkit's type table does not list yet.
+    not_in_tensorkit = {"IQ1_S", "IQ1_M", "NVFP4"}
     covered = set(BLOCK_TYPES) | set(PLAIN_TYPES)
     for qtype in Q:
         if qtype in covered or qtype.name in not_in_tensorkit:

@@ -15,6 +15,9 @@
 //   mxfp4                                     MXFP4   e2m1 * 2^(e - 127)
 //   iq4nl                                     IQ4_NL  d * kvalues_iq4nl[q]
 //   iq4xs                                     IQ4_XS  (d * (ls - 32)) * kvalues_iq4nl[q]
+//   iq3xxs                                    IQ3_XXS ((d * (0.5 + l)) * 0.5) * grid[p], signed
+//   iq3s                                      IQ3_S   (d * (1 + 2 l)) * grid[p], signed
+//   iq2xxs, iq2xs, iq2s                       IQ2_XXS, IQ2_XS, IQ2_S  ((d * (0.5 + l)) * 0.25) * grid[p], signed
 //
 // The values agree bit for bit except for the sign of some zeros: tensorkit's symmetric
 // decoders add +0 (a zero code gives +0, where ggml's d * 0 is -0 for a negative d), and

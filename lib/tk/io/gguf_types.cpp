@@ -13,6 +13,7 @@
 
 #include "tk/core/endian.h"
 #include "tk/core/error.h"
+#include "tk/io/ggml_iq_grids.h"
 
 namespace tk::io {
 
@@ -198,6 +199,95 @@ void decode_iq4_xs(const uint8_t* x, float* y) {
   }
 }
 
+// ---- lattice codebooks: IQ2_* and IQ3_* ----
+//
+// Each group of 8 (IQ2) or 4 (IQ3) values is a point of a fixed grid of small positive
+// integers (ggml_iq_grids.h), times a sub-block scale, with a sign per value: y = db *
+// grid[j], negated where the sign bit is set (a product with -1, exact, as ggml's).
+
+// `count` values of grid point `point` (one byte each, value 0 lowest), signs in bits 0..
+void put_lattice(float db, uint64_t point, unsigned signs, int count, float* y) {
+  for (int j = 0; j < count; ++j) {
+    const float v = db * static_cast<float>((point >> (8 * j)) & 0xFF);
+    y[j] = (signs >> j) & 1 ? -v : v;
+  }
+}
+
+// IQ2_* sub-block scales: d * (0.5 + s) * 0.25, ggml's order.
+float iq2_scale(float d, unsigned s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
+
+// Eight sub-blocks of 32, each two little-endian words: four grid bytes, then four 7-bit
+// sign indices and the 4-bit scale on top.
+void decode_iq2_xxs(const uint8_t* x, float* y) {
+  const float d = half_at(x);
+  for (int ib = 0; ib < kQK / 32; ++ib) {
+    const uint32_t grid = load_le<uint32_t>(x + 2 + 8 * ib);
+    const uint32_t aux = load_le<uint32_t>(x + 6 + 8 * ib);
+    const float db = iq2_scale(d, aux >> 28);
+    for (int l = 0; l < 4; ++l)
+      put_lattice(db, kIq2xxsGrid[(grid >> (8 * l)) & 0xFF], kIqSigns[(aux >> (7 * l)) & 127], 8, y + 32 * ib + 8 * l);
+  }
+}
+
+// 32 little-endian uint16 (9-bit grid index, 7-bit sign index), then a 4-bit scale per 16.
+void decode_iq2_xs(const uint8_t* x, float* y) {
+  const float d = half_at(x);
+  const uint8_t* scales = x + 66;
+  for (int k = 0; k < kQK / 8; ++k) {
+    const uint16_t q = load_le<uint16_t>(x + 2 + 2 * k);
+    const float db = iq2_scale(d, (scales[k / 4] >> (4 * ((k / 2) % 2))) & 0xF);
+    put_lattice(db, kIq2xsGrid[q & 511], kIqSigns[q >> 9], 8, y + 8 * k);
+  }
+}
+
+// Low bytes of 32 grid indices, 32 sign bytes, the indices' 2-bit tops (four per byte),
+// then a 4-bit scale per 16 values.
+void decode_iq2_s(const uint8_t* x, float* y) {
+  const float d = half_at(x);
+  const uint8_t* qs = x + 2;
+  const uint8_t* signs = x + 34;
+  const uint8_t* qh = x + 66;
+  const uint8_t* scales = x + 74;
+  for (int k = 0; k < kQK / 8; ++k) {
+    const unsigned index = qs[k] | (((qh[k / 4] >> (2 * (k % 4))) & 3u) << 8);
+    const float db = iq2_scale(d, (scales[k / 4] >> (4 * ((k / 2) % 2))) & 0xF);
+    put_lattice(db, kIq2sGrid[index], signs[k], 8, y + 8 * k);
+  }
+}
+
+// 64 grid bytes, then per sub-block of 32 a little-endian word: four 7-bit sign indices
+// (one per 8 values) and the 4-bit scale d * (0.5 + s) * 0.5.
+void decode_iq3_xxs(const uint8_t* x, float* y) {
+  const float d = half_at(x);
+  const uint8_t* qs = x + 2;
+  for (int ib = 0; ib < kQK / 32; ++ib) {
+    const uint32_t aux = load_le<uint32_t>(x + 66 + 4 * ib);
+    const float db = d * (0.5f + static_cast<float>(aux >> 28)) * 0.5f;
+    for (int l = 0; l < 4; ++l) {
+      const unsigned signs = kIqSigns[(aux >> (7 * l)) & 127];
+      float* out = y + 32 * ib + 8 * l;
+      put_lattice(db, kIq3xxsGrid[qs[8 * ib + 2 * l]], signs, 4, out);
+      put_lattice(db, kIq3xxsGrid[qs[8 * ib + 2 * l + 1]], signs >> 4, 4, out + 4);
+    }
+  }
+}
+
+// Low bytes of 64 grid indices, their ninth bits (bit k % 8 of byte k / 8), a sign bit
+// per value, then a 4-bit scale per sub-block of 32: d * (1 + 2 s).
+void decode_iq3_s(const uint8_t* x, float* y) {
+  const float d = half_at(x);
+  const uint8_t* qs = x + 2;
+  const uint8_t* qh = x + 66;
+  const uint8_t* signs = x + 74;
+  const uint8_t* scales = x + 106;
+  for (int k = 0; k < kQK / 4; ++k) {
+    const unsigned index = qs[k] | (((qh[k / 8] >> (k % 8)) & 1u) << 8);
+    const int s = (scales[k / 16] >> (4 * ((k / 8) % 2))) & 0xF;
+    const float db = d * static_cast<float>(1 + 2 * s);
+    put_lattice(db, kIq3sGrid[index], signs[k / 2] >> (4 * (k % 2)), 4, y + 4 * k);
+  }
+}
+
 // One ternary digit of a TQ1_0 byte, which holds 5 (or 4) digits as a fixed-point
 // fraction: multiplying by 3^n (mod 256) brings digit n to the top.
 int trit_at(uint8_t byte, uint8_t pow3) {
@@ -255,9 +345,9 @@ constexpr Entry blocks(GgmlType type, const char* name, uint32_t block, uint32_t
 
 using T = GgmlType;
 // Sizes as ggml-common.h's static_asserts give them. gguf-py's GGML_QUANT_SIZES has Q8_1 as
-// 40 bytes (its old float d, s); ggml's block_q8_1 holds two halves: 36. The IQ1, IQ2 and
-// IQ3 types (lattice codebooks), Q8_1 and Q8_K (ggml's intermediate types for dot products,
-// which gguf-py does not decode either) are listed but not decoded.
+// 40 bytes (its old float d, s); ggml's block_q8_1 holds two halves: 36. The IQ1 types,
+// Q8_1 and Q8_K (ggml's intermediate types for dot products, which gguf-py does not decode
+// either) are listed but not decoded.
 // Not constexpr: with the sanitizers, comparing a function address with null is not a
 // constant expression.
 const Entry kTable[] = {
@@ -275,13 +365,13 @@ const Entry kTable[] = {
     blocks(T::kQ5_K, "Q5_K", kQK, 176, decode_blocks<decode_k4<true>>),
     blocks(T::kQ6_K, "Q6_K", kQK, 210, decode_blocks<decode_q6_k>),
     blocks(T::kQ8_K, "Q8_K", kQK, 292, nullptr),
-    blocks(T::kIQ2_XXS, "IQ2_XXS", kQK, 66, nullptr),
-    blocks(T::kIQ2_XS, "IQ2_XS", kQK, 74, nullptr),
-    blocks(T::kIQ3_XXS, "IQ3_XXS", kQK, 98, nullptr),
+    blocks(T::kIQ2_XXS, "IQ2_XXS", kQK, 66, decode_blocks<decode_iq2_xxs>),
+    blocks(T::kIQ2_XS, "IQ2_XS", kQK, 74, decode_blocks<decode_iq2_xs>),
+    blocks(T::kIQ3_XXS, "IQ3_XXS", kQK, 98, decode_blocks<decode_iq3_xxs>),
     blocks(T::kIQ1_S, "IQ1_S", kQK, 50, nullptr),
     blocks(T::kIQ4_NL, "IQ4_NL", 32, 18, decode_blocks<decode_iq4_nl>),
-    blocks(T::kIQ3_S, "IQ3_S", kQK, 110, nullptr),
-    blocks(T::kIQ2_S, "IQ2_S", kQK, 82, nullptr),
+    blocks(T::kIQ3_S, "IQ3_S", kQK, 110, decode_blocks<decode_iq3_s>),
+    blocks(T::kIQ2_S, "IQ2_S", kQK, 82, decode_blocks<decode_iq2_s>),
     blocks(T::kIQ4_XS, "IQ4_XS", kQK, 136, decode_blocks<decode_iq4_xs>),
     plain(T::kI8, "I8", DType::kI8, 1),
     plain(T::kI16, "I16", DType::kI16, 2),

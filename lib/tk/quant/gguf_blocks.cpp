@@ -38,6 +38,8 @@ struct Row {
   const uint8_t* sub = nullptr;      // K-quants: sub-block scales (bias included)
   const uint8_t* sub_min = nullptr;  // K-quants: sub-block mins
   const uint8_t* e = nullptr;        // mxfp4: E8M0 scales
+  const uint8_t* high = nullptr;     // lattice: a point's index above its low byte, a byte each
+  const uint8_t* signs = nullptr;    // lattice: a sign byte per 8 values (bits 0..6 where 7 are stored)
 };
 // Write block `b` of the row into `out` (zeroed, the block's size).
 using BlockWriter = void (*)(const Row& row, int64_t b, uint8_t* out);
@@ -165,12 +167,66 @@ void write_iq4_xs(const Row& r, int64_t b, uint8_t* out) {
   out[3] = static_cast<uint8_t>(high >> 8);
   for (int i = 0; i < 8; ++i) put_nibbles32(r.codes + b * 256 + i * 32, out + 8 + i * 16);
 }
+void put_le32(uint32_t word, uint8_t* out) {
+  for (int k = 0; k < 4; ++k) out[k] = static_cast<uint8_t>(word >> (8 * k));
+}
+// d, then per sub-block of 32 two little-endian words: its four points, then their four
+// 7-bit sign indices (bits 7 l) and l on top (bits 28..31).
+void write_iq2_xxs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  for (int i = 0; i < 8; ++i) {
+    std::memcpy(out + 2 + 8 * i, r.codes + b * 32 + 4 * i, 4);
+    uint32_t word = static_cast<uint32_t>(r.sub[b * 8 + i]) << 28;
+    for (int l = 0; l < 4; ++l) word |= static_cast<uint32_t>(r.signs[b * 32 + i * 4 + l] & 0x7F) << (7 * l);
+    put_le32(word, out + 6 + 8 * i);
+  }
+}
+// d, 32 little-endian uint16 (9-bit point index, 7-bit sign index above it), then the
+// sixteen 4-bit l (scale group i in nibble i % 2 of byte i / 2).
+void write_iq2_xs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  for (int k = 0; k < 32; ++k) {
+    const unsigned v = r.codes[b * 32 + k] | (r.high[b * 32 + k] & 1u) << 8 | (r.signs[b * 32 + k] & 0x7Fu) << 9;
+    out[2 + 2 * k] = static_cast<uint8_t>(v & 0xFF);
+    out[3 + 2 * k] = static_cast<uint8_t>(v >> 8);
+  }
+  for (int i = 0; i < 16; ++i) out[66 + i / 2] |= static_cast<uint8_t>((r.sub[b * 16 + i] & 0xF) << (i % 2 * 4));
+}
+// d, the low bytes of the 32 points, the 32 sign bytes, the points' bits 8..9 (point k
+// at bits 2 (k % 4) of byte k / 4), then the sixteen 4-bit l as IQ2_XS's.
+void write_iq2_s(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  std::memcpy(out + 2, r.codes + b * 32, 32);
+  std::memcpy(out + 34, r.signs + b * 32, 32);
+  for (int k = 0; k < 32; ++k) out[66 + k / 4] |= static_cast<uint8_t>((r.high[b * 32 + k] & 3) << (2 * (k % 4)));
+  for (int i = 0; i < 16; ++i) out[74 + i / 2] |= static_cast<uint8_t>((r.sub[b * 16 + i] & 0xF) << (i % 2 * 4));
+}
+// d, the 64 points of the block, then per sub-block of 32 a little-endian word: the four
+// 7-bit sign indices (bits 7 l) and l on top (bits 28..31).
+void write_iq3_xxs(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  std::memcpy(out + 2, r.codes + b * 64, 64);
+  for (int i = 0; i < 8; ++i) {
+    uint32_t word = static_cast<uint32_t>(r.sub[b * 8 + i]) << 28;
+    for (int l = 0; l < 4; ++l) word |= static_cast<uint32_t>(r.signs[b * 32 + i * 4 + l] & 0x7F) << (7 * l);
+    put_le32(word, out + 66 + 4 * i);
+  }
+}
+// d, the low bytes of the 64 points, their bit 8 (point k in bit k % 8 of byte k / 8),
+// the 32 sign bytes, then the eight 4-bit l (sub-block i in nibble i % 2 of byte i / 2).
+void write_iq3_s(const Row& r, int64_t b, uint8_t* out) {
+  put_f16(r.d, b, out);
+  std::memcpy(out + 2, r.codes + b * 64, 64);
+  for (int k = 0; k < 64; ++k) out[66 + k / 8] |= static_cast<uint8_t>((r.high[b * 64 + k] & 1) << (k % 8));
+  std::memcpy(out + 74, r.signs + b * 32, 32);
+  for (int i = 0; i < 8; ++i) out[106 + i / 2] |= static_cast<uint8_t>((r.sub[b * 8 + i] & 0xF) << (i % 2 * 4));
+}
 void write_mxfp4(const Row& r, int64_t b, uint8_t* out) {
   out[0] = r.e[b];
   put_nibbles32(r.codes + b * 32, out + 1);
 }
 
-enum class Family { kInt, kKQuant, kMx, kTable };
+enum class Family { kInt, kKQuant, kMx, kTable, kLattice };
 
 // One tensorkit scheme with the options that fix its layout, and its ggml block type.
 struct Twin {
@@ -201,7 +257,29 @@ constexpr Twin kTwins[] = {
     {GgmlType::kIQ4_NL, "iq4nl", Family::kTable, 32, 4, true, 0, 0, write_q4_0},  // Q4_0's bytes, other levels
     // Parts as a symmetric K-quant's (codes, d, 6-bit sub_scales): read the same way.
     {GgmlType::kIQ4_XS, "iq4xs", Family::kKQuant, 256, 4, true, 32, 6, write_iq4_xs},
+    // Parts "grid" (a point's low byte), "grid_high", "signs", 4-bit "sub_scales", "d"
+    // (iq_grid.cpp); bits: those of the sign stream (7 or 8 per 8 values); sub: values
+    // per l; lattice_shape: values per point and the index's bits above its low byte.
+    {GgmlType::kIQ2_XXS, "iq2xxs", Family::kLattice, 256, 7, true, 32, 4, write_iq2_xxs},
+    {GgmlType::kIQ2_XS, "iq2xs", Family::kLattice, 256, 7, true, 16, 4, write_iq2_xs},
+    {GgmlType::kIQ2_S, "iq2s", Family::kLattice, 256, 8, true, 16, 4, write_iq2_s},
+    {GgmlType::kIQ3_XXS, "iq3xxs", Family::kLattice, 256, 7, true, 32, 4, write_iq3_xxs},
+    {GgmlType::kIQ3_S, "iq3s", Family::kLattice, 256, 8, true, 32, 4, write_iq3_s},
 };
+
+struct LatticeShape {
+  int dims;       // values per point
+  int high_bits;  // bits of a point's index above its low byte
+};
+LatticeShape lattice_shape(GgmlType type) {
+  switch (type) {
+    case GgmlType::kIQ2_XXS: return {8, 0};
+    case GgmlType::kIQ2_XS: return {8, 1};
+    case GgmlType::kIQ2_S: return {8, 2};
+    case GgmlType::kIQ3_S: return {4, 1};
+    default: return {4, 0};  // IQ3_XXS
+  }
+}
 
 bool param_is(const Quantized& q, const char* key, const std::string& value) {
   auto it = q.params.find(key);
@@ -250,6 +328,7 @@ bool options_match(const Quantized& q, const Twin& t) {
              part_is(q, "scales", DType::kF16) && (t.symmetric || part_is(q, "mins", DType::kF16));
     case Family::kKQuant: return part_is(q, "d", DType::kF16) && (t.symmetric || part_is(q, "dmin", DType::kF16));
     case Family::kTable: return part_is(q, "scales", DType::kF16);
+    case Family::kLattice: return part_is(q, "d", DType::kF16) && part_is(q, "grid", DType::kU8);
     case Family::kMx: {
       // ggml decodes E8M0 0xff as 2^127, tensorkit as NaN (a block that held NaN or Inf).
       auto it = q.parts.find("scales");
@@ -281,8 +360,12 @@ struct Source {
   const uint8_t* m = nullptr;
   const uint8_t* sub = nullptr;
   const uint8_t* sub_min = nullptr;
+  const uint8_t* high = nullptr;
+  const uint8_t* signs = nullptr;
   int64_t scales_per_row = 0;  // d (and m) per row
   int64_t subs_per_row = 0;
+  int64_t points_per_row = 0;  // lattice
+  int high_bits = 0;           // lattice
 
   Source(const Quantized& q, const Twin& twin) : t(twin), l(quantized_rows(q, twin.block)) {
     const auto rows = static_cast<uint64_t>(l.rows);
@@ -292,6 +375,19 @@ struct Source {
     if (t.family == Family::kMx) {
       codes = part(q, "codes", DType::kF4, code_count).data();
       d = part(q, "scales", DType::kF8E8M0, scale_count).data();
+      return;
+    }
+    if (t.family == Family::kLattice) {
+      const LatticeShape shape = lattice_shape(t.type);
+      points_per_row = l.cols / shape.dims;
+      high_bits = shape.high_bits;
+      const uint64_t points = rows * static_cast<uint64_t>(points_per_row);
+      codes = part(q, "grid", DType::kU8, points).data();
+      if (high_bits) high = part(q, "grid_high", DType::kU8, points * static_cast<uint64_t>(high_bits) / 8).data();
+      signs = part(q, "signs", DType::kU8, code_count / 64 * static_cast<uint64_t>(t.bits)).data();
+      d = part(q, "d", DType::kF16, scale_count).data();
+      subs_per_row = l.cols / t.sub;
+      sub = part(q, "sub_scales", DType::kU8, rows * static_cast<uint64_t>(subs_per_row / 2)).data();
       return;
     }
     codes = part(q, "codes", DType::kU8, code_count * static_cast<uint64_t>(t.bits) / 8).data();
@@ -310,6 +406,7 @@ struct Source {
   Row row(int64_t r, std::vector<uint8_t>& code_buf, std::vector<uint8_t>& sub_buf,
           std::vector<uint8_t>& sub_min_buf) const {
     Row out;
+    if (t.family == Family::kLattice) return lattice_row(r, code_buf, sub_buf);
     unpack_bits(codes + r * l.cols * t.bits / 8, l.cols, t.bits, code_buf.data(), false);
     out.codes = code_buf.data();
     if (t.family == Family::kMx) {
@@ -327,6 +424,25 @@ struct Source {
       unpack_bits(sub_min + r * sub_row_bytes, subs_per_row, t.scale_bits, sub_min_buf.data(), false);
       out.sub_min = sub_min_buf.data();
     }
+    return out;
+  }
+
+  // A lattice row: points' low bytes in place; their high bits and the sign bytes
+  // unpacked into `buf` (at most cols / 4 + cols / 8 bytes), the l into `sub_buf`.
+  Row lattice_row(int64_t r, std::vector<uint8_t>& buf, std::vector<uint8_t>& sub_buf) const {
+    Row out;
+    const int64_t points = points_per_row, sign_count = l.cols / 8;
+    out.codes = codes + r * points;
+    out.d = d + 2 * r * scales_per_row;
+    if (high) {
+      unpack_bits(high + r * points * high_bits / 8, points, high_bits, buf.data(), false);
+      out.high = buf.data();
+    }
+    const int64_t sign_row_bytes = sign_count * t.bits / 8;
+    unpack_bits(signs + r * sign_row_bytes, sign_count, t.bits, buf.data() + points, false);
+    out.signs = buf.data() + points;
+    unpack_bits(sub + r * subs_per_row / 2, subs_per_row, 4, sub_buf.data(), false);
+    out.sub = sub_buf.data();
     return out;
   }
 };

@@ -18,8 +18,8 @@ uint64_t Quantized::stored_bytes() const {
 }
 
 std::vector<std::string> scheme_names() {
-  std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4", "iq4nl", "iq4xs",
-                                    "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
+  std::vector<std::string> names = {"int2..int8", "q2k", "q3k", "q4k", "q5k", "q6k", "q8k", "nf4", "iq4nl",
+                                    "iq2xxs", "iq2xs", "iq2s", "iq3xxs", "iq3s", "iq4xs", "fp8_e4m3", "fp8_e5m2", "mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3",
                                     "mxfp6_e3m2", "mxfp4", "mxint8", "nvfp4", "trellis:BITS[:STATE_BITS]"};
   for (auto& n : codebook_scheme_names()) names.push_back(std::move(n));
   return names;
@@ -44,6 +44,11 @@ std::unique_ptr<Scheme> make_scheme(std::string_view spec) {
   if (s.size() == 4 && s.rfind("int", 0) == 0 && s[3] >= '2' && s[3] <= '8') return make_int_scheme(s[3] - '0');
   if (s == "nf4") return make_nf4_scheme();
   if (s == "iq4nl") return make_iq4nl_scheme();
+  if (s == "iq2xxs") return make_iq2xxs_scheme();
+  if (s == "iq2xs") return make_iq2xs_scheme();
+  if (s == "iq2s") return make_iq2s_scheme();
+  if (s == "iq3xxs") return make_iq3xxs_scheme();
+  if (s == "iq3s") return make_iq3s_scheme();
   if (s == "iq4xs") return make_iq4xs_scheme();
   if (auto k = make_kquant_scheme(s)) return k;
   if (s == "nvfp4") return make_nvfp4_scheme();

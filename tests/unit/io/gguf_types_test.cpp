@@ -68,7 +68,8 @@ TEST(GgmlTypes, DecodedTypes) {
   for (uint32_t number = 0; number < 64; ++number)
     if (const GgmlTypeTraits* t = ggml_type_traits(number); t && !t->plain && t->dequantizes) decoded.insert(t->name);
   EXPECT_EQ(decoded, (std::set<std::string>{"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
-                                            "Q6_K", "IQ4_NL", "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4"}));
+                                            "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ4_NL", "IQ3_S", "IQ2_S",
+                                            "IQ4_XS", "TQ1_0", "TQ2_0", "MXFP4"}));
 }
 
 TEST(GgmlTypes, ParseIgnoresCase) {
@@ -207,7 +208,7 @@ TEST(GgmlDequantize, Errors) {
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ4_0, Bytes(17), out); }), ErrorKind::kInternal);
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ4_0, Bytes(36), out); }), ErrorKind::kInternal);
   std::vector<float> k(256);
-  EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kIQ2_XXS, Bytes(66), k); }), ErrorKind::kUnavailable);
+  EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kIQ1_S, Bytes(50), k); }), ErrorKind::kUnavailable);
   EXPECT_EQ(kind_of([&] { gguf_dequantize(GgmlType::kQ8_K, Bytes(292), k); }), ErrorKind::kUnavailable);
   EXPECT_EQ(kind_of([&] { ggml_traits(static_cast<GgmlType>(4)); }), ErrorKind::kInternal);
   gguf_dequantize(GgmlType::kQ4_0, {}, {});  // no blocks: nothing to do

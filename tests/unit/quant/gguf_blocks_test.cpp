@@ -265,6 +265,11 @@ TEST(GgufBlocks, TwinsAreTheSchemesDefaults) {
   EXPECT_EQ(tensorkit_twin(GgmlType::kMXFP4)->scheme, "mxfp4");
   EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_NL)->scheme, "iq4nl");
   EXPECT_EQ(tensorkit_twin(GgmlType::kIQ4_XS)->scheme, "iq4xs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ3_XXS)->scheme, "iq3xxs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ3_S)->scheme, "iq3s");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ2_XXS)->scheme, "iq2xxs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ2_XS)->scheme, "iq2xs");
+  EXPECT_EQ(tensorkit_twin(GgmlType::kIQ2_S)->scheme, "iq2s");
   const GgufTwin q8 = *tensorkit_twin(GgmlType::kQ8_0);
   EXPECT_EQ(q8.scheme, "int8");
   EXPECT_EQ(q8.options.group_size, 32);
@@ -273,7 +278,7 @@ TEST(GgufBlocks, TwinsAreTheSchemesDefaults) {
   EXPECT_FALSE(tensorkit_twin(GgmlType::kQ4_1)->options.symmetric);
   EXPECT_EQ(tensorkit_twin(GgmlType::kTQ2_0)->options.group_size, 256);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_1, GgmlType::kQ8_K,
-                        GgmlType::kTQ1_0, GgmlType::kIQ2_XXS}) {
+                        GgmlType::kTQ1_0, GgmlType::kIQ1_S}) {
     EXPECT_FALSE(tensorkit_twin(type).has_value()) << io::ggml_traits(type).name;
   }
 }

@@ -8,31 +8,16 @@
 #include <vector>
 
 #include "test_util.h"
+#include "quant_test_util.h"
 #include "tk/quant/quant_internal.h"
 #include "tk/quant/scheme.h"
 
 namespace tk::quant {
 namespace {
 
-std::vector<float> round_trip(const Scheme& s, const std::vector<float>& x, const Shape& shape,
-                              const QuantOptions& o = {}) {
-  std::vector<float> y(x.size());
-  s.dequantize(s.quantize(x.data(), shape, o), y.data());
-  return y;
-}
-
-double sqnr(const std::vector<float>& x, const std::vector<float>& y, int64_t cols) {
-  return measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), cols, nullptr).sqnr_db;
-}
-
-// Heavy-tailed values (Student's t, 4 degrees of freedom), as trained weights often are.
-std::vector<float> heavy_tailed(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::student_t_distribution<float> t(4.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = t(rng) * 0.02f;
-  return x;
-}
+using test::heavy_tailed;
+using test::round_trip;
+using test::sqnr;
 
 TEST(Iq4xs, LayoutIsIq4xs) {
   const auto s = make_scheme("iq4xs");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "quant_test_util.h"
 #include "tk/io/ggml_iq_grids.h"
 #include "tk/io/gguf_types.h"
 #include "tk/quant/gguf_blocks.h"
@@ -18,6 +19,10 @@
 
 namespace tk::quant {
 namespace {
+
+using test::heavy_tailed;
+using test::round_trip;
+using test::sqnr;
 
 struct Case {
   const char* scheme;
@@ -55,25 +60,6 @@ float group_scale(const Case& c, float d, int l) {
   if (c.type == io::GgmlType::kIQ3_S) return d * static_cast<float>(1 + 2 * l);
   if (c.type == io::GgmlType::kIQ3_XXS) return d * (0.5f + static_cast<float>(l)) * 0.5f;
   return d * (0.5f + static_cast<float>(l)) * 0.25f;
-}
-
-std::vector<float> round_trip(const Scheme& s, const std::vector<float>& x, const Shape& shape,
-                              const QuantOptions& o = {}) {
-  std::vector<float> y(x.size());
-  s.dequantize(s.quantize(x.data(), shape, o), y.data());
-  return y;
-}
-
-double sqnr(const std::vector<float>& x, const std::vector<float>& y, int64_t cols) {
-  return measure_error(x.data(), y.data(), static_cast<int64_t>(x.size()), cols, nullptr).sqnr_db;
-}
-
-std::vector<float> heavy_tailed(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::student_t_distribution<float> t(4.0f);
-  std::vector<float> x(n);
-  for (float& v : x) v = t(rng) * 0.02f;
-  return x;
 }
 
 TEST(IqGrid, Layouts) {

@@ -42,19 +42,19 @@ size_t allocation_drop_dominated(Candidates& t, size_t i);
 
 // Drop tensor i's candidates that land near a grid the tensor's values sit close to but
 // not on (a fine-tune of a model that was quantized once). The tensor's rate-distortion
-// line is the median over its candidates of SQNR - 6.02 dB per bit; a candidate more
-// than kSnapMarginDb above it shows such a grid, and then every candidate more than
-// kSnapNearMarginDb above the line goes. Such a candidate's error is the fine-tune's
-// change itself: every tensor reverts the same change, the errors add up coherently,
-// and llama.cpp's KL divergence grows many times what the small error predicts
-// (docs/QUANT.md). A tensor on which some candidate is lossless for the source's dtype
-// sits on a grid exactly (a quantized model stored as f16): nothing to revert, nothing
-// goes.
-// `signal`: the tensor's (importance-weighted) sum of squares; `weights`: its elements.
-// Needs four candidates or more to draw a line; keeps at least one. Returns how many
-// were dropped.
+// line is the median over its candidates of SQNR - 6.02 dB per bit. A candidate more
+// than kSnapMarginDb above it lands near such a grid (a snap) and goes, and so does
+// every candidate of more bytes than a snap that gains less than kSnapPlateauGainDb of
+// SQNR over it while lying above the line (a finer grid holding the same levels: the
+// same plateau). A snap's error is the fine-tune's change itself: every tensor reverts
+// the same change, the errors add up coherently, and llama.cpp's KL divergence grows
+// many times what the small error predicts (docs/QUANT.md). A tensor on which some
+// candidate is lossless for the source's dtype sits on a grid exactly (a quantized model
+// stored as f16): nothing to revert, nothing goes. `signal`: the tensor's
+// (importance-weighted) sum of squares; `weights`: its elements. Needs four candidates
+// or more to draw a line; keeps at least one. Returns how many were dropped.
 inline constexpr double kSnapMarginDb = 5;
-inline constexpr double kSnapNearMarginDb = 2.5;
+inline constexpr double kSnapPlateauGainDb = 2;
 size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights, DType source);
 
 // The SQNR above which a quantized tensor counts as lossless for a source of `dtype`:

@@ -89,23 +89,28 @@ size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t we
   std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
   const double line = sorted[n / 2];
   const double lossless = lossless_sqnr_db(source);
-  // A candidate far above the line shows that the tensor sits near a grid; those that
-  // also reach it from finer grids (Q5_1 holds Q4_1's levels at half its step) land on
-  // the same plateau, less far above their own line: on such a tensor the nearer margin.
-  // A candidate that is lossless shows the tensor sits on its grid exactly (a quantized
-  // model stored as floats): then there is no change to revert, and the others' errors
-  // near that grid are quantization noise like any other.
-  bool near_grid = false;
+  // A candidate far above the line shows that the tensor sits near a grid (a snap). A
+  // lossless one shows it sits on a grid exactly (a quantized model stored as floats):
+  // then there is no change to revert, and the others' errors near that grid are
+  // quantization noise like any other.
+  std::vector<size_t> snaps;
   for (size_t j = 0; j < n; ++j) {
     if (sqnr[j] >= lossless) return 0;
-    near_grid |= excess[j] > line + kSnapMarginDb;
+    if (excess[j] > line + kSnapMarginDb) snaps.push_back(j);
   }
-  if (!near_grid) return 0;
+  if (snaps.empty()) return 0;
+  // Finer grids that hold the same levels (Q5_1 holds Q4_1's at half its step) land on
+  // the same plateau: more bits for less than kSnapPlateauGainDb, still above the line.
+  // A scheme that lands on no grid gains about 6 dB a bit and sits near the line.
   std::vector<char> keep(n, 1);
-  size_t left = n;
-  for (size_t j = 0; j < n; ++j) {
-    if (excess[j] > line + kSnapNearMarginDb && left > 1) keep[j] = 0, --left;
+  for (size_t j : snaps) keep[j] = 0;
+  for (size_t k = 0; k < n; ++k) {
+    for (size_t j : snaps) {
+      if (keep[k] && item.bytes[k] > item.bytes[j] && sqnr[k] - sqnr[j] < kSnapPlateauGainDb && excess[k] > line)
+        keep[k] = 0;
+    }
   }
+  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return 0;  // keeps at least one
   return keep_only(t, i, keep);
 }
 

@@ -33,6 +33,24 @@ struct FileDigest {
   bool operator==(const FileDigest&) const = default;
 };
 
+// Incremental digest of consecutive pieces, hashed on the caller's thread.
+class StreamDigest {
+ public:
+  explicit StreamDigest(DigestKind kind);
+  ~StreamDigest();
+  StreamDigest(const StreamDigest&) = delete;
+  StreamDigest& operator=(const StreamDigest&) = delete;
+
+  void update(const void* data, size_t size);
+  // The digest of every piece so far; the object must not be used afterwards.
+  FileDigest finish();
+
+ private:
+  struct State;
+  DigestKind kind_;
+  std::unique_ptr<State> state_;
+};
+
 // Incremental digest of consecutive pieces, hashed on a thread of its own. Each piece's
 // Buffer is kept alive until it has been hashed; at most `max_pending` bytes wait,
 // beyond which update() blocks. SHA-256 runs at 1.5-2 GB/s with the SHA extensions (as
@@ -49,10 +67,8 @@ class BackgroundDigest {
   FileDigest finish();
 
  private:
-  struct State;
-  DigestKind kind_;
-  std::unique_ptr<State> state_;
-  std::unique_ptr<BackgroundQueue> queue_;  // after state_: joined before state_ goes
+  StreamDigest digest_;
+  std::unique_ptr<BackgroundQueue> queue_;  // after digest_: joined before digest_ goes
 };
 
 }  // namespace tk::codec

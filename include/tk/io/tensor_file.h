@@ -47,6 +47,9 @@ FileFormat format_parse(std::string_view text);
 FileFormat format_from_extension(const std::string& path);
 // Detect the format from the first bytes of the stream (peeked, not consumed).
 FileFormat detect_format(InputStream& in);
+// Whether `head` begins with zstd's frame magic (skippable frames excluded): what
+// tcompress writes for a file that holds no tensors.
+bool is_zstd_frame(std::span<const uint8_t> head);
 
 class TensorReader {
  public:

@@ -55,7 +55,7 @@ void finish_sequential(io::InputStream& in, const Container& c, uint64_t in_begi
 }  // namespace
 
 TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, const TkzDecodeOptions& options) {
-  if (is_zstd_frame(in.peek(4))) {
+  if (io::is_zstd_frame(in.peek(4))) {
     const ZstdFileResult z = zstd_file_decompress(in, &out);
     TkzDecompressResult result;
     result.zstd_frame = true;
@@ -162,7 +162,7 @@ TkzDecompressResult tkz_decompress(io::InputStream& in, io::OutputStream& out, c
 
 io::TensorInfo tkz_extract_stream(io::InputStream& in, std::string_view name, const TkzDecodeOptions& options,
                                   const TkzTensorSink& sink) {
-  if (is_zstd_frame(in.peek(4)))
+  if (io::is_zstd_frame(in.peek(4)))
     throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", in.name())
         .with_option("codec.opaque_restore");
   const bool seekable = in.is_regular_file() && in.position() == 0;
@@ -248,7 +248,7 @@ Tensor tkz_extract(io::InputStream& in, std::string_view name, const TkzDecodeOp
 }
 
 TkzListing tkz_list(io::InputStream& in) {
-  if (is_zstd_frame(in.peek(4))) {
+  if (io::is_zstd_frame(in.peek(4))) {
     const ZstdFileResult z = zstd_file_decompress(in, nullptr);
     TkzListing listing;
     listing.zstd_frame = true;

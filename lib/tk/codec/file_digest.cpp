@@ -28,28 +28,25 @@ std::string FileDigest::hex() const {
   return text;
 }
 
-struct BackgroundDigest::State {
+struct StreamDigest::State {
   Sha256 sha;
   XXH3_state_t xxh;
 };
 
-BackgroundDigest::BackgroundDigest(DigestKind kind, size_t max_pending)
-    : kind_(kind), state_(std::make_unique<State>()) {
+StreamDigest::StreamDigest(DigestKind kind) : kind_(kind), state_(std::make_unique<State>()) {
   XXH3_128bits_reset(&state_->xxh);
-  queue_ = std::make_unique<BackgroundQueue>(
-      [this](const Buffer& piece) {
-        if (kind_ == DigestKind::kSha256)
-          state_->sha.update({piece.data(), piece.size()});
-        else
-          XXH3_128bits_update(&state_->xxh, piece.data(), piece.size());
-      },
-      max_pending);
 }
 
-BackgroundDigest::~BackgroundDigest() = default;
+StreamDigest::~StreamDigest() = default;
 
-FileDigest BackgroundDigest::finish() {
-  queue_->finish();
+void StreamDigest::update(const void* data, size_t size) {
+  if (kind_ == DigestKind::kSha256)
+    state_->sha.update({static_cast<const uint8_t*>(data), size});
+  else
+    XXH3_128bits_update(&state_->xxh, data, size);
+}
+
+FileDigest StreamDigest::finish() {
   FileDigest digest;
   digest.kind = kind_;
   if (kind_ == DigestKind::kSha256) {
@@ -61,6 +58,18 @@ FileDigest BackgroundDigest::finish() {
     std::memcpy(digest.bytes.data(), canonical.digest, sizeof canonical.digest);
   }
   return digest;
+}
+
+BackgroundDigest::BackgroundDigest(DigestKind kind, size_t max_pending) : digest_(kind) {
+  queue_ = std::make_unique<BackgroundQueue>([this](const Buffer& piece) { digest_.update(piece.data(), piece.size()); },
+                                             max_pending);
+}
+
+BackgroundDigest::~BackgroundDigest() = default;
+
+FileDigest BackgroundDigest::finish() {
+  queue_->finish();
+  return digest_.finish();
 }
 
 }  // namespace tk::codec

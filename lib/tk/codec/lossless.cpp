@@ -45,6 +45,8 @@
 #include "tk/core/endian.h"
 #include "tk/core/error.h"
 
+#include "zstd_file.h"  // ZstdCCtxPtr, ZstdDCtxPtr
+
 namespace tk::codec {
 namespace {
 
@@ -104,13 +106,6 @@ int thread_count(int requested, size_t chunks) {
   const size_t t = requested > 0 ? static_cast<size_t>(requested) : static_cast<size_t>(omp_get_max_threads());
   return static_cast<int>(std::max<size_t>(1, std::min(t, chunks)));
 }
-
-struct CCtxFree {
-  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* c) const { ZSTD_freeDCtx(c); }
-};
 
 // Keeps the error of the lowest failing chunk, so that the error reported does not
 // depend on the thread count or scheduling: chunks above a failed one are skipped,
@@ -241,7 +236,7 @@ struct CompressState {
     if (!cctx) throw unavailable("cannot create a zstd context");
   }
   HuffmanEncoder huffman;
-  std::unique_ptr<ZSTD_CCtx, CCtxFree> cctx;
+  ZstdCCtxPtr cctx;
   std::vector<uint8_t> scratch;  // zstd output when a Huffman coding already sits in place
 };
 
@@ -450,7 +445,7 @@ struct DecompressState {
     if (!dctx) throw unavailable("cannot create a zstd context");
   }
   HuffmanDecoder huffman;
-  std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx;
+  ZstdDCtxPtr dctx;
   std::vector<uint8_t> planes;
   std::vector<uint8_t> high;  // a delta's plane 0 in element order
 };

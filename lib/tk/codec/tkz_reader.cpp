@@ -15,7 +15,7 @@ TkzReader::TkzReader(std::string path, const TkzDecodeOptions& options)
     : path_(std::move(path)), options_(options) {
   auto in = io::InputStream::open(path_);
   if (!in->is_regular_file()) throw usage_error("a .tkz container is read as a tensor file only from a file", path_);
-  if (is_zstd_frame(in->peek(4)))
+  if (io::is_zstd_frame(in->peek(4)))
     throw usage_error("the file is one zstd frame of a whole file, not a container of tensors", path_)
         .with_option("codec.opaque_skipped");
   listing_ = tkz_list(*in);

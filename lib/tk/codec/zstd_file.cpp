@@ -9,9 +9,6 @@
 #include <memory>
 #include <vector>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <zstd.h>
 
 #include "tk/core/error.h"
@@ -19,18 +16,10 @@
 namespace tk::codec {
 namespace {
 
-constexpr uint8_t kMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
 constexpr size_t kPiece = size_t{1} << 20;
 
-struct CCtxFree {
-  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
-};
-struct DCtxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
-
-std::unique_ptr<ZSTD_CCtx, CCtxFree> compress_context(int level, int threads) {
-  std::unique_ptr<ZSTD_CCtx, CCtxFree> c(ZSTD_createCCtx());
+ZstdCCtxPtr compress_context(int level, int threads) {
+  ZstdCCtxPtr c(ZSTD_createCCtx());
   if (!c) throw unavailable("zstd: out of memory");
   ZSTD_CCtx_setParameter(c.get(), ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(c.get(), ZSTD_c_checksumFlag, 1);
@@ -39,22 +28,6 @@ std::unique_ptr<ZSTD_CCtx, CCtxFree> compress_context(int level, int threads) {
   ZSTD_CCtx_setParameter(c.get(), ZSTD_c_nbWorkers, std::max(threads, 1));
   return c;
 }
-
-class Xxh128 {
- public:
-  Xxh128() { XXH3_128bits_reset(&state_); }
-  void update(const void* p, size_t n) { XXH3_128bits_update(&state_, p, n); }
-  FileDigest finish() {
-    FileDigest d;
-    XXH128_canonical_t canonical;
-    XXH128_canonicalFromHash(&canonical, XXH3_128bits_digest(&state_));
-    std::memcpy(d.bytes.data(), canonical.digest, sizeof canonical.digest);
-    return d;
-  }
-
- private:
-  XXH3_state_t state_;
-};
 
 // What the frame header says that the reader checks before decoding.
 struct FrameHeader {
@@ -68,7 +41,7 @@ struct FrameHeader {
 FrameHeader read_frame_header(io::InputStream& in) {
   constexpr size_t kMaxHeader = 18;
   const std::span<const uint8_t> h = in.peek(kMaxHeader);
-  if (h.size() < 5 || !is_zstd_frame(h)) throw invalid_input("truncated zstd frame header", in.name());
+  if (h.size() < 5 || !io::is_zstd_frame(h)) throw invalid_input("truncated zstd frame header", in.name());
   const uint8_t descriptor = h[4];
   if (descriptor & 0x08) throw invalid_input("zstd frame header sets a reserved bit", in.name());
   const bool single_segment = descriptor & 0x20;
@@ -98,16 +71,12 @@ FrameHeader read_frame_header(io::InputStream& in) {
 
 // A tcompressed file is one frame; what zstd would take as a next frame is refused.
 [[noreturn]] void refuse_trailing(std::span<const uint8_t> rest, const std::string& name) {
-  if (is_zstd_frame(rest.subspan(0, std::min<size_t>(rest.size(), 4))))
+  if (io::is_zstd_frame(rest.subspan(0, std::min<size_t>(rest.size(), 4))))
     throw invalid_input("a second zstd frame after the first; a compressed file is one frame", name);
   throw invalid_input("bytes after the zstd frame", name);
 }
 
 }  // namespace
-
-bool is_zstd_frame(std::span<const uint8_t> head) {
-  return head.size() >= 4 && std::memcmp(head.data(), kMagic, 4) == 0;
-}
 
 ZstdFileResult zstd_file_compress(io::InputStream& in, std::optional<uint64_t> content_size, io::OutputStream& out,
                                   int level, int threads,
@@ -116,7 +85,7 @@ ZstdFileResult zstd_file_compress(io::InputStream& in, std::optional<uint64_t> c
   const std::optional<uint64_t> total = content_size;
   if (total) ZSTD_CCtx_setPledgedSrcSize(c.get(), *total);
   std::vector<uint8_t> piece(ZSTD_CStreamInSize()), coded(ZSTD_CStreamOutSize());
-  Xxh128 digest;
+  StreamDigest digest(DigestKind::kXxh3_128);
   ZstdFileResult r;
   const uint64_t out_begin = out.position();
   for (;;) {
@@ -154,11 +123,11 @@ ZstdFileResult zstd_file_decompress(io::InputStream& in, io::OutputStream* out) 
     throw invalid_input(fmt::format("the zstd frame asks for a {} MiB window, more than the {} MiB allowed",
                                     f.window >> 20, 1 << (kZstdFileWindowLogMax - 20)),
                         in.name());
-  std::unique_ptr<ZSTD_DCtx, DCtxFree> d(ZSTD_createDCtx());
+  ZstdDCtxPtr d(ZSTD_createDCtx());
   if (!d) throw unavailable("zstd: out of memory");
   ZSTD_DCtx_setParameter(d.get(), ZSTD_d_windowLogMax, kZstdFileWindowLogMax);
   std::vector<uint8_t> piece(ZSTD_DStreamInSize()), decoded(kPiece);
-  Xxh128 digest;
+  StreamDigest digest(DigestKind::kXxh3_128);
   ZstdFileResult r;
   size_t left = 1;  // zstd's hint: 0 once the frame is complete
   while (left != 0) {

@@ -8,19 +8,28 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <memory>
 #include <span>
+
+#include <zstd.h>
 
 #include "tk/codec/file_digest.h"
 #include "tk/io/stream.h"
+#include "tk/io/tensor_file.h"  // io::is_zstd_frame
 
 namespace tk::codec {
+
+// zstd's contexts, freed with their owner (the codec's lossless frames use them too).
+struct ZstdContextFree {
+  void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+using ZstdCCtxPtr = std::unique_ptr<ZSTD_CCtx, ZstdContextFree>;
+using ZstdDCtxPtr = std::unique_ptr<ZSTD_DCtx, ZstdContextFree>;
 
 // The largest window a frame may ask for: zstd's own default limit (`zstd -d` refuses
 // more without --memory), what the writer's highest level (22) uses.
 inline constexpr int kZstdFileWindowLogMax = 27;
-
-// Whether `head` begins with zstd's frame magic (skippable frames excluded).
-bool is_zstd_frame(std::span<const uint8_t> head);
 
 struct ZstdFileResult {
   uint64_t bytes_in = 0, bytes_out = 0;

@@ -108,6 +108,11 @@ FileFormat format_from_extension(const std::string& path) {
   return FileFormat::kUnknown;
 }
 
+bool is_zstd_frame(std::span<const uint8_t> head) {
+  static constexpr uint8_t kMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
+  return head.size() >= 4 && std::memcmp(head.data(), kMagic, 4) == 0;
+}
+
 FileFormat detect_format(InputStream& in) {
   auto head = in.peek(64);
   static const uint8_t kHdf5Magic[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
@@ -285,9 +290,7 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
   }
   auto size = in->size();
   if (size && *size == 0) throw invalid_input("empty file, not a tensor file", name);
-  // What tcompress writes for a file with no tensors (or a small one): a zstd frame.
-  static constexpr uint8_t kZstdMagic[4] = {0x28, 0xB5, 0x2F, 0xFD};
-  if (auto h = in->peek(4); h.size() == 4 && std::memcmp(h.data(), kZstdMagic, 4) == 0)
+  if (is_zstd_frame(in->peek(4)))
     throw invalid_input("a zstd frame, not a tensor file", name).with_option("io.zstd_frame");
   throw invalid_input("unrecognised format (not safetensors, HDF5, GGUF, .npy, .npz or a PyTorch checkpoint)", name);
 }

@@ -386,6 +386,17 @@ void keep_whole(Session& s, const PlanEntry& e, const std::string& spec, quant::
   s.measured_whole[e.index][spec] = std::move(r);
 }
 
+// "-vv": tensor i's candidates as estimated, each with its bits per weight and SQNR.
+std::string candidates_line(const CandidateTable& t, size_t i) {
+  const double weights = static_cast<double>(shape_numel(t.entries[i]->info.shape));
+  std::string line = cli::escape_text(t.entries[i]->info.name) + ": estimated";
+  for (size_t j = 0; j < t.usable[i].size(); ++j) {
+    line += fmt::format(" {} {:.2f}bpw {:.2f}dB", t.usable[i][j], 8.0 * static_cast<double>(t.items[i].bytes[j]) / weights,
+                        10 * std::log10(t.signal[i] / t.items[i].error[j]));
+  }
+  return line;
+}
+
 }  // namespace
 
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
@@ -396,21 +407,13 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
   for (size_t i = 0; i < t.items.size(); ++i) {
     for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
     const PlanEntry& e = *t.entries[i];
-    const std::vector<std::string> before = t.usable[i];
-    if (s.tool.options().verbose >= 2) {
-      std::string line;
-      for (size_t j = 0; j < before.size(); ++j) {
-        line += fmt::format(" {} {:.2f}bpw {:.2f}dB", before[j], 8.0 * static_cast<double>(t.items[i].bytes[j]) /
-                                                                   static_cast<double>(shape_numel(e.info.shape)),
-                            10 * std::log10(t.signal[i] / t.items[i].error[j]));
-      }
-      s.tool.verbose(2, fmt::format("{}: estimated{}", cli::escape_text(e.info.name), line));
-    }
-    if (const size_t n = quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype)) {
-      snaps += n, snapped_tensors += 1;
+    if (s.tool.options().verbose >= 2) s.tool.verbose(2, candidates_line(t, i));
+    const std::vector<std::string> left_out =
+        quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype);
+    if (!left_out.empty()) {
+      snaps += left_out.size(), snapped_tensors += 1;
       std::string which;
-      for (const std::string& c : before)
-        if (std::find(t.usable[i].begin(), t.usable[i].end(), c) == t.usable[i].end()) which += " " + c;
+      for (const std::string& c : left_out) which += " " + c;
       s.tool.verbose(1, fmt::format("{}: left out{}: near a grid the values sit close to, not on",
                                     cli::escape_text(e.info.name), which));
     }

@@ -52,10 +52,11 @@ size_t allocation_drop_dominated(Candidates& t, size_t i);
 // candidate is lossless for the source's dtype sits on a grid exactly (a quantized model
 // stored as f16): nothing to revert, nothing goes. `signal`: the tensor's
 // (importance-weighted) sum of squares; `weights`: its elements. Needs four candidates
-// or more to draw a line; keeps at least one. Returns how many were dropped.
+// or more to draw a line; keeps at least one. Returns the candidates dropped.
 inline constexpr double kSnapMarginDb = 5;
 inline constexpr double kSnapPlateauGainDb = 2;
-size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights, DType source);
+std::vector<std::string> allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights,
+                                               DType source);
 
 // The SQNR above which a quantized tensor counts as lossless for a source of `dtype`:
 // 10 dB short of the dtype's own rounding noise, at most 60 dB.

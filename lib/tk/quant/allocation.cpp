@@ -76,10 +76,11 @@ double lossless_sqnr_db(DType dtype) {
   return std::min(60.0, floor_db - 10);
 }
 
-size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights, DType source) {
+std::vector<std::string> allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t weights,
+                                               DType source) {
   const BudgetItem& item = t.items[i];
   const size_t n = item.bytes.size();
-  if (n < 4 || signal <= 0 || weights == 0) return 0;
+  if (n < 4 || signal <= 0 || weights == 0) return {};
   std::vector<double> sqnr(n), excess(n);
   for (size_t j = 0; j < n; ++j) {
     sqnr[j] = item.error[j] > 0 ? 10 * std::log10(signal / item.error[j]) : 1e9;
@@ -95,10 +96,10 @@ size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t we
   // quantization noise like any other.
   std::vector<size_t> snaps;
   for (size_t j = 0; j < n; ++j) {
-    if (sqnr[j] >= lossless) return 0;
+    if (sqnr[j] >= lossless) return {};
     if (excess[j] > line + kSnapMarginDb) snaps.push_back(j);
   }
-  if (snaps.empty()) return 0;
+  if (snaps.empty()) return {};
   // Finer grids that hold the same levels (Q5_1 holds Q4_1's at half its step) land on
   // the same plateau: more bits for less than kSnapPlateauGainDb, still above the line.
   // A scheme that lands on no grid gains about 6 dB a bit and sits near the line.
@@ -110,8 +111,12 @@ size_t allocation_drop_snaps(Candidates& t, size_t i, double signal, uint64_t we
         keep[k] = 0;
     }
   }
-  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return 0;  // keeps at least one
-  return keep_only(t, i, keep);
+  if (std::find(keep.begin(), keep.end(), 1) == keep.end()) return {};  // keeps at least one
+  std::vector<std::string> dropped;
+  for (size_t j = 0; j < n; ++j)
+    if (!keep[j]) dropped.push_back(t.usable[i][j]);
+  keep_only(t, i, keep);
+  return dropped;
 }
 
 size_t allocation_drop_dominated(Candidates& t, size_t i) {

@@ -70,7 +70,14 @@ install_set() {
   local stamp="$venv/.tk-$name-$(cksum <"$file" | cut -d' ' -f1)"
   [ -f "$stamp" ] && return 0
   echo "install-deps: installing the pinned $name packages into .venv ($(basename "$file"))" >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$file"
+  # One pin per pip run and no wheel cache: pip downloads a whole file's wheels before it
+  # installs any, and the torch set is 5.5 GB installed, so that would need as much again
+  # free; this way the peak is the largest wheel (cudnn, under 1 GB) on top.
+  local pin
+  grep -Ev '^[[:space:]]*(#|$)' "$file" | while read -r pin; do
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+      --no-deps "$pin" || exit 1
+  done
   "$venv/bin/python" -m pip check --disable-pip-version-check >&2
   touch "$stamp"
 }

@@ -2,7 +2,8 @@
 # Run one CLI golden case: CASE.sh is executed with the tools on PATH and the test data
 # directory as $TD, in a fresh scratch directory; its stdout is compared byte for byte
 # with CASE.out, its stderr matched against the extended regex in CASE.err and its exit
-# code against CASE.rc (0 when absent).
+# code against CASE.rc (0 when absent). A passing case's scratch directory is removed (some
+# hold hundreds of MB: the bombs, the memory cases), a failing one's is kept to look at.
 set -u
 case_sh=$1
 base=${case_sh%.sh}
@@ -30,5 +31,7 @@ if [ -f "$base.err" ]; then
 fi
 if [ $fail -ne 0 ]; then
   echo "--- stderr ---"; head -20 "$work/stderr"
+else
+  chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"
 fi
 exit $fail

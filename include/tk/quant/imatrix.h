@@ -41,6 +41,17 @@ bool imatrix_is_gguf(const io::TensorReader& reader);
 // An entry whose counts are all zero (no data) is left out.
 ImportanceMap imatrix_read_gguf(io::TensorReader& reader);
 
+// Clip each of `importance`'s columns to at most `ratio` times the median of its positive
+// values. An imatrix column is a mean of squared activations, and in a massive-activation
+// channel a few tokens (the first, mostly) make that mean thousands of times the rest:
+// weighted as it is, the one column would decide the tensor's error alone. Vectors
+// without positive values are left as they are.
+void importance_clip(std::vector<float>& importance, double ratio);
+
+// How far above its vector's median an imatrix column may weigh (read_importance clips
+// llama.cpp imatrices to it): measured on SmolLM2-135M, docs/QUANT.md "Massive activations".
+inline constexpr double kImatrixColumnCap = 1e4;
+
 // The Hugging Face name of a llama.cpp tensor of the llama architecture
 // ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight"), and back;
 // nullopt for names outside the table.

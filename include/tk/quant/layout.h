@@ -74,8 +74,9 @@ Quantized layout_collect(const std::string& name, const LayoutRecord& record, Lo
   return q;
 }
 // Importance vectors by name: from llama.cpp's imatrix (GGUF or legacy .dat, see
-// imatrix.h), else every float tensor of a tensor file (safetensors, HDF5, ...),
-// converted to f32. Throws like io::open_reader, and kInvalidInput for a malformed
+// imatrix.h; each column clipped to kImatrixColumnCap times its vector's median), else
+// every float tensor of a tensor file (safetensors, HDF5, ...), converted to f32 and
+// taken as given. Throws like io::open_reader, and kInvalidInput for a malformed
 // imatrix.
 std::map<std::string, std::vector<float>> read_importance(const std::string& path);
 

@@ -1,6 +1,7 @@
 // llama.cpp's imatrix files (GGUF and legacy .dat) read as per-column importance.
 #include "tk/quant/imatrix.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -91,6 +92,18 @@ std::optional<std::string> map_base(std::string_view base_and_kind, bool to_hf,
 }
 
 }  // namespace
+
+void importance_clip(std::vector<float>& importance, double ratio) {
+  std::vector<float> positive;
+  for (float v : importance) {
+    if (v > 0) positive.push_back(v);
+  }
+  if (positive.empty()) return;
+  const auto mid = positive.begin() + static_cast<std::ptrdiff_t>(positive.size() / 2);
+  std::nth_element(positive.begin(), mid, positive.end());
+  const float cap = static_cast<float>(static_cast<double>(*mid) * ratio);
+  for (float& v : importance) v = std::min(v, cap);
+}
 
 ImportanceMap imatrix_parse_legacy(std::span<const uint8_t> bytes) {
   LegacyCursor in(bytes);

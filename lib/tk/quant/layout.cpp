@@ -63,6 +63,12 @@ LayoutRecord parse_record(const std::string& name, const json& j) {
   return r;
 }
 
+// An imatrix's columns clipped to kImatrixColumnCap times their median.
+ImportanceMap clipped(ImportanceMap importance) {
+  for (auto& [name, values] : importance) importance_clip(values, kImatrixColumnCap);
+  return importance;
+}
+
 }  // namespace
 
 std::string layout_part_name(const std::string& tensor, const std::string& suffix) {
@@ -139,7 +145,7 @@ std::map<std::string, std::vector<float>> read_importance(const std::string& pat
     if (io::detect_format(*in) == io::FileFormat::kUnknown) {
       const Buffer bytes = Buffer::map_file(path);
       try {
-        return imatrix_parse_legacy({bytes.data(), bytes.size()});
+        return clipped(imatrix_parse_legacy({bytes.data(), bytes.size()}));
       } catch (const Error& e) {
         throw e.with_context(path);
       }
@@ -148,7 +154,7 @@ std::map<std::string, std::vector<float>> read_importance(const std::string& pat
   auto reader = io::open_reader(path);
   if (reader->format() == io::FileFormat::kGguf && imatrix_is_gguf(*reader)) {
     try {
-      return imatrix_read_gguf(*reader);
+      return clipped(imatrix_read_gguf(*reader));
     } catch (const Error& e) {
       throw e.with_context(path);
     }

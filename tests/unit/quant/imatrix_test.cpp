@@ -63,6 +63,23 @@ TEST(Imatrix, LegacyRefusesTruncatedAndOversizedFiles) {
   EXPECT_EQ(kind_of([&] { imatrix_parse_legacy(dup.bytes); }), ErrorKind::kInvalidInput);
 }
 
+TEST(Imatrix, ClipBoundsAColumnByTheMedian) {
+  // A massive-activation column 1e6 times the others: clipped to `ratio` times the median.
+  std::vector<float> w = {1, 2, 3, 4, 5, 6e6f};
+  importance_clip(w, 100);
+  EXPECT_EQ(w, (std::vector<float>{1, 2, 3, 4, 5, 400}));  // median of six: the upper middle, 4
+  // Zero columns do not count towards the median; below the cap nothing moves.
+  std::vector<float> z = {0, 0, 0, 0, 2, 3, 1000};
+  importance_clip(z, 100);
+  EXPECT_EQ(z, (std::vector<float>{0, 0, 0, 0, 2, 3, 300}));
+  std::vector<float> flat = {0, 0, 0};
+  importance_clip(flat, 100);
+  EXPECT_EQ(flat, (std::vector<float>{0, 0, 0}));
+  std::vector<float> calm = {1, 50, 99};
+  importance_clip(calm, 100);
+  EXPECT_EQ(calm, (std::vector<float>{1, 50, 99}));
+}
+
 TEST(Imatrix, NamesMapBothWays) {
   EXPECT_EQ(llama_to_hf_name("blk.12.attn_q.weight"), "model.layers.12.self_attn.q_proj.weight");
   EXPECT_EQ(llama_to_hf_name("blk.0.ffn_down.weight"), "model.layers.0.mlp.down_proj.weight");

@@ -206,30 +206,20 @@ void HuffmanEncoder::plan_lengths(const uint32_t* counts, uint32_t symbols, uint
 size_t HuffmanEncoder::plan(std::span<const uint8_t> src) {
   const uint8_t* p = src.data();
   const size_t n = src.size();
-  const size_t pairs = n / 2;
-  uint32_t* h = pair_counts_.data();
+  // Byte counts first, in four tables (so that runs of one value do not wait on one
+  // counter). The pair table costs a random access per pair into 256 KiB, and is of use
+  // only when few values occur: most planes that reach here (a delta's mantissa bytes)
+  // hold more than kMaxPairValues and never take pairs.
+  uint32_t quarter[4][256] = {};
   size_t i = 0;
-  for (; i + 4 <= pairs; i += 4) {
-    ++h[load_le<uint16_t>(p + 2 * i)];
-    ++h[load_le<uint16_t>(p + 2 * i + 2)];
-    ++h[load_le<uint16_t>(p + 2 * i + 4)];
-    ++h[load_le<uint16_t>(p + 2 * i + 6)];
+  for (; i + 4 <= n; i += 4) {
+    ++quarter[0][p[i]];
+    ++quarter[1][p[i + 1]];
+    ++quarter[2][p[i + 2]];
+    ++quarter[3][p[i + 3]];
   }
-  for (; i < pairs; ++i) ++h[load_le<uint16_t>(p + 2 * i)];
-
-  // Byte counts: row b (second byte) sums plus column a (first byte) sums.
-  uint32_t column[256] = {};
-  for (int b = 0; b < 256; ++b) {
-    const uint32_t* row = h + b * 256;
-    uint32_t sum = 0;
-    for (int a = 0; a < 256; ++a) {
-      column[a] += row[a];
-      sum += row[a];
-    }
-    byte_counts_[b] = sum;
-  }
-  for (int v = 0; v < 256; ++v) byte_counts_[v] += column[v];
-  if (n & 1) ++byte_counts_[p[n - 1]];
+  for (; i < n; ++i) ++quarter[0][p[i]];
+  for (int v = 0; v < 256; ++v) byte_counts_[v] = uint64_t{quarter[0][v]} + quarter[1][v] + quarter[2][v] + quarter[3][v];
 
   stats_ = {};
   k_ = 0;
@@ -244,18 +234,29 @@ size_t HuffmanEncoder::plan(std::span<const uint8_t> src) {
   stats_.distinct = k_;
 
   // The pair alphabet: the values that occur inside pairs (an odd last byte travels
-  // apart). Copy their pair counts, then clear the rows they use (only those can hold
-  // counts), so that the table is zero for the next plan.
+  // apart). Count the pairs only when that alphabet is small enough, copy their counts,
+  // then clear the rows they used (only those can hold counts), so that the table is
+  // zero for the next plan.
   pair_k_ = 0;
   const int tail = n & 1 ? p[n - 1] : -1;
   for (uint32_t r = 0; r < k_; ++r)
     if (byte_counts_[values_[r]] > (values_[r] == tail ? 1u : 0u)) pair_values_[pair_k_++] = values_[r];
   const bool pairs_possible = pair_k_ >= 2 && pair_k_ <= kMaxPairValues;
   if (pairs_possible) {
+    uint32_t* h = pair_counts_.data();
+    const size_t pairs = n / 2;
+    size_t j = 0;
+    for (; j + 4 <= pairs; j += 4) {
+      ++h[load_le<uint16_t>(p + 2 * j)];
+      ++h[load_le<uint16_t>(p + 2 * j + 2)];
+      ++h[load_le<uint16_t>(p + 2 * j + 4)];
+      ++h[load_le<uint16_t>(p + 2 * j + 6)];
+    }
+    for (; j < pairs; ++j) ++h[load_le<uint16_t>(p + 2 * j)];
     for (uint32_t r = 0; r < pair_k_; ++r)
       for (uint32_t c = 0; c < pair_k_; ++c) counts_[r * pair_k_ + c] = h[pair_values_[r] | pair_values_[c] << 8];
+    for (uint32_t r = 0; r < pair_k_; ++r) std::memset(h + pair_values_[r] * 256, 0, 256 * sizeof(uint32_t));
   }
-  for (uint32_t r = 0; r < pair_k_; ++r) std::memset(h + pair_values_[r] * 256, 0, 256 * sizeof(uint32_t));
 
   planned_ = SIZE_MAX;
   if (k_ < 2 || n < kMinStreamBytes) return planned_;

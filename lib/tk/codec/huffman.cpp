@@ -116,6 +116,19 @@ inline size_t segment_begin(size_t symbols, int s) {
   return std::min(symbols, static_cast<size_t>(s) * ((symbols + kSegments - 1) / kSegments));
 }
 
+// Add the byte values of q[0, len) to four tables of counts, in turn, so that a run of
+// one value does not wait on one counter; their sum is the histogram.
+void count_bytes(uint32_t (&counts)[4][256], const uint8_t* q, size_t len) {
+  size_t i = 0;
+  for (; i + 4 <= len; i += 4) {
+    ++counts[0][q[i]];
+    ++counts[1][q[i + 1]];
+    ++counts[2][q[i + 2]];
+    ++counts[3][q[i + 3]];
+  }
+  for (; i < len; ++i) ++counts[0][q[i]];
+}
+
 }  // namespace
 
 // ---- encoder ----
@@ -123,16 +136,7 @@ inline size_t segment_begin(size_t symbols, int s) {
 double sampled_entropy_bits(std::span<const uint8_t> src) {
   constexpr size_t kBlocks = 16, kBlockBytes = 1024;
   uint32_t counts[4][256] = {};
-  auto add = [&](const uint8_t* q, size_t len) {
-    size_t i = 0;
-    for (; i + 4 <= len; i += 4) {
-      ++counts[0][q[i]];
-      ++counts[1][q[i + 1]];
-      ++counts[2][q[i + 2]];
-      ++counts[3][q[i + 3]];
-    }
-    for (; i < len; ++i) ++counts[0][q[i]];
-  };
+  auto add = [&](const uint8_t* q, size_t len) { count_bytes(counts, q, len); };
   size_t total = 0;
   if (src.size() < 2 * kBlocks * kBlockBytes) {
     add(src.data(), src.size());
@@ -206,19 +210,11 @@ void HuffmanEncoder::plan_lengths(const uint32_t* counts, uint32_t symbols, uint
 size_t HuffmanEncoder::plan(std::span<const uint8_t> src) {
   const uint8_t* p = src.data();
   const size_t n = src.size();
-  // Byte counts first, in four tables (so that runs of one value do not wait on one
-  // counter). The pair table costs a random access per pair into 256 KiB, and is of use
-  // only when few values occur: most planes that reach here (a delta's mantissa bytes)
-  // hold more than kMaxPairValues and never take pairs.
+  // Byte counts first. The pair table costs a random access per pair into 256 KiB, and
+  // is of use only when few values occur: most planes that reach here (a delta's
+  // mantissa bytes) hold more than kMaxPairValues and never take pairs.
   uint32_t quarter[4][256] = {};
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    ++quarter[0][p[i]];
-    ++quarter[1][p[i + 1]];
-    ++quarter[2][p[i + 2]];
-    ++quarter[3][p[i + 3]];
-  }
-  for (; i < n; ++i) ++quarter[0][p[i]];
+  count_bytes(quarter, p, n);
   for (int v = 0; v < 256; ++v) byte_counts_[v] = uint64_t{quarter[0][v]} + quarter[1][v] + quarter[2][v] + quarter[3][v];
 
   stats_ = {};

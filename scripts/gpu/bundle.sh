@@ -32,6 +32,13 @@ for t in "${targets[@]}"; do
   case $f in *.so) cp -L "$f" "$stage/lib/" ;; *) cp "$f" "$stage/bin/" ;; esac
   files+=("$f")
 done
+# The Python package with its CUDA build of the engine (for scripts/gpu/py_ckpt_cuda.py),
+# when this machine builds it (pybind11 and the Python headers): built for the Python of
+# .venv, so it imports where the GPU machine's python3 is the same minor version.
+if cmake --build "$build" -j"$(nproc)" --target tensorkit_python 2>/dev/null; then
+  mkdir -p "$stage/python" && cp -r "$build/python/tensorkit" "$stage/python/"
+  files+=("$stage"/python/tensorkit/_ckpt*.so)
+fi
 # Every resolved dependency but glibc, the C++ runtime and CUDA's libraries (the GPU
 # machine's own match its driver).
 ldd "${files[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |

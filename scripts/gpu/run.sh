@@ -29,7 +29,8 @@ tail -5 "$out/gpu_tests.log"
 
 # Benchmarks: tquant (CPU and GPU interleaved, and the PyTorch users' GPU quantizers),
 # tdecomp (CP-ALS, Tucker), tckpt (the stall of a save from device memory against
-# torch.save). --quick: sizes that run in about a minute.
+# torch.save), tensorkit.ckpt from PyTorch's CUDA tensors. --quick: sizes that run in
+# about a minute.
 qsize=8192 dsize=400 gib=2
 [ "$quick" = --quick ] && { qsize=2048; dsize=200; gib=0.5; }
 python3 "$root/scripts/gpu/quant_bench.py" --bench "$dir/bin/tk_bench_quant" --size "$qsize" \
@@ -38,6 +39,9 @@ python3 "$root/scripts/gpu/quant_bench.py" --bench "$dir/bin/tk_bench_quant" --s
   >"$out/tdecomp_bench.log" 2>&1
 python3 "$root/scripts/gpu/ckpt_stall.py" --lib "$dir/lib/libtkckpt.so" --json "$out/ckpt_stall.json" \
   --gib "$gib" --rounds 3 >"$out/ckpt_stall.log" 2>&1
+# tensorkit.ckpt on CUDA tensors: save, restore in place, incremental, bit for bit.
+PYTHONPATH="$dir/python" python3 "$root/scripts/gpu/py_ckpt_cuda.py" --json "$out/py_ckpt_cuda.json" \
+  >"$out/py_ckpt_cuda.log" 2>&1
 tail -n 3 "$out"/*.log
 rm -rf "$dir"
 exit $status

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/input.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/svg_plot.h"
 #include "session.h"
@@ -133,7 +134,7 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
     for (const Point& p : budgeted) mixed.x.push_back(p.bpw), mixed.y.push_back(p.sqnr_db);
     chart.series = {single, mixed};
     std::string svg = cli::render_svg(chart);
-    auto out = io::OutputStream::open(svg_path);
+    auto out = cli::open_output(svg_path);
     out->write(svg.data(), svg.size());
     out->commit();
   }

@@ -10,6 +10,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/provenance.h"
 #include "cli/std_streams.h"
@@ -191,7 +192,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   if (!args.dry_run) {
     if (ct) {
-      quant::ct_check_output_directory(args.output);
+      quant::ct_check_output_directory(cli::file_path(args.output));
     } else {
       tool.check_output(args.output, {args.input});
     }

@@ -71,7 +71,7 @@ json point_json(const Point& p) {
 int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_path) {
   Session session{tool, args, options_from_args(args), {}, {}};
   session.base.seed = tool.options().seed.value_or(0);
-  if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
+  if (!args.importance.empty()) session.read_importance();
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   Source src(cli::open_seekable_reader(tool, args.input));
   if (!args.importance.empty()) session.match_importance(src.reader().tensors());

@@ -208,7 +208,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   if (session.gguf) check_gguf_output(session);
   if (session.ct) check_ct_output(session);
   session.check_device();
-  if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
+  if (!args.importance.empty()) session.read_importance();
 
   Source src(cli::open_seekable_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());

@@ -412,6 +412,8 @@ std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOpt
     throw usage_error("across MPI ranks sparse CP stores f64 factors (the error of narrower ones would need the whole "
                       "tensor on one rank); run without --factor-dtype");
   const std::string file = cli::input_display_name(o.input);
+  // Each rank opens the file by path for its part; standard input is one process's.
+  if (cli::is_std_stream(o.input)) throw usage_error("a .tns read in parts must be a file every reader can open", file);
   io::TnsReadOptions read_options;
   read_options.shape = s.shape;
   io::SparseTensor mine = decomp::read_tns_shared(o.input, comm, read_options);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/input.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tbench.h"
@@ -158,7 +159,7 @@ std::vector<Input> file_inputs(cli::Tool& tool, const std::vector<std::string>& 
 std::vector<Input> whole_file_inputs(const std::vector<std::string>& paths) {
   std::vector<Input> inputs;
   for (const auto& path : paths) {
-    auto reader = io::open_reader(path);
+    auto reader = cli::open_tensor_file(path);
     bool any_float = false;
     for (const auto& info : reader->tensors()) any_float = any_float || dtype_is_float(info.dtype);
     if (!any_float) throw invalid_input("no float tensors to benchmark", path);

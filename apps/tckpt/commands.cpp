@@ -14,6 +14,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tckpt.h"
@@ -79,7 +80,7 @@ int run_save(cli::Tool& tool, const SaveOptions& o) {
       const auto& info = reader->tensors()[i];
       if (!selection.selects(info.name)) continue;
       if (!names.insert(info.name).second)
-        throw usage_error("tensor '" + info.name + "' appears in more than one input", io::input_display_name(path));
+        throw usage_error("tensor '" + info.name + "' appears in more than one input", cli::input_display_name(path));
       tensors.push_back({info.name, reader->read(i)});
     }
     metadata.insert(reader->metadata().begin(), reader->metadata().end());
@@ -167,7 +168,7 @@ int run_restore(cli::Tool& tool, const StepOptions& o) {
   // checksum has passed (to stdout, bytes flow before the last check).
   io::WriteOptions write_options;
   write_options.format = format;
-  auto writer = io::open_writer(o.output, write_options);
+  auto writer = cli::open_writer(o.output, write_options);
   io::Metadata metadata(info.metadata.begin(), info.metadata.end());
   cli::metadata_edit(metadata, tool.output_options());
   std::vector<size_t> order = writer->begin(infos, metadata);

@@ -10,6 +10,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
@@ -223,7 +224,7 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
   if (o.sha256) options.digest = codec::DigestKind::kSha256;
   std::unique_ptr<codec::BitxBase> base;
   if (!o.base.empty()) {
-    base = codec::BitxBase::open(o.base);
+    base = codec::BitxBase::open(cli::open_input(o.base));
     options.base = base.get();
   }
 
@@ -240,8 +241,8 @@ int run_compress(cli::Tool& tool, const CompressOptions& o) {
     };
   }
 
-  auto in = io::InputStream::open(o.input);
-  auto out = io::OutputStream::open(o.output);
+  auto in = cli::open_input(o.input);
+  auto out = cli::open_output(o.output);
   cli::Progress progress(common.show_progress, tool.name());
   options.progress = [&progress](uint64_t done, std::optional<uint64_t> total) {
     progress.show(total ? fmt::format("{} / {}", cli::format_bytes(done), cli::format_bytes(*total))
@@ -317,13 +318,13 @@ void extract_selected(cli::Tool& tool, const CompressOptions& o, const codec::Tk
   for (size_t i = 0; i < infos.size(); ++i)
     if (selection.selects(infos[i].name)) items.push_back({0, i, infos[i].name, std::nullopt});
   selection.check_all_patterns_used();
-  if (items.empty()) throw usage_error("no tensor of the container is selected", io::input_display_name(o.input));
+  if (items.empty()) throw usage_error("no tensor of the container is selected", cli::input_display_name(o.input));
   io::Metadata metadata = reader->metadata();
   tool.stamp(metadata);
   io::WriteOptions write_options;
   write_options.format = format;
-  auto writer = io::open_writer(o.output, write_options);
-  const std::vector<io::TransferSource> sources = {{reader.get(), io::input_display_name(o.input)}};
+  auto writer = cli::open_writer(o.output, write_options);
+  const std::vector<io::TransferSource> sources = {{reader.get(), cli::input_display_name(o.input)}};
   const io::TransferResult r = io::transfer(sources, items, *writer, metadata);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   tool.summary(fmt::format("{}, {}, {} in {:.3f} s", cli::count_noun(r.tensors, "tensor", "tensors"),
@@ -354,7 +355,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
   options.threads = common.threads;
   std::unique_ptr<codec::BitxBase> base;
   if (!o.base.empty()) {
-    base = codec::BitxBase::open(o.base);
+    base = codec::BitxBase::open(cli::open_input(o.base));
     options.base = base.get();
   }
   json doc = {{"input", o.input}, {"output", o.output}};
@@ -363,7 +364,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     if (common.json) cli::write_json(doc, *common.json);
     return cli::kExitOk;
   }
-  auto in = io::InputStream::open(o.input);
+  auto in = cli::open_input(o.input);
   const auto start = std::chrono::steady_clock::now();
   if (extract) {
     // The tensor goes to the writer piece by piece (safetensors, .npy, HDF5), so memory
@@ -375,7 +376,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     std::optional<io::TensorPieces> pieces;
     codec::TkzTensorSink sink;
     sink.begin = [&](const io::TensorInfo& info) {
-      writer = io::open_writer(o.output, write_options);
+      writer = cli::open_writer(o.output, write_options);
       io::Metadata metadata;
       tool.stamp(metadata);
       writer->begin({info}, metadata);
@@ -391,7 +392,7 @@ int run_decompress(cli::Tool& tool, const CompressOptions& o) {
     doc.update({{"tensor", info.name}, {"dtype", dtype_name(info.dtype)}, {"shape", info.shape},
                 {"bytes", info.nbytes}, {"format", io::format_name(format)}, {"seconds", seconds}});
   } else {
-    auto out = io::OutputStream::open(o.output);
+    auto out = cli::open_output(o.output);
     codec::TkzDecompressResult r = codec::tkz_decompress(*in, *out, options);
     out->commit();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -414,7 +415,7 @@ int run_list(cli::Tool& tool, const CompressOptions& o) {
   check_no_compress_flags(o);
   if (!o.output.empty() || o.to_stdout) throw usage_error("-l writes its listing to stdout; -o and -c do not apply");
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
-  auto in = io::InputStream::open(o.input);
+  auto in = cli::open_input(o.input);
   codec::TkzListing l = codec::tkz_list(*in);
   if (l.zstd_frame) {
     if (common.text_report())

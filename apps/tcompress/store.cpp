@@ -10,6 +10,7 @@
 #include "cli/directory_listing.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tk/store/store.h"
@@ -71,9 +72,9 @@ int run_add(cli::Tool& tool, const StoreCommand& c) {
   for (const std::string& input : c.inputs) {
     store::StoreAddResult r;
     try {
-      r = store.add(input, options);
+      r = cli::is_std_stream(input) ? store.add(io::InputStream::standard_input(), options) : store.add(input, options);
     } catch (const Error& e) {
-      throw e.with_context(io::input_display_name(input));
+      throw e.with_context(cli::input_display_name(input));
     }
     for (const std::string& why : r.replaced_objects) tool.warning("replaced a corrupt stored object: " + why);
     std::string detail =
@@ -105,7 +106,7 @@ int run_get(cli::Tool& tool, const StoreCommand& c) {
   tool.check_output(c.output);
   store::Store store = store::Store::open(c.dir, false);
   if (!store.contains(c.name)) throw invalid_input("no file named '" + c.name + "' in the store", c.dir);
-  auto out = io::OutputStream::open(c.output);
+  auto out = cli::open_output(c.output);
   store::StoreGetResult r = store.get(c.name, *out, tool.options().threads);
   out->commit();
   tool.summary(fmt::format("{}: {} restored, SHA-256 {} verified", c.name, cli::format_bytes(r.bytes), r.sha256));

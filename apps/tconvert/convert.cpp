@@ -8,6 +8,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/rename.h"
 #include "cli/report.h"
@@ -58,7 +59,7 @@ Plan make_plan(cli::Tool& tool, const ConvertOptions& o, std::optional<DType> ca
   if (std::count(o.inputs.begin(), o.inputs.end(), "-") > 1) throw usage_error("standard input can be read only once");
   for (const auto& path : o.inputs) {
     plan.readers.push_back(cli::open_reader(tool, path));
-    plan.sources.push_back({plan.readers.back().get(), io::input_display_name(path)});
+    plan.sources.push_back({plan.readers.back().get(), cli::input_display_name(path)});
   }
   cli::TensorSelection selection = tool.options().selection();
   cli::Renamer renamer = cli::Renamer::parse(o.renames);
@@ -139,7 +140,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   io::FileFormat format = ct ? io::FileFormat::kSafetensors : cli::output_format(o.output, o.format);
   cli::check_binary_input(o.inputs, cli::stdin_is_terminal());
   if (ct) {
-    quant::ct_check_output_directory(o.output);
+    quant::ct_check_output_directory(cli::file_path(o.output));
   } else {
     tool.check_output(o.output, o.inputs);
   }
@@ -161,7 +162,9 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   // A quantized model bound for GGUF or compressed-tensors is repacked, not transferred.
   if ((ct || format == io::FileFormat::kGguf) && o.inputs.size() == 1 && o.inputs[0] != "-") {
     std::unique_ptr<io::TensorReader> reader = cli::open_reader(tool, o.inputs[0]);
-    if (auto quantized = quant::open_dequant_reader(reader, o.inputs[0], std::nullopt, false)) {
+    const std::string& input = o.inputs[0];
+    if (auto quantized = quant::open_dequant_reader(reader, cli::file_path(input), cli::input_display_name(input),
+                                                    std::nullopt, false)) {
       return run_repack(tool, o, *quantized, ct);
     }
   }
@@ -191,11 +194,11 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
                           s.name);
       }
     }
-    auto w = io::gguf_writer(io::OutputStream::open(o.output, {write_options.durable}));
+    auto w = io::gguf_writer(cli::open_output(o.output, {write_options.durable}));
     gguf = w.get();
     writer = std::move(w);
   }
-  if (!writer) writer = io::open_writer(o.output, write_options);
+  if (!writer) writer = cli::open_writer(o.output, write_options);
   cli::Progress progress(common.show_progress, tool.name());
   io::TransferOptions transfer_options;
   transfer_options.saturate = o.saturate;

@@ -5,6 +5,7 @@
 
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/rename.h"
 #include "tconvert.h"
 #include "tk/core/error.h"
@@ -72,8 +73,8 @@ size_t write_ct(const cli::Tool& tool, const ConvertOptions& o, quant::DequantRe
   sources.dense = [&](size_t j) { return reader.read(sel.index[j]); };
   sources.quantized = [&](size_t j) { return reader.quantized(sel.index[j]); };
   sources.release = [&](size_t j) { reader.release(sel.index[j]); };
-  const quant::CtModelWritten written =
-      quant::ct_write_model(o.output, quant::ct_source_directory(o.inputs[0]), outputs, metadata, sources);
+  const std::string source_dir = quant::ct_source_directory(cli::file_path(o.inputs[0]));
+  const quant::CtModelWritten written = quant::ct_write_model(o.output, source_dir, outputs, metadata, sources);
   if (!written.skipped.empty()) tool.warning(written.skipped_text());
   return repacked;
 }
@@ -108,7 +109,7 @@ size_t write_gguf(const ConvertOptions& o, quant::DequantReader& reader, const S
   std::vector<io::GgufKv> kvs = io::gguf_output_kvs(nullptr, metadata);
   std::erase_if(kvs, [](const io::GgufKv& kv) { return kv.key == "general.quantization_version"; });
   kvs.push_back(io::gguf_kv_u32("general.quantization_version", 2));
-  auto writer = io::gguf_writer(io::OutputStream::open(o.output));
+  auto writer = io::gguf_writer(cli::open_output(o.output));
   writer->begin_gguf(decls, kvs);
   for (size_t j = 0; j < sel.index.size(); ++j) {
     const size_t k = sel.index[j];

@@ -12,6 +12,7 @@
 #include "cli/display_text.h"
 #include "cli/input.h"
 #include "cli/number_format.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "input.h"
 #include "settings.h"
@@ -142,7 +143,7 @@ void load_init_file(const Job& job, decomp::CpOptions& c) {
   const Decomposition* pick = nullptr;
   for (const auto& m : models)
     if (m.method == decomp::Method::kCp && (m.name == job.source.name || models.size() == 1)) pick = &m;
-  const std::string file = io::input_display_name(job.o.init_file);
+  const std::string file = cli::input_display_name(job.o.init_file);
   if (!pick) throw invalid_input("no CP model for tensor '" + job.source.name + "'", file);
   Decomposition init = *pick;
   decomp::load_parts(init, [&](const std::string& name) {
@@ -315,7 +316,7 @@ Outcome sparse_outcome(const std::string& name, const Shape& shape, int64_t nnz,
 // A .tns input: sparse CP, or a dense method on the densified tensor when it is small.
 std::vector<Outcome> decompose_tns(const cli::Tool& tool, const DecompOptions& o, const Settings& s, Input& input,
                                    cli::Progress& progress) {
-  const std::string file = io::input_display_name(o.input);
+  const std::string file = cli::input_display_name(o.input);
   io::TnsReadOptions read_options;
   if (o.method == "cp") read_options.shape = s.shape;
   io::SparseTensor sparse = input.read_tns(read_options);
@@ -410,7 +411,9 @@ std::vector<Outcome> decompose_tns_spread(const cli::Tool& tool, const DecompOpt
   if (s.factor_dtype && *s.factor_dtype != DType::kF64)
     throw usage_error("across MPI ranks sparse CP stores f64 factors (the error of narrower ones would need the whole "
                       "tensor on one rank); run without --factor-dtype");
-  const std::string file = io::input_display_name(o.input);
+  const std::string file = cli::input_display_name(o.input);
+  // Each rank opens the file by path for its part; standard input is one process's.
+  if (cli::is_std_stream(o.input)) throw usage_error("a .tns read in parts must be a file every reader can open", file);
   io::TnsReadOptions read_options;
   read_options.shape = s.shape;
   io::SparseTensor mine = decomp::read_tns_shared(o.input, comm, read_options);
@@ -466,7 +469,7 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
     auto reader = input.open_reader();
     if (lead) cli::warn_skipped(tool, *reader, o.input);
     metadata = reader->metadata();
-    const std::string file = io::input_display_name(o.input);
+    const std::string file = cli::input_display_name(o.input);
     const Shape reshape = o.method == "tt" ? s.shape : Shape{};
     for (size_t index : tensors_to_decompose(tool, *reader, o.method, reshape, o.explain, lead)) {
       if (spread_dense) {

@@ -11,6 +11,7 @@
 
 #include "cli/display_text.h"
 #include "cli/number_format.h"
+#include "cli/path_args.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
@@ -65,7 +66,7 @@ std::string skipped_text(const std::vector<Skipped>& skipped) {
 
 }  // namespace
 
-Input::Input(const std::string& path) : stream_(io::InputStream::open(path)) {
+Input::Input(const std::string& path) : stream_(cli::open_input(path)) {
   tns_ = (path != "-" && (ends_with(path, ".tns") || ends_with(path, ".tns.gz"))) || io::stream_holds_tns(*stream_);
 }
 
@@ -198,8 +199,8 @@ template class ComputeData<double>;
 template class ComputeData<float>;
 
 std::vector<uint8_t> read_mask(const std::string& path, const Source& source) {
-  auto reader = io::open_reader(path);
-  const std::string file = io::input_display_name(path);
+  auto reader = cli::open_tensor_file(path);
+  const std::string file = cli::input_display_name(path);
   auto index = reader->find(source.name);
   if (!index) {
     if (reader->tensors().size() != 1)

@@ -9,6 +9,7 @@
 #include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
@@ -94,7 +95,7 @@ cli::LineChart chart(const std::string& name, const decomp::RankSelection& sel) 
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  auto out = io::OutputStream::open(path);
+  auto out = cli::open_output(path);
   out->write(text.data(), text.size());
   out->commit();
 }
@@ -137,7 +138,7 @@ int run_rank(cli::Tool& tool, const RankOptions& o) {
   if (mpi) task = {comm->rank(), comm->size()};
   const bool lead = !mpi || comm->rank() == 0;
 
-  const std::string file = io::input_display_name(o.input);
+  const std::string file = cli::input_display_name(o.input);
   std::vector<Source> sources;
   std::deque<ComputeData<double>> values;  // each source in double, for fitting and scoring
   auto read_sources = [&] {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/path_args.h"
 #include "tk/core/error.h"
 #include "tk/io/stream.h"
 
@@ -140,9 +141,10 @@ std::vector<TensorPart> part_parse(const json& doc, const SweepKey& key, const s
 }
 
 std::vector<TensorPart> part_read(const std::string& path, const SweepKey& key) {
-  const Buffer bytes = io::read_small_file(path, kMaxPartBytes, "larger than a --partial file can be");
+  const Buffer bytes =
+      io::read_small_file(*cli::open_input(path), kMaxPartBytes, "larger than a --partial file can be");
   const json doc = json::parse(bytes.data(), bytes.data() + bytes.size(), nullptr, false);
-  const std::string name = io::input_display_name(path);
+  const std::string name = cli::input_display_name(path);
   if (doc.is_discarded()) throw invalid_input("not JSON (a tdecomp rank --partial file?)", name);
   return part_parse(doc, key, name);
 }

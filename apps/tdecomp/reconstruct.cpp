@@ -8,6 +8,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "input.h"
@@ -107,7 +108,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   if (!o.dtype.empty()) dtype = float_dtype_parse(o.dtype, "--dtype");
 
   auto reader = cli::open_reader(tool, o.input);
-  const std::string file = io::input_display_name(o.input);
+  const std::string file = cli::input_display_name(o.input);
   Stored stored = load_stored(tool, *reader, file);
   const std::vector<Decomposition>& models = stored.models;
   io::Metadata metadata = reader->metadata();
@@ -128,7 +129,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   }
   io::WriteOptions write_options;
   write_options.format = format;
-  auto writer = io::open_writer(o.output, write_options);
+  auto writer = cli::open_writer(o.output, write_options);
   uint64_t bytes = 0;
   // Rebuilt one at a time, in the writer's order: memory holds one dense tensor.
   for (size_t i : writer->begin(infos, metadata)) {
@@ -163,7 +164,7 @@ int run_tt_round(cli::Tool& tool, const DecompOptions& o) {
   cli::require_no_gpu(tool.options().device, "tdecomp tt-round");
   Settings s = settings_parse(tool, o);
   auto reader = cli::open_reader(tool, o.input);
-  const std::string file = io::input_display_name(o.input);
+  const std::string file = cli::input_display_name(o.input);
   std::vector<Outcome> outcomes;
   decomp::TtOptions options;
   if (o.tol) options.tol = *o.tol;

@@ -8,6 +8,7 @@
 
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tk/core/error.h"
@@ -176,7 +177,7 @@ void write_decompositions(const cli::Tool& tool, const std::string& output, io::
   tool.stamp(metadata);
   io::WriteOptions options;
   options.format = format;
-  auto writer = io::open_writer(output, options);
+  auto writer = cli::open_writer(output, options);
   for (size_t i : writer->begin(infos, metadata)) {
     const auto& [k, p] = origin[i];
     const auto& d = outcomes[k].model;

@@ -6,6 +6,7 @@
 #include "cli/display_text.h"
 #include "cli/metadata_text.h"
 #include "cli/number_format.h"
+#include "cli/path_args.h"
 #include "tinfo.h"
 #include "tk/ckpt/step_tensors.h"
 
@@ -80,6 +81,7 @@ Listing list_store(const std::string& path, const ListOptions& options, bool wit
 }  // namespace
 
 std::optional<Listing> list_directory(const std::string& path, const ListOptions& options, bool with_json) {
+  if (cli::is_std_stream(path)) return std::nullopt;
   if (auto where = ckpt::locate_checkpoint(path); where && !where->step)
     return list_checkpoint(path, options, with_json);
   if (store::is_store_dir(path)) return list_store(path, options, with_json);

@@ -9,6 +9,7 @@
 #include "cli/metadata_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "stats_pass.h"
@@ -127,7 +128,7 @@ Listing list_file(const cli::Tool& tool, const std::string& path, const ListOpti
     tensors.push_back(std::move(t));
   }
 
-  std::string display = cli::escape_text(io::input_display_name(path));
+  std::string display = cli::escape_text(cli::input_display_name(path));
   std::string count = selected.size() == infos.size()
                           ? cli::count_noun(infos.size(), "tensor", "tensors")
                           : fmt::format("{} of {}", selected.size(), cli::count_noun(infos.size(), "tensor", "tensors"));

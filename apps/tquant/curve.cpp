@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/input.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/svg_plot.h"
 #include "session.h"
@@ -70,7 +71,7 @@ json point_json(const Point& p) {
 int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_path) {
   Session session{tool, args, options_from_args(args), {}, {}};
   session.base.seed = tool.options().seed.value_or(0);
-  if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
+  if (!args.importance.empty()) session.read_importance();
   for (const std::string& r : args.rules) session.scheme(parse_rule(r).second);
   Source src(cli::open_seekable_reader(tool, args.input));
   if (!args.importance.empty()) session.match_importance(src.reader().tensors());
@@ -133,7 +134,7 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
     for (const Point& p : budgeted) mixed.x.push_back(p.bpw), mixed.y.push_back(p.sqnr_db);
     chart.series = {single, mixed};
     std::string svg = cli::render_svg(chart);
-    auto out = io::OutputStream::open(svg_path);
+    auto out = cli::open_output(svg_path);
     out->write(svg.data(), svg.size());
     out->commit();
   }

@@ -3,6 +3,7 @@
 
 #include "cli/input.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/provenance.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
@@ -36,9 +37,11 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   }
 
   std::unique_ptr<io::TensorReader> inner = cli::open_seekable_reader(tool, args.input);
-  std::unique_ptr<quant::DequantReader> opened = quant::open_dequant_reader(inner, args.input, cast, true);
+  const std::string name = cli::input_display_name(args.input);
+  std::unique_ptr<quant::DequantReader> opened =
+      quant::open_dequant_reader(inner, cli::file_path(args.input), name, cast, true);
   // Neither tquant's nor GGUF nor compressed-tensors: the reader says what is missing.
-  if (!opened) opened = std::make_unique<quant::DequantReader>(std::move(inner), io::input_display_name(args.input), cast);
+  if (!opened) opened = std::make_unique<quant::DequantReader>(std::move(inner), name, cast);
   quant::DequantReader& reader = *opened;
   // The GPU decodes the integer schemes: every tensor under --device cuda, under auto
   // those large enough to pay for their copies there and back.
@@ -52,7 +55,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
 
   io::WriteOptions options;
   options.format = format;
-  auto writer = io::open_writer(args.output, options);
+  auto writer = cli::open_writer(args.output, options);
   for (size_t k : writer->begin(infos, metadata)) {
     writer->write(k, reader.read(k));
     reader.release(k);

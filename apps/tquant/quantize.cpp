@@ -10,6 +10,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/provenance.h"
 #include "cli/std_streams.h"
@@ -191,7 +192,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   if (!args.dry_run) {
     if (ct) {
-      quant::ct_check_output_directory(args.output);
+      quant::ct_check_output_directory(cli::file_path(args.output));
     } else {
       tool.check_output(args.output, {args.input});
     }
@@ -207,7 +208,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
   if (session.gguf) check_gguf_output(session);
   if (session.ct) check_ct_output(session);
   session.check_device();
-  if (!args.importance.empty()) session.importance = quant::read_importance(args.importance);
+  if (!args.importance.empty()) session.read_importance();
 
   Source src(cli::open_seekable_reader(tool, args.input));
   refuse_quantized_input(src.reader().metadata());

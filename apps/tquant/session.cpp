@@ -12,6 +12,7 @@
 #include "cli/display_text.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_rules.h"
 #include "tk/quant/sensitivity.h"
@@ -166,6 +167,11 @@ std::string Session::fit_fixed(PlanEntry& e) {
   e.quantize = false;
   e.reason = "kept: " + why;
   return fmt::format("{}; kept in {}", why, dtype_name(e.info.dtype));
+}
+
+void Session::read_importance() {
+  if (cli::is_std_stream(args.importance)) throw usage_error("--importance reads a file, not standard input");
+  importance = quant::read_importance(args.importance);
 }
 
 void Session::match_importance(const std::vector<io::TensorInfo>& infos) {

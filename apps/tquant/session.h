@@ -104,6 +104,9 @@ struct Session {
   // imatrix weighs a Hugging Face model's tensors too). Throws kInvalidInput when no
   // entry weighs any tensor; warns once about entries that weigh none.
   void match_importance(const std::vector<io::TensorInfo>& infos);
+  // Read the --importance file into `importance`. kUsage for "-": the file is sniffed
+  // for llama.cpp's legacy .dat and then opened again, which a stream cannot be.
+  void read_importance();
   // NaN/Inf: kInvalidInput naming the tensor, or with --allow-nonfinite a warning and
   // the entry turned into a pass-through (returns false).
   bool accept_values(PlanEntry& e, bool finite);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/path_args.h"
 #include "cli/progress.h"
 #include "cli/provenance.h"
 #include "results.h"
@@ -100,7 +101,7 @@ WriteOutcome write_gguf(const cli::Tool& tool, const QuantArgs& args, const io::
 
   io::WriteOptions options;
   options.format = io::FileFormat::kGguf;
-  auto opened = io::open_writer(args.output, options);
+  auto opened = cli::open_writer(args.output, options);
   auto& writer = dynamic_cast<io::GgufWriter&>(*opened);
   writer.begin_gguf(decls, kvs);
   WriteOutcome outcome;
@@ -164,8 +165,8 @@ WriteOutcome write_compressed_tensors(const cli::Tool& tool, const QuantArgs& ar
   sources.release = [&](size_t k) {
     if (!slots[k]) input.release(plan[k].index);
   };
-  const quant::CtModelWritten written =
-      quant::ct_write_model(args.output, quant::ct_source_directory(args.input), outputs, metadata, sources);
+  const std::string source_dir = quant::ct_source_directory(cli::file_path(args.input));
+  const quant::CtModelWritten written = quant::ct_write_model(args.output, source_dir, outputs, metadata, sources);
   if (!written.skipped.empty()) tool.warning(written.skipped_text());
   WriteOutcome outcome;
   outcome.sha256 = file_sha256(written.weights);
@@ -216,7 +217,7 @@ WriteOutcome write_quantized(const cli::Tool& tool, const QuantArgs& args, io::F
 
   io::WriteOptions options;
   options.format = format;
-  auto writer = io::open_writer(args.output, options);
+  auto writer = cli::open_writer(args.output, options);
   WriteOutcome outcome;
   uint64_t total = 0;
   for (const io::TensorInfo& info : infos) total += info.nbytes;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/option_hint.h"
+#include "cli/path_args.h"
 #include "tk/ckpt/step_tensors.h"
 #include "tk/codec/tkz_reader.h"
 #include "tk/core/error.h"
@@ -73,6 +74,7 @@ class SpooledReader final : public io::TensorReader {
 // io::open_reader, .tkz containers as the tensor files they hold, and checkpoint steps
 // (a root: its newest step).
 std::unique_ptr<io::TensorReader> open_any(const std::string& path, const io::ReadOptions& options) {
+  if (is_std_stream(path)) return io::open_reader(io::InputStream::standard_input(), options);
   if (codec::is_tkz_file(path)) return std::make_unique<codec::TkzReader>(path);
   if (auto where = ckpt::locate_checkpoint(path)) return ckpt::open_step_tensors(*where);
   if (store::is_store_dir(path))
@@ -100,7 +102,7 @@ void warn_skipped(const Tool& tool, const io::TensorReader& reader, const std::s
     if (it->second.examples.size() < kSkippedExamples) it->second.examples.push_back(&s);
     ++it->second.count;
   }
-  const std::string file = " (" + io::input_display_name(path) + ")";
+  const std::string file = " (" + cli::input_display_name(path) + ")";
   uint64_t rest = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const Group& g = groups[order[k]];
@@ -133,13 +135,13 @@ std::unique_ptr<io::TensorReader> open_reader(const Tool& tool, const std::strin
 std::unique_ptr<io::TensorReader> open_seekable_reader(const Tool& tool, const std::string& path,
                                                        const ReaderOpener& open) {
   struct stat st{};
-  if (path != "-" && ::stat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+  if (!is_std_stream(path) && ::stat(path.c_str(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
     if (!open) return open_reader(tool, path);
     auto reader = open(path);
     warn_skipped(tool, *reader, path);
     return reader;
   }
-  auto in = io::InputStream::open(path);
+  auto in = open_input(path);
   const std::string name = in->name();
   io::TempFile spool;  // unlinked when it goes: the reader keeps its own descriptor
   if (!spool.create("tk-spool")) {

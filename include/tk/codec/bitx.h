@@ -44,9 +44,11 @@ class BitxBase {
     std::span<const uint8_t> bytes;
   };
 
-  // Read and hash `path` ("-" = stdin). Throws kIo when it cannot be read and
+  // Read and hash the file at `path`. Throws kIo when it cannot be read and
   // kInvalidInput when it is not a valid safetensors file.
   static std::unique_ptr<BitxBase> open(const std::string& path);
+  // The same from a stream (standard input, say), read to its end.
+  static std::unique_ptr<BitxBase> open(std::unique_ptr<io::InputStream> in);
 
   const std::string& name() const { return name_; }
   const Sha256Digest& sha256() const { return sha256_; }

@@ -1,6 +1,8 @@
-// Byte streams: the one place where "-" means stdin/stdout, where reads are buffered
-// and can be peeked (so formats are detected on pipes), and where outputs are written
-// to a temporary name beside the target and renamed only on success.
+// Byte streams: files, the standard streams and memory, read through a buffer that can
+// be peeked (so formats are detected on pipes); outputs written to a temporary name
+// beside the target and renamed only on success. A path is always a file's path: the
+// standard streams have their own entry points (what a command line spells them as is
+// the tools' business, src/cli).
 #pragma once
 
 #include <cstddef>
@@ -17,10 +19,6 @@ namespace tk::io {
 
 class DirFd;
 
-// Display name of a path for messages: "-" is "<stdin>" / "<stdout>".
-std::string input_display_name(const std::string& path);
-std::string output_display_name(const std::string& path);
-
 // A buffered sequential reader over a file descriptor or a memory buffer.
 struct InputOptions {
   // The caller named this path (a user's argument): a FIFO or socket behind it (a named
@@ -33,11 +31,14 @@ struct InputOptions {
 
 class InputStream {
  public:
-  // Open `path` for reading; "-" is standard input. Symbolic links are followed; what
-  // they lead to must be a regular file, or a pipe when options.pipes (a device is
-  // refused: kInvalidInput "not a regular file"). Throws kIo when it cannot be opened
-  // and kUsage when it is a directory.
+  // Open the file at `path` for reading. Symbolic links are followed; what they lead
+  // to must be a regular file, or a pipe when options.pipes (a device is refused:
+  // kInvalidInput "not a regular file"). Throws kIo when it cannot be opened and kUsage
+  // when it is a directory.
   static std::unique_ptr<InputStream> open(const std::string& path, const InputOptions& options = {});
+  // Read the process's standard input, named "<stdin>". Never a regular file for
+  // is_regular_file(), even when redirected from one: it is not reopened by path.
+  static std::unique_ptr<InputStream> standard_input();
   // Read from memory (kept alive by the Buffer). `name` is used in messages.
   static std::unique_ptr<InputStream> from_buffer(Buffer data, std::string name);
   ~InputStream();
@@ -46,8 +47,11 @@ class InputStream {
 
   // "model.safetensors", "<stdin>", or the name given to from_buffer.
   const std::string& name() const { return name_; }
-  // The path given to open() ("-" for stdin, empty for memory streams).
+  // The path given to open(); empty for standard input and memory streams.
   const std::string& path() const { return path_; }
+  bool is_standard_input() const { return standard_input_; }
+  // True for a stream made by from_buffer(): no descriptor, nothing to spool.
+  bool is_memory() const { return memory_stream_; }
   // True for a regular file opened by path: it can be memory-mapped or reopened.
   bool is_regular_file() const { return regular_file_; }
   // Size in bytes when known (regular files and memory), else nullopt (pipes).
@@ -77,10 +81,13 @@ class InputStream {
  private:
   InputStream() = default;
   size_t fill(size_t want);  // make at least `want` bytes available if possible
+  void describe_fd();        // size and kind from fstat; kUsage for a directory
 
   std::string name_, path_;
   int fd_ = -1;
   bool owns_fd_ = false;
+  bool standard_input_ = false;
+  bool memory_stream_ = false;
   bool regular_file_ = false;
   bool eof_ = false;
   std::optional<uint64_t> size_;
@@ -94,6 +101,8 @@ class InputStream {
 // file) when it holds more than `max_bytes`, checked before reading and again after, in
 // case the file grows meanwhile.
 Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::string& too_large);
+// The same for a stream opened already (standard input, say), naming it.
+Buffer read_small_file(InputStream& in, uint64_t max_bytes, const std::string& too_large);
 
 struct OutputOptions {
   bool durable = false;  // fsync the file (and its directory) before and after the rename
@@ -125,11 +134,14 @@ OutputTarget output_target(const std::string& path, const OutputOptions& options
 // stream removes the temporary file.
 class OutputStream {
  public:
-  // Open `path` for writing; "-" is standard output. The temporary file is created, and
+  // Open the file at `path` for writing. The temporary file is created, and
   // later renamed, relative to a descriptor of the target's directory (O_EXCL, no link
   // followed). Throws kUsage for a target output_target() refuses, kIo when the
   // temporary file cannot be created.
   static std::unique_ptr<OutputStream> open(const std::string& path, const OutputOptions& options = {});
+  // Write to the process's standard output, named "<stdout>", directly (no temporary
+  // file); options.durable asks for an fsync at commit where the descriptor takes one.
+  static std::unique_ptr<OutputStream> standard_output(const OutputOptions& options = {});
   // Write into `sink` (appended); for tests and in-memory pipelines.
   static std::unique_ptr<OutputStream> to_memory(std::vector<uint8_t>* sink);
   ~OutputStream();
@@ -137,7 +149,7 @@ class OutputStream {
   OutputStream& operator=(const OutputStream&) = delete;
 
   const std::string& name() const { return name_; }
-  bool is_stdout() const { return path_ == "-"; }
+  bool is_stdout() const { return standard_output_; }
   uint64_t position() const { return position_; }
 
   // Append bytes. Throws kIo on failure (a full disk, a closed pipe).
@@ -157,10 +169,11 @@ class OutputStream {
   OutputStream() = default;
   void flush_buffer();
 
-  std::string name_, path_, temp_path_, temp_name_, target_name_;
+  std::string name_, temp_path_, temp_name_, target_name_;
   std::unique_ptr<DirFd> dir_;  // the target's directory, for the temporary file and the rename
   OutputOptions options_;
   int fd_ = -1;
+  bool standard_output_ = false;
   bool committed_ = false;
   std::vector<uint8_t>* sink_ = nullptr;
   std::vector<uint8_t> buf_;

@@ -43,7 +43,7 @@ enum class FileFormat { kUnknown, kSafetensors, kHdf5, kNpy, kShardIndex, kTkz, 
 const char* format_name(FileFormat format);  // "safetensors", "hdf5", "npy", "npz", "pytorch", "checkpoint", ...
 // Parse a --format value ("safetensors", "st", "hdf5", "h5", "npy", "npz", "gguf"); kUnknown if none.
 FileFormat format_parse(std::string_view text);
-// Format implied by an output path's extension; "-" and unknown extensions give kUnknown.
+// Format implied by an output path's extension; kUnknown for none or one unknown.
 FileFormat format_from_extension(const std::string& path);
 // Detect the format from the first bytes of the stream (peeked, not consumed).
 FileFormat detect_format(InputStream& in);
@@ -154,7 +154,7 @@ struct WriteOptions {
   uint64_t hdf5_chunk_bytes = 1 << 20;       // target chunk size for compressed datasets
 };
 
-// Open a tensor file of any supported format ("-" = stdin), detected by content. A
+// Open the tensor file at `path`, of any supported format, detected by content. A
 // directory or *.index.json opens a sharded model as one file. Throws kIo for missing
 // files, kInvalidInput for unrecognised or malformed content.
 std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options = {});
@@ -163,8 +163,11 @@ std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOpt
 // path).
 std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const ReadOptions& options = {});
 
-// Create a writer for `path` ("-" = stdout) in options.format, or the format implied by
+// Create a writer for the file at `path` in options.format, or the format implied by
 // the extension, or safetensors.
 std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options = {});
+// The same onto a stream already opened (standard output, say): options.format, or
+// safetensors. options.durable is the stream's own (OutputOptions), not applied here.
+std::unique_ptr<TensorWriter> open_writer(std::unique_ptr<OutputStream> out, const WriteOptions& options = {});
 
 }  // namespace tk::io

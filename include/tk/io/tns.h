@@ -33,7 +33,7 @@ bool looks_like_tns(const uint8_t* data, size_t size);
 // no dense tensor format's signature: what a pipe must be sniffed for, read only once.
 bool stream_holds_tns(InputStream& in);
 
-// Parse a .tns file ("-" for stdin). Errors: kIo for unreadable files, kInvalidInput for
+// Parse the .tns file at `path`. Errors: kIo for unreadable files, kInvalidInput for
 // a line that does not parse (with its line number), a wrong number of fields, an index
 // < 0 (0-based) or beyond the declared shape, a non-finite value.
 SparseTensor read_tns(const std::string& path, const TnsReadOptions& options = {});

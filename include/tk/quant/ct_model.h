@@ -39,16 +39,18 @@ std::string ct_module_of(const std::string& weight_name);
 
 // Whether `dir` holds a model in the compressed-tensors format (a config.json whose
 // quantization_config has quant_method "compressed-tensors"), and then that config.
-// A file path is looked up in its directory. nullopt for "-" and for other paths.
+// A file path is looked up in its directory. nullopt for other paths (and for none:
+// a model read from a stream has no directory).
 // Throws like ct_config_parse.
 std::optional<CtConfig> ct_config_at(const std::string& path);
 
 // The directory whose config.json and other files a model at `input` comes with: the
 // input itself when a directory; a file's directory when it holds a config.json; else
-// (and for "-") empty.
+// (and for an empty input, a stream's) empty.
 std::string ct_source_directory(const std::string& input);
 
-// Check that `dir` can be written: not "-", and either absent or an empty directory.
+// Check that `dir` can be written: named (not empty), and either absent or an empty
+// directory.
 // Throws kUsage otherwise.
 void ct_check_output_directory(const std::string& dir);
 

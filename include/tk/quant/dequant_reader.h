@@ -94,8 +94,9 @@ class DequantReader final : public io::TensorReader {
 // The DequantReader of a quantized model whose tensors `inner` reads from `path`: a
 // tquant file (tk metadata), a compressed-tensors model (its config.json beside the
 // tensors, ct_model.h), or, when `gguf`, a GGUF file. Null when it is none of these;
-// `inner` is then left as it was.
+// `inner` is then left as it was. `path` is empty for a model read from a stream (it
+// has no directory to look in); `name` names the input in messages.
 std::unique_ptr<DequantReader> open_dequant_reader(std::unique_ptr<io::TensorReader>& inner, const std::string& path,
-                                                   std::optional<DType> cast, bool gguf);
+                                                   const std::string& name, std::optional<DType> cast, bool gguf);
 
 }  // namespace tk::quant

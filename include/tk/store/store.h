@@ -121,10 +121,13 @@ class Store {
 
   const std::string& dir() const { return dir_; }
 
-  // Add the file at `path` ("-": standard input, which then needs options.name).
-  // A file of the same name is replaced. Throws kUsage for a bad name or --base on a
-  // file that is not safetensors, kInvalidInput for an unknown base.
+  // Add the file at `path`, under options.name or else the file's name. A file of the
+  // same name is replaced. Throws kUsage for a bad name or --base on a file that is not
+  // safetensors, kInvalidInput for an unknown base.
   StoreAddResult add(const std::string& path, const StoreAddOptions& options);
+  // The same for a stream read to its end (standard input, say): options.name is
+  // required (kUsage when empty).
+  StoreAddResult add(std::unique_ptr<io::InputStream> in, const StoreAddOptions& options);
 
   // Write file `name` to `out` (not committed: the caller commits after this returns),
   // decoding each object, checking each object's SHA-256 before its bytes are written

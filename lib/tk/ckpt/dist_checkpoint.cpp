@@ -272,7 +272,7 @@ void DistCheckpointer::begin_save(uint64_t step, const std::vector<DistSlice>& s
   m.slices.clear();
   m.part.clear();
   m.shard.reset();
-  m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + "-" + std::to_string(++m.sequence);
+  m.tmp_name = step_dir_name(step) + ".tmp-" + m.token + '-' + std::to_string(++m.sequence);
   const auto deadline = deadline_after(options_.timeout_seconds);
 
   std::vector<LocalSlice> local;

@@ -293,7 +293,7 @@ std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
 std::string unique_suffix() {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter) + "-" +
+  return std::to_string(::getpid()) + '-' + std::to_string(++counter) + '-' +
          std::to_string(salt % 1000000);
 }
 

@@ -46,7 +46,7 @@ class StepTensors final : public io::TensorReader {
 }  // namespace
 
 std::optional<CheckpointPath> locate_checkpoint(const std::string& path) {
-  if (path == "-" || !is_directory(path)) return std::nullopt;
+  if (!is_directory(path)) return std::nullopt;
   namespace fs = std::filesystem;
   // Trailing slashes and "." name the directory itself.
   const fs::path dir = fs::path(path).lexically_normal();

@@ -51,13 +51,13 @@ void bitx_decode(std::span<const uint8_t> frame, std::span<const uint8_t> base, 
 
 uint64_t bitx_tensor_hash(std::span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
-std::unique_ptr<BitxBase> BitxBase::open(const std::string& path) {
+std::unique_ptr<BitxBase> BitxBase::open(const std::string& path) { return open(io::InputStream::open(path)); }
+
+std::unique_ptr<BitxBase> BitxBase::open(std::unique_ptr<io::InputStream> in) {
   auto base = std::unique_ptr<BitxBase>(new BitxBase());
-  {
-    auto in = io::InputStream::open(path);
-    base->name_ = in->name();
-    base->file_ = in->is_regular_file() ? Buffer::map_file(path) : in->read_all();
-  }
+  base->name_ = in->name();
+  base->file_ = in->is_regular_file() && in->position() == 0 ? Buffer::map_file(in->path()) : in->read_all();
+  in.reset();
   const Buffer& file = base->file_;
   const std::string& where = base->name_;
   if (file.size() < 8) throw invalid_input("base is not a safetensors file (too short)", where);

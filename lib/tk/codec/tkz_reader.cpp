@@ -65,7 +65,7 @@ Tensor TkzReader::read(size_t index) {
 
 bool is_tkz_file(const std::string& path) {
   struct stat st{};
-  if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   try {
     auto in = io::InputStream::open(path);
     return io::detect_format(*in) == io::FileFormat::kTkz;

@@ -175,7 +175,7 @@ void Hdf5Reader::open_file(std::unique_ptr<InputStream> in) {
     in.reset();
     raw_ = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     file_ = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()));
-  } else if (!in->path().empty() && spool_input(spool_, *in, &file_size_)) {
+  } else if (!in->is_memory() && spool_input(spool_, *in, &file_size_)) {
     // A pipe: copied once into a temporary file, then opened as a file.
     in.reset();
     if (file_size_ == 0) throw invalid_input("empty file, not HDF5", name_);

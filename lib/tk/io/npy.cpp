@@ -117,7 +117,7 @@ class NpyReader final : public TensorReader {
       mapped_ = true;
       in = InputStream::from_buffer(mapping_, name_);
     }
-    memory_ = !regular_file_ && path_.empty();
+    memory_ = !regular_file_ && in->is_memory();
     parse_header(*in);
     TensorInfo info;
     info.name = tensor_name;

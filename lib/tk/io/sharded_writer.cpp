@@ -133,7 +133,7 @@ class ShardedWriter final : public TensorWriter {
 }  // namespace
 
 std::unique_ptr<TensorWriter> sharded_writer(const std::string& path, const ShardedWriteOptions& options) {
-  if (path == "-" || !path.ends_with(".safetensors"))
+  if (!path.ends_with(".safetensors"))
     throw usage_error("sharded output needs a file name ending in .safetensors (the shards are named from it)", path);
   if (options.max_shard_bytes == 0) throw usage_error("the shard size must be positive", path);
   return std::make_unique<ShardedWriter>(path, options);

@@ -70,9 +70,6 @@ void write_all(int fd, const uint8_t* p, size_t n, const std::string& name) {
 
 }  // namespace
 
-std::string input_display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
-std::string output_display_name(const std::string& path) { return path == "-" ? "<stdout>" : path; }
-
 // ---------------------------------------------------------------- InputStream
 
 namespace {
@@ -118,28 +115,38 @@ int open_input(const std::string& path, const InputOptions& options) {
 std::unique_ptr<InputStream> InputStream::open(const std::string& path, const InputOptions& options) {
   std::unique_ptr<InputStream> s(new InputStream());
   s->path_ = path;
-  s->name_ = input_display_name(path);
-  if (path == "-") {
-    s->fd_ = STDIN_FILENO;
-    enlarge_pipe(s->fd_);
-  } else {
-    s->fd_ = open_input(path, options);
-    s->owns_fd_ = true;
-  }
-  struct stat st;
-  if (::fstat(s->fd_, &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", s->name_);
-    if (S_ISREG(st.st_mode)) {
-      s->size_ = static_cast<uint64_t>(st.st_size);
-      s->regular_file_ = path != "-";
-    }
-  }
+  s->name_ = path;
+  s->fd_ = open_input(path, options);
+  s->owns_fd_ = true;
+  s->describe_fd();
   return s;
+}
+
+std::unique_ptr<InputStream> InputStream::standard_input() {
+  std::unique_ptr<InputStream> s(new InputStream());
+  s->name_ = "<stdin>";
+  s->standard_input_ = true;
+  s->fd_ = STDIN_FILENO;
+  enlarge_pipe(s->fd_);
+  s->describe_fd();
+  return s;
+}
+
+void InputStream::describe_fd() {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) throw usage_error("is a directory", name_);
+  if (S_ISREG(st.st_mode)) {
+    size_ = static_cast<uint64_t>(st.st_size);
+    // Standard input redirected from a file has no path to map or reopen it by.
+    regular_file_ = !standard_input_;
+  }
 }
 
 std::unique_ptr<InputStream> InputStream::from_buffer(Buffer data, std::string name) {
   std::unique_ptr<InputStream> s(new InputStream());
   s->name_ = std::move(name);
+  s->memory_stream_ = true;
   s->size_ = data.size();
   s->memory_ = std::move(data);
   return s;
@@ -272,10 +279,13 @@ Buffer InputStream::read_view(size_t n, const char* what, BufferPool* pool) {
 }
 
 Buffer read_small_file(const std::string& path, uint64_t max_bytes, const std::string& too_large) {
-  auto in = InputStream::open(path);
-  if (in->size() && *in->size() > max_bytes) throw invalid_input(too_large, in->name());
-  Buffer bytes = in->read_all();
-  if (bytes.size() > max_bytes) throw invalid_input(too_large, in->name());
+  return read_small_file(*InputStream::open(path), max_bytes, too_large);
+}
+
+Buffer read_small_file(InputStream& in, uint64_t max_bytes, const std::string& too_large) {
+  if (in.size() && *in.size() > max_bytes) throw invalid_input(too_large, in.name());
+  Buffer bytes = in.read_all();
+  if (bytes.size() > max_bytes) throw invalid_input(too_large, in.name());
   return bytes;
 }
 
@@ -345,15 +355,8 @@ OutputTarget output_target(const std::string& path, const OutputOptions& options
 
 std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const OutputOptions& options) {
   std::unique_ptr<OutputStream> s(new OutputStream());
-  s->path_ = path;
-  s->name_ = output_display_name(path);
+  s->name_ = path;
   s->options_ = options;
-  if (path == "-") {
-    s->fd_ = STDOUT_FILENO;
-    enlarge_pipe(s->fd_);
-    s->buf_.reserve(kWriteChunk);
-    return s;
-  }
   if (output_target(path, options) == OutputTarget::kStream) {
     s->buf_.reserve(kWriteChunk);
     if (const int n = descriptor_name(path); n >= 0) {
@@ -391,6 +394,17 @@ std::unique_ptr<OutputStream> OutputStream::open(const std::string& path, const 
   return s;
 }
 
+std::unique_ptr<OutputStream> OutputStream::standard_output(const OutputOptions& options) {
+  std::unique_ptr<OutputStream> s(new OutputStream());
+  s->name_ = "<stdout>";
+  s->options_ = options;
+  s->standard_output_ = true;
+  s->fd_ = STDOUT_FILENO;
+  enlarge_pipe(s->fd_);
+  s->buf_.reserve(kWriteChunk);
+  return s;
+}
+
 std::unique_ptr<OutputStream> OutputStream::to_memory(std::vector<uint8_t>* sink) {
   std::unique_ptr<OutputStream> s(new OutputStream());
   s->name_ = "<memory>";
@@ -400,7 +414,7 @@ std::unique_ptr<OutputStream> OutputStream::to_memory(std::vector<uint8_t>* sink
 
 OutputStream::~OutputStream() {
   if (committed_) return;
-  if (temp_path_.empty() && fd_ >= 0 && path_ != "-") ::close(fd_);
+  if (temp_path_.empty() && fd_ >= 0 && !standard_output_) ::close(fd_);
   if (!temp_path_.empty()) {
     if (fd_ >= 0) ::close(fd_);
     ::unlinkat(dir_->fd(), temp_name_.c_str(), 0);
@@ -444,14 +458,14 @@ void OutputStream::commit() {
   }
   flush_buffer();
   check_mapped_files();  // what was computed from a truncated input is not published
-  if (temp_path_.empty() && path_ != "-") {  // a device or FIFO opened directly
+  if (temp_path_.empty() && !standard_output_) {  // a device or FIFO opened directly
     int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) throw errno_error("close failed", name_, errno);
     committed_ = true;
     return;
   }
-  if (path_ == "-") {
+  if (standard_output_) {
     // Write errors surfaced in write(); the tool closes stdout at exit and reports a
     // failed close there. No fsync: it would force a redirected file to disk.
     if (options_.durable && ::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <string_view>
 
 #include "tk/core/error.h"
@@ -241,12 +242,10 @@ void TensorPieces::finish() {
 }
 
 std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOptions& options) {
-  if (path != "-") {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      std::string found = sharded_find_in_directory(path);
-      return open_reader(found, options);
-    }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string found = sharded_find_in_directory(path);
+    return open_reader(found, options);
   }
   return open_reader(InputStream::open(path), options);
 }
@@ -254,6 +253,8 @@ std::unique_ptr<TensorReader> open_reader(const std::string& path, const ReadOpt
 std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const ReadOptions& options) {
   const std::string path = in->path();
   std::string name = in->name();
+  // Standard input has no file name to call its one tensor by.
+  const std::string stem = in->is_standard_input() ? std::string("tensor") : path_stem(path);
   try {
     FileFormat format = detect_format(*in);
     // A file named as an index whose JSON lacks a weight_map: the index reader names that.
@@ -263,19 +264,20 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
       case FileFormat::kHdf5: return hdf5_open(std::move(in), options);
       case FileFormat::kGguf: return gguf_open(std::move(in), options);
       case FileFormat::kNpy:
-        return npy_open(std::move(in), path == "-" ? std::string("tensor") : path_stem(path), options);
+        return npy_open(std::move(in), stem, options);
       case FileFormat::kShardIndex:
         // An index names files beside it: from a stream it could only resolve them
         // against the working directory.
-        if (path == "-") throw invalid_input("a sharded index cannot be read from stdin (the input starts with '{')");
+        if (in->is_standard_input())
+          throw invalid_input("a sharded index cannot be read from stdin (the input starts with '{')");
         // A memory stream has no directory at all (it would open the path "").
         if (path.empty()) throw invalid_input("a sharded index cannot be read from memory (the input starts with '{')");
         in.reset();
         return sharded_open(path, options);
-      case FileFormat::kNpz: return archive_open(std::move(in), options, path == "-" ? "tensor" : path_stem(path));
+      case FileFormat::kNpz: return archive_open(std::move(in), options, stem);
       case FileFormat::kTorch:
         if (auto h = in->peek(4); h.size() == 4 && std::memcmp(h.data(), kZipLocalMagic, 4) == 0)
-          return archive_open(std::move(in), options, path == "-" ? "tensor" : path_stem(path));
+          return archive_open(std::move(in), options, stem);
         throw invalid_input(torch_legacy_message());
       case FileFormat::kTkz:
         // The tools read a container's tensors from a path (codec/tkz_reader.h).
@@ -295,35 +297,49 @@ std::unique_ptr<TensorReader> open_reader(std::unique_ptr<InputStream> in, const
   throw invalid_input("unrecognised format (not safetensors, HDF5, GGUF, .npy, .npz or a PyTorch checkpoint)", name);
 }
 
+namespace {
+
+using StreamOpener = std::function<std::unique_ptr<OutputStream>()>;
+
+// The writer of `format` over the stream `open` makes (opened only for a format that
+// can be written); the errors name `where`.
+std::unique_ptr<TensorWriter> format_writer(FileFormat format, const StreamOpener& open, const WriteOptions& options,
+                                            const std::string& where) {
+  switch (format) {
+    case FileFormat::kSafetensors: return safetensors_writer(open());
+    case FileFormat::kHdf5: return hdf5_writer(open(), options);
+    case FileFormat::kNpy: return npy_writer(open());
+    case FileFormat::kNpz: return npz_writer(open());
+    case FileFormat::kGguf: return gguf_writer(open());
+    case FileFormat::kTorch:
+      throw usage_error("PyTorch checkpoints are read, not written; write .safetensors (torch loads it with "
+                        "safetensors.torch.load_file)",
+                        where);
+    case FileFormat::kShardIndex:
+      throw usage_error("a sharded model is written by its .safetensors name", where)
+          .with_option("io.shard_index_output");
+    case FileFormat::kTkz:
+      throw usage_error("tensor files cannot be written as .tkz", where).with_option("io.tkz_output");
+    case FileFormat::kCheckpoint:
+      throw usage_error("checkpoint steps are not written as tensor files", where).with_option("io.checkpoint_output");
+    case FileFormat::kUnknown: break;
+  }
+  throw usage_error("unknown output format", where);
+}
+
+}  // namespace
+
 std::unique_ptr<TensorWriter> open_writer(const std::string& path, const WriteOptions& options) {
   FileFormat format = options.format;
   if (format == FileFormat::kUnknown) format = format_from_extension(path);
   if (format == FileFormat::kUnknown) format = FileFormat::kSafetensors;
-  switch (format) {
-    case FileFormat::kSafetensors:
-      return safetensors_writer(OutputStream::open(path, {options.durable}));
-    case FileFormat::kHdf5:
-      return hdf5_writer(OutputStream::open(path, {options.durable}), options);
-    case FileFormat::kNpy:
-      return npy_writer(OutputStream::open(path, {options.durable}));
-    case FileFormat::kNpz:
-      return npz_writer(OutputStream::open(path, {options.durable}));
-    case FileFormat::kGguf:
-      return gguf_writer(OutputStream::open(path, {options.durable}));
-    case FileFormat::kTorch:
-      throw usage_error("PyTorch checkpoints are read, not written; write .safetensors (torch loads it with "
-                        "safetensors.torch.load_file)",
-                        path);
-    case FileFormat::kShardIndex:
-      throw usage_error("a sharded model is written by its .safetensors name", path)
-          .with_option("io.shard_index_output");
-    case FileFormat::kTkz:
-      throw usage_error("tensor files cannot be written as .tkz", path).with_option("io.tkz_output");
-    case FileFormat::kCheckpoint:
-      throw usage_error("checkpoint steps are not written as tensor files", path).with_option("io.checkpoint_output");
-    case FileFormat::kUnknown: break;
-  }
-  throw usage_error("unknown output format", path);
+  return format_writer(format, [&] { return OutputStream::open(path, {options.durable}); }, options, path);
+}
+
+std::unique_ptr<TensorWriter> open_writer(std::unique_ptr<OutputStream> out, const WriteOptions& options) {
+  const FileFormat format = options.format == FileFormat::kUnknown ? FileFormat::kSafetensors : options.format;
+  const std::string where = out->name();
+  return format_writer(format, [&] { return std::move(out); }, options, where);
 }
 
 }  // namespace tk::io

@@ -332,7 +332,7 @@ void ZipArchive::read_pieces(size_t index, uint64_t skip, uint64_t n, size_t pie
 
 Buffer whole_input(InputStream& in, bool allow_mmap, TempFile& spool) {
   if (in.is_regular_file() && in.position() == 0 && allow_mmap) return Buffer::map_file(in.path());
-  if (in.is_regular_file() || in.path().empty() || !spool.create("tk-zip")) return in.read_all();
+  if (in.is_regular_file() || in.is_memory() || !spool.create("tk-zip")) return in.read_all();
   spool.remove_name();
   if (copy_to_temp(in, spool) == 0) return Buffer();
   return Buffer::map_fd(spool.fd(), in.name());

@@ -143,7 +143,7 @@ std::string ct_module_of(const std::string& weight_name) {
 }
 
 std::string ct_source_directory(const std::string& input) {
-  if (input.empty() || input == "-") return {};
+  if (input.empty()) return {};
   std::error_code ec;
   if (fs::is_directory(input, ec)) return input;
   // A file's directory is the model's only when it holds the model's config.json: a
@@ -166,7 +166,7 @@ std::optional<CtConfig> ct_config_at(const std::string& path) {
 }
 
 void ct_check_output_directory(const std::string& dir) {
-  if (dir.empty() || dir == "-")
+  if (dir.empty())
     throw usage_error("compressed-tensors output is a directory").with_option("quant.ct_output_directory");
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);

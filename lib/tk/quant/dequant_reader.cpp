@@ -165,17 +165,16 @@ Quantized DequantReader::quantized(size_t index) {
 }
 
 std::unique_ptr<DequantReader> open_dequant_reader(std::unique_ptr<io::TensorReader>& inner, const std::string& path,
-                                                   std::optional<DType> cast, bool gguf) {
-  const std::string where = io::input_display_name(path);
+                                                   const std::string& name, std::optional<DType> cast, bool gguf) {
   const bool is_gguf = dynamic_cast<const io::GgufReader*>(inner.get()) != nullptr;
   if (has_layout(*inner) || (gguf && is_gguf)) {
-    return std::make_unique<DequantReader>(std::move(inner), where, cast);
+    return std::make_unique<DequantReader>(std::move(inner), name, cast);
   }
   if (is_gguf || !inner->random_access()) return nullptr;
   std::optional<CtConfig> ct = ct_config_at(path);
   if (!ct) return nullptr;
   const DType dtype = ct->dtype.value_or(DType::kF32);
-  return std::make_unique<DequantReader>(std::move(inner), where, std::move(*ct), dtype, cast);
+  return std::make_unique<DequantReader>(std::move(inner), name, std::move(*ct), dtype, cast);
 }
 
 void DequantReader::add_dense(size_t i, std::optional<DType> cast) {

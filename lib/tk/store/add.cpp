@@ -238,21 +238,34 @@ void check_name_free(const io::DirFd& root, const std::string& name, const codec
     throw usage_error("a different file is stored under this name", name).with_option("store.replace");
 }
 
-Buffer read_input(const std::string& path) {
-  auto in = io::InputStream::open(path);
-  if (in->is_regular_file()) return Buffer::map_file(path);
-  return in->read_all();
+Buffer read_input(io::InputStream& in) {
+  if (in.is_regular_file() && in.position() == 0) return Buffer::map_file(in.path());
+  return in.read_all();
+}
+
+// Refuse a name the store cannot take, before the input is read. An empty one is a
+// stream's: it has no file name to store it under (the tools' one stream is stdin).
+void check_add_name(const std::string& name) {
+  if (name.empty())
+    throw usage_error("a file read from standard input needs a name in the store").with_option("store.name");
+  store_check_name(name);
 }
 
 }  // namespace
 
 StoreAddResult Store::add(const std::string& path, const StoreAddOptions& options) {
+  StoreAddOptions named = options;
+  if (named.name.empty()) named.name = display_name(path);
+  check_add_name(named.name);
+  return add(io::InputStream::open(path), named);
+}
+
+StoreAddResult Store::add(std::unique_ptr<io::InputStream> in, const StoreAddOptions& options) {
   StoreAddResult r;
-  r.name = options.name.empty() ? (path == "-" ? std::string() : display_name(path)) : options.name;
-  if (r.name.empty())
-    throw usage_error("a file read from standard input needs a name in the store").with_option("store.name");
-  store_check_name(r.name);
-  Buffer input = read_input(path);
+  r.name = options.name;
+  check_add_name(r.name);
+  Buffer input = read_input(*in);
+  in.reset();
   std::span<const uint8_t> data(input.data(), input.size());
   r.logical_bytes = data.size();
 

@@ -74,7 +74,7 @@ std::string unique_name() {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   thread_local std::mt19937_64 rng(salt ^ static_cast<uint64_t>(::getpid()));
-  return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-" +
+  return std::to_string(::getpid()) + '-' + std::to_string(counter.fetch_add(1)) + '-' +
          std::to_string(rng() & 0xffffffffu);
 }
 

@@ -142,7 +142,7 @@ std::set<codec::Sha256Digest> reachable_objects(const StoreObjects& objects,
 
 bool is_store_dir(const std::string& dir) {
   std::error_code ec;
-  return dir != "-" && std::filesystem::is_directory(dir, ec) &&
+  return std::filesystem::is_directory(dir, ec) &&
          std::filesystem::is_regular_file(std::filesystem::path(dir) / kMarkerName, ec);
 }
 

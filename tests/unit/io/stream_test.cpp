@@ -115,6 +115,106 @@ TEST(InputStream, DirectoryIsUsageError) {
   }
 }
 
+// Runs `fn` with the working directory at `dir` and the standard streams on pipes that
+// hold or take other bytes, so that a path "-" read or written as a standard stream
+// shows as a wrong result, never a wait on a terminal. Returns what reached stdout.
+template <typename Fn> std::string with_std_streams_elsewhere(const std::string& dir, Fn&& fn) {
+  const auto cwd = std::filesystem::current_path();
+  int in_pipe[2], out_pipe[2];
+  EXPECT_EQ(::pipe(in_pipe), 0);
+  EXPECT_EQ(::pipe(out_pipe), 0);
+  EXPECT_EQ(::write(in_pipe[1], "standard input", 14), 14);
+  ::close(in_pipe[1]);
+  const int saved_in = ::dup(STDIN_FILENO), saved_out = ::dup(STDOUT_FILENO);
+  ::dup2(in_pipe[0], STDIN_FILENO);
+  ::dup2(out_pipe[1], STDOUT_FILENO);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  std::filesystem::current_path(dir);
+  try {
+    fn();
+  } catch (...) {
+    ADD_FAILURE() << "unexpected exception";
+  }
+  std::filesystem::current_path(cwd);
+  ::dup2(saved_in, STDIN_FILENO);
+  ::dup2(saved_out, STDOUT_FILENO);
+  ::close(saved_in);
+  ::close(saved_out);
+  std::string written;
+  char buf[256];
+  for (ssize_t n; (n = ::read(out_pipe[0], buf, sizeof buf)) > 0;) written.append(buf, static_cast<size_t>(n));
+  ::close(out_pipe[0]);
+  return written;
+}
+
+TEST(InputStream, ADashIsAFileName) {
+  // "-" for stdin is the tools' convention (src/cli), not the library's: here it is
+  // the file of that name in the working directory.
+  tk::test::TempDir dir("tk-dash");
+  write_file(dir.path() + "/-", "the file named dash");
+  std::string name, content;
+  bool regular = false;
+  with_std_streams_elsewhere(dir.path(), [&] {
+    auto in = InputStream::open("-");
+    name = in->name();
+    regular = in->is_regular_file();
+    Buffer all = in->read_all();
+    content.assign(reinterpret_cast<const char*>(all.data()), all.size());
+  });
+  EXPECT_EQ(content, "the file named dash");
+  EXPECT_EQ(name, "-");
+  EXPECT_TRUE(regular);
+}
+
+TEST(OutputStream, ADashIsAFileName) {
+  tk::test::TempDir dir("tk-dash");
+  bool to_stdout = true;
+  const std::string reached_stdout = with_std_streams_elsewhere(dir.path(), [&] {
+    auto out = OutputStream::open("-");
+    to_stdout = out->is_stdout();
+    out->write("into the file", 13);
+    out->commit();
+  });
+  EXPECT_FALSE(to_stdout);
+  EXPECT_EQ(reached_stdout, "");
+  std::ifstream f(dir.path() + "/-", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(s, "into the file");
+  EXPECT_EQ(count_temp_files(dir.path()), 0);
+}
+
+TEST(InputStream, StandardInputHasItsOwnEntryPoint) {
+  tk::test::TempDir dir("tk-dash");
+  std::string content;
+  with_std_streams_elsewhere(dir.path(), [&] {
+    auto in = InputStream::standard_input();
+    EXPECT_TRUE(in->is_standard_input());
+    EXPECT_FALSE(in->is_regular_file());
+    EXPECT_FALSE(in->is_memory());
+    EXPECT_EQ(in->name(), "<stdin>");
+    EXPECT_EQ(in->path(), "");
+    Buffer all = in->read_all();
+    content.assign(reinterpret_cast<const char*>(all.data()), all.size());
+  });
+  EXPECT_EQ(content, "standard input");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/-"));
+}
+
+TEST(OutputStream, StandardOutputHasItsOwnEntryPoint) {
+  tk::test::TempDir dir("tk-dash");
+  const std::string reached_stdout = with_std_streams_elsewhere(dir.path(), [&] {
+    auto out = OutputStream::standard_output();
+    EXPECT_TRUE(out->is_stdout());
+    EXPECT_EQ(out->name(), "<stdout>");
+    EXPECT_FALSE(out->temp_path().has_value());
+    out->write("to stdout", 9);
+    out->commit();
+  });
+  EXPECT_EQ(reached_stdout, "to stdout");
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
 TEST(OutputStream, NothingUnderTargetUntilCommit) {
   std::string d = scratch_dir();
   std::string target = d + "/out.bin";

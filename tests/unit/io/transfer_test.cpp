@@ -342,7 +342,7 @@ TEST(TransferPieces, TruncatedPipeFails) {
   ::close(fds[0]);
   std::vector<uint8_t> out;
   try {
-    auto reader = safetensors_open(InputStream::open("-"), {});
+    auto reader = safetensors_open(InputStream::standard_input(), {});
     auto writer = safetensors_writer(OutputStream::to_memory(&out));
     transfer({{reader.get(), "<stdin>"}}, {{0, 0, "t", std::nullopt}}, *writer, {});
     ADD_FAILURE() << "expected a truncation error";

@@ -31,11 +31,11 @@
 namespace tk::store {
 
 struct StoreAddOptions {
-  std::string name;         // name in the store; default: the input's file name
-  std::string base;         // base file for BitX objects; empty: choose automatically
+  std::string name{};       // name in the store; default: the input's file name
+  std::string base{};       // base file for BitX objects; empty: choose automatically
   bool deltas = true;       // false: never make BitX objects
   bool replace = false;     // a different file under a stored name replaces it (else kUsage)
-  codec::LosslessOptions lossless;
+  codec::LosslessOptions lossless{};
 };
 
 struct StoreAddResult {

@@ -541,8 +541,12 @@ TEST(Container, Sha256OnRequestIsAVersion1ContainerAndChecked) {
     const bool frame = l2.entries[i].codec == TkzCodec::kLossless || l2.entries[i].codec == TkzCodec::kZstd;
     frames += frame;
     EXPECT_EQ(h2 == 0, frame) << l.entries[i].name;
-    if (!frame) EXPECT_EQ(h1, h2) << l.entries[i].name;
-    if (l.entries[i].bytes > 0) EXPECT_NE(h1, 0u) << l.entries[i].name;
+    if (!frame) {
+      EXPECT_EQ(h1, h2) << l.entries[i].name;
+    }
+    if (l.entries[i].bytes > 0) {
+      EXPECT_NE(h1, 0u) << l.entries[i].name;
+    }
   }
   EXPECT_GT(frames, 0u);
 }
@@ -587,7 +591,9 @@ TEST(Container, FilesWithoutTensorsAreNeverLargerThanZstd) {
     EXPECT_LE(z.size(), peer.size()) << size;
     // Small files are a frame (the container's fixed bytes lose), files past the
     // comparison a frame without a comparison; up to 1 MiB the smaller of both.
-    if (size <= 4095 || size > kTkzCompareMax) EXPECT_TRUE(r.zstd_frame) << size;
+    if (size <= 4095 || size > kTkzCompareMax) {
+      EXPECT_TRUE(r.zstd_frame) << size;
+    }
     if (r.zstd_frame) {
       EXPECT_TRUE(r.entries.empty());
       EXPECT_EQ(z, peer) << size;

@@ -225,7 +225,9 @@ TEST(Gguf, HugeAlignmentIsReadButNotWritten) {
     EXPECT_EQ(r->alignment(), uint32_t{1} << 31);
     EXPECT_EQ(r->tensors()[0].shape, (Shape{0, 4}));
     EXPECT_EQ(r->read(0).numel(), 0u);
-    if (mapped) EXPECT_EQ(r->read_stored(0).size(), 0u);
+    if (mapped) {
+      EXPECT_EQ(r->read_stored(0).size(), 0u);
+    }
     // An output from it pads to the default, not to 2 GiB.
     bool has_alignment = false;
     for (const GgufKv& kv : gguf_output_kvs(r.get(), r->metadata())) has_alignment |= kv.key == "general.alignment";

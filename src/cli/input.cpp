@@ -74,13 +74,14 @@ class SpooledReader final : public io::TensorReader {
 // io::open_reader, .tkz containers as the tensor files they hold, and checkpoint steps
 // (a root: its newest step).
 std::unique_ptr<io::TensorReader> open_any(const std::string& path, const io::ReadOptions& options) {
-  if (is_std_stream(path)) return io::open_reader(io::InputStream::standard_input(), options);
-  if (codec::is_tkz_file(path)) return std::make_unique<codec::TkzReader>(path);
-  if (auto where = ckpt::locate_checkpoint(path)) return ckpt::open_step_tensors(*where);
-  if (store::is_store_dir(path))
-    throw invalid_input("is a model store, not a tensor file: 'tinfo' lists it, 'tcompress store get' restores a file",
-                        path);
-  return io::open_reader(path, options);
+  if (!is_std_stream(path)) {  // the look-ups below are by path
+    if (codec::is_tkz_file(path)) return std::make_unique<codec::TkzReader>(path);
+    if (auto where = ckpt::locate_checkpoint(path)) return ckpt::open_step_tensors(*where);
+    if (store::is_store_dir(path))
+      throw invalid_input(
+          "is a model store, not a tensor file: 'tinfo' lists it, 'tcompress store get' restores a file", path);
+  }
+  return open_tensor_file(path, options);
 }
 
 }  // namespace

@@ -182,8 +182,7 @@ std::string lossy_summary(const std::vector<LossyTensor>& tensors, double min_sq
 void check_streams(const cli::Tool& tool, const CompressOptions& o, const cli::CommonOptions& common) {
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   tool.check_output(o.output, {o.input, o.base});
-  if (common.json && *common.json == "-" && o.output == "-")
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  common.check_one_stdout(o.output);
   if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
 }
 

@@ -144,8 +144,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   } else {
     tool.check_output(o.output, o.inputs);
   }
-  if (common.json && *common.json == "-" && o.output == "-")
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  common.check_one_stdout(o.output);
   std::optional<DType> cast;
   if (!o.dtype.empty()) {
     cast = dtype_parse(o.dtype);

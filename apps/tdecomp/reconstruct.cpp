@@ -102,8 +102,7 @@ int run_reconstruct(cli::Tool& tool, const ReconstructOptions& o) {
   cli::require_no_gpu(common.device, "tdecomp reconstruct");
   const io::FileFormat format = cli::output_format(o.output, o.format);
   check_output(tool, o.input, o.output);
-  if (common.json && *common.json == "-" && o.output == "-")
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  common.check_one_stdout(o.output);
   std::optional<DType> dtype;
   if (!o.dtype.empty()) dtype = float_dtype_parse(o.dtype, "--dtype");
 

@@ -121,8 +121,7 @@ Settings settings_parse(const cli::Tool& tool, const DecompOptions& o) {
   if (s.format == io::FileFormat::kNpy) throw usage_error("a decomposition is several tensors; .npy holds one", o.output);
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   tool.check_output(o.output, {o.input});
-  if (common.json && *common.json == "-" && o.output == "-")
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
+  common.check_one_stdout(o.output);
   s.f32 = o.precision == "f32";
   s.seed = common.seed.value_or(0);
   if (!o.factor_dtype.empty()) s.factor_dtype = float_dtype_parse(o.factor_dtype, "--factor-dtype");

@@ -32,9 +32,7 @@ int run_dequant(cli::Tool& tool, const DequantArgs& args) {
   std::optional<DType> cast = parse_dtype(args.dtype);
   cli::check_binary_input({args.input}, cli::stdin_is_terminal());
   tool.check_output(args.output, {args.input});
-  if (tool.options().json && *tool.options().json == "-" && args.output == "-") {
-    throw usage_error("--json - and -o - both want stdout; give one of them a file");
-  }
+  tool.options().check_one_stdout(args.output);
 
   std::unique_ptr<io::TensorReader> inner = cli::open_seekable_reader(tool, args.input);
   const std::string name = cli::input_display_name(args.input);

@@ -196,9 +196,7 @@ int run_quantize(cli::Tool& tool, const QuantArgs& given) {
     } else {
       tool.check_output(args.output, {args.input});
     }
-    if (common.json && *common.json == "-" && args.output == "-") {
-      throw usage_error("--json - and -o - both want stdout; give one of them a file");
-    }
+    common.check_one_stdout(args.output);
   }
   Session session{tool, args, options_from_args(args), {}, {}, format == io::FileFormat::kGguf};
   session.base.seed = common.seed.value_or(0);

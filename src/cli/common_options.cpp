@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "tk/core/error.h"
 #include "tk/core/isa.h"
@@ -62,6 +63,11 @@ void apply_common_options(CommonOptions& o, bool stderr_is_terminal) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
   active_isa();  // a bad TK_ISA is a usage error before any work
   o.show_progress = o.progress.value_or(stderr_is_terminal && !o.quiet);
+}
+
+void CommonOptions::check_one_stdout(const std::string& output) const {
+  if (!text_report() && is_std_stream(output))
+    throw usage_error("--json - and -o - both want stdout; give one of them a file");
 }
 
 }  // namespace tk::cli

@@ -31,6 +31,8 @@ struct CommonOptions {
 
   // True unless `--json -` puts the JSON report on stdout in place of the text report.
   bool text_report() const { return !json || *json != "-"; }
+  // kUsage when `--json -` and the data output `output` would both go to stdout.
+  void check_one_stdout(const std::string& output) const;
   TensorSelection selection() const { return TensorSelection(tensors, exclude); }
 };
 

@@ -193,7 +193,7 @@ std::string describe_params(const Params& p) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  if (path == "-") return cli::write_stdout(text);
+  if (cli::is_std_stream(path)) return cli::write_stdout(text);
   std::string tmp = path + ".tmp-tbench";
   {
     std::ofstream out(tmp, std::ios::binary);
@@ -247,7 +247,7 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
   std::vector<std::string> methods = select_methods(area, o.methods);
   auto values = parse_params(area, o.params);
   check_params_used(area, methods, o.params);
-  if (o.csv == "-" && !tool.options().text_report())
+  if (cli::is_std_stream(o.csv) && !tool.options().text_report())
     throw usage_error("--csv - and --json - both want stdout; give one of them a file");
 
   uint64_t seed = tool.options().seed.value_or(0);
@@ -317,7 +317,7 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
   progress.clear();
 
   // stdout carries one report: the table, or the JSON or CSV asked for with '-'.
-  if (tool.options().text_report() && o.csv != "-") cli::write_stdout(report_table(report));
+  if (tool.options().text_report() && !cli::is_std_stream(o.csv)) cli::write_stdout(report_table(report));
   if (tool.options().json) cli::write_json(report_json(report), *tool.options().json);
   if (!o.csv.empty()) write_text_file(o.csv, report_csv(report));
   if (!o.svg.empty()) write_text_file(o.svg, report_svg(report));

@@ -183,7 +183,8 @@ void check_streams(const cli::Tool& tool, const CompressOptions& o, const cli::C
   cli::check_binary_input({o.input}, cli::stdin_is_terminal());
   tool.check_output(o.output, {o.input, o.base});
   common.check_one_stdout(o.output);
-  if (o.input == "-" && o.base == "-") throw usage_error("standard input can be read only once");
+  if (cli::is_std_stream(o.input) && cli::is_std_stream(o.base))
+    throw usage_error("standard input can be read only once");
 }
 
 }  // namespace
@@ -197,7 +198,7 @@ void resolve_output(CompressOptions& o, bool extract) {
   }
   if (!o.output.empty()) return;
   constexpr std::string_view kSuffix = ".tkz";
-  if (o.input == "-" || extract) o.output = "-";
+  if (cli::is_std_stream(o.input) || extract) o.output = "-";
   else if (!o.decompress) o.output = o.input + std::string(kSuffix);
   else if (o.input.size() > kSuffix.size() && o.input.ends_with(kSuffix))
     o.output = o.input.substr(0, o.input.size() - kSuffix.size());

@@ -159,7 +159,7 @@ int run_convert(cli::Tool& tool, const ConvertOptions& o) {
   }
 
   // A quantized model bound for GGUF or compressed-tensors is repacked, not transferred.
-  if ((ct || format == io::FileFormat::kGguf) && o.inputs.size() == 1 && o.inputs[0] != "-") {
+  if ((ct || format == io::FileFormat::kGguf) && o.inputs.size() == 1 && !cli::is_std_stream(o.inputs[0])) {
     std::unique_ptr<io::TensorReader> reader = cli::open_reader(tool, o.inputs[0]);
     const std::string& input = o.inputs[0];
     if (auto quantized = quant::open_dequant_reader(reader, cli::file_path(input), cli::input_display_name(input),

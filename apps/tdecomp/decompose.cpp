@@ -441,7 +441,7 @@ int run_decompose(cli::Tool& tool, const DecompOptions& o) {
   io::Metadata metadata;
   // Under mpirun or srun, sparse CP and Tucker spread over the ranks; nothing else does.
   std::unique_ptr<dist::Comm> comm = dist::world();
-  if (comm && comm->size() > 1 && o.input == "-")
+  if (comm && comm->size() > 1 && cli::is_std_stream(o.input))
     throw usage_error("under mpirun the input must be a file that every rank can read, not standard input");
   Input input(o.input);
   const bool spread_cp = comm && input.is_tns() && o.method == "cp";

@@ -67,7 +67,8 @@ std::string skipped_text(const std::vector<Skipped>& skipped) {
 }  // namespace
 
 Input::Input(const std::string& path) : stream_(cli::open_input(path)) {
-  tns_ = (path != "-" && (ends_with(path, ".tns") || ends_with(path, ".tns.gz"))) || io::stream_holds_tns(*stream_);
+  tns_ = (!cli::is_std_stream(path) && (ends_with(path, ".tns") || ends_with(path, ".tns.gz"))) ||
+         io::stream_holds_tns(*stream_);
 }
 
 io::SparseTensor Input::read_tns(const io::TnsReadOptions& options) {
@@ -82,7 +83,7 @@ std::unique_ptr<io::TensorReader> Input::open_reader() {
 }
 
 std::string tns_tensor_name(const std::string& path) {
-  if (path == "-") return "tensor";
+  if (cli::is_std_stream(path)) return "tensor";
   std::string base = path.substr(path.find_last_of('/') + 1);
   for (const char* ext : {".gz", ".tns"})
     if (ends_with(base, ext)) base.resize(base.size() - std::strlen(ext));

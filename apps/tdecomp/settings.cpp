@@ -211,7 +211,7 @@ void report_decompositions(const cli::Tool& tool, const std::string& command, co
                             o.spread->nnz_min, o.spread->nnz_max, cli::format_bytes(o.spread->bytes_per_iteration_max),
                             cli::format_bytes(o.spread->peak_rss_max));
     // stdout carries the data when the output is "-": the table goes to stderr then.
-    if (output == "-")
+    if (cli::is_std_stream(output))
       std::fputs(text.c_str(), stderr);
     else
       cli::write_stdout(text);

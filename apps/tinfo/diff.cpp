@@ -10,6 +10,7 @@
 #include "cli/input.h"
 #include "cli/number_format.h"
 #include "cli/output.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "cli/std_streams.h"
 #include "tinfo.h"
@@ -124,7 +125,8 @@ json row_json(const Row& r) {
 int run_diff(cli::Tool& tool, const DiffOptions& options) {
   const cli::CommonOptions& common = tool.options();
   cli::check_binary_input({options.a, options.b}, cli::stdin_is_terminal());
-  if (options.a == "-" && options.b == "-") throw usage_error("standard input can be read only once");
+  if (cli::is_std_stream(options.a) && cli::is_std_stream(options.b))
+    throw usage_error("standard input can be read only once");
   // Quantized files are compared as the tensors they stand for (dequantized).
   auto reader_a = open_shown(tool, options.a, options.parts);
   auto reader_b = open_shown(tool, options.b, options.parts);

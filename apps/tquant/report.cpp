@@ -6,6 +6,7 @@
 
 #include "cli/display_text.h"
 #include "cli/number_format.h"
+#include "cli/path_args.h"
 #include "cli/report.h"
 #include "results.h"
 
@@ -97,7 +98,7 @@ std::string text_report(const std::vector<PlanEntry>& plan, const std::vector<Re
   } else if (sha256) {
     text += fmt::format("output: {} ({}), sha256 {}\n", cli::escape_text(args.output), cli::format_bytes(out_bytes), *sha256);
   } else {
-    text += fmt::format("output: {} ({} of tensor data)\n", args.output == "-" ? "<stdout>" : cli::escape_text(args.output),
+    text += fmt::format("output: {} ({} of tensor data)\n", cli::escape_text(cli::output_display_name(args.output)),
                         cli::format_bytes(out_bytes));
   }
   return text;
@@ -164,7 +165,7 @@ void report_quantize(const cli::Tool& tool, const QuantArgs& args, const std::ve
   Totals t = totals_of(results);
   if (common.text_report()) {
     std::string text = text_report(plan, results, t, sha256, args, out_bytes);
-    if (args.dry_run || args.output != "-") {
+    if (args.dry_run || !cli::is_std_stream(args.output)) {
       cli::write_stdout(text);
     } else if (!common.quiet) {
       std::fputs(text.c_str(), stderr);

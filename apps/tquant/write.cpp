@@ -33,7 +33,7 @@ struct OutputSlot {
 // unmapped, so hashing a large output raised the tool's peak with the model's size.
 std::optional<std::string> file_sha256(const std::string& path) {
   std::error_code ec;
-  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  if (cli::is_std_stream(path) || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
   auto in = io::InputStream::open(path);
   codec::Sha256 hash;
   std::vector<uint8_t> piece(size_t{1} << 20);

@@ -50,10 +50,16 @@ def test_readme_transcript_and_bit_identical_resume(tmp_path):
         out = run(cmd, tmp_path)
         outs.append(out)
         if i == 1 and out[:1] != expected[:1]:
-            # The save of step 150 was still being written when the kill came (a loaded
-            # machine): the loop resumes from step 100, which the checks below cover.
-            assert re.fullmatch(r"resume from step 100 \(committed: \[50, 100\]\)", out[0]), out
-            continue
+            # A loaded machine: the kill came while the save of step 150 was still being
+            # written (the loop resumes from step 100, which the checks below cover), or
+            # after it was committed but before keep_last removed step 50 (the next save
+            # removes it).
+            assert re.fullmatch(r"resume from step 100 \(committed: \[50, 100\]\)"
+                                r"|resume from step 150 \(committed: \[50, 100, 150\]\)", out[0]), out
+            if out[0].startswith("resume from step 100"):
+                continue
+            out = out[1:]
+            expected = expected[1:]
         assert [NUMBER.sub("#", l) for l in out] == [NUMBER.sub("#", l) for l in expected], (cmd, out)
     killed, resumed, fresh = outs
     assert killed[-1] == "exit 137"

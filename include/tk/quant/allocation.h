@@ -37,7 +37,8 @@ int fallback_int_bits(const std::string& spec);
 
 // Drop tensor i's candidates that cannot win: an estimate worse, beyond the margin of
 // the two estimates, than another candidate of no more bytes (or equal to it in both,
-// after it). Returns how many were dropped.
+// after it; or, where the margin is 0, no better than one of fewer bytes). Returns how
+// many were dropped.
 size_t allocation_drop_dominated(Candidates& t, size_t i);
 
 // Drop tensor i's candidates that land near a grid the tensor's values sit close to but

@@ -126,7 +126,10 @@ size_t allocation_drop_dominated(Candidates& t, size_t i) {
   for (size_t j = 0; j < n; ++j) {
     for (size_t c = 0; c < n && keep[j]; ++c) {
       if (c == j || !keep[c] || item.bytes[c] > item.bytes[j]) continue;
-      const bool beaten = item.error[j] - item.error[c] > margin(t, i, c, j);
+      // Known exactly (a margin of 0: the same rows, every row's error the same, as Q5_1's
+      // on values that sit on Q4_1's grid), no better is beaten when it costs more.
+      const double d = item.error[j] - item.error[c], m = margin(t, i, c, j);
+      const bool beaten = d > m || (m == 0 && d >= 0 && item.bytes[c] < item.bytes[j]);
       const bool tie_lower = item.bytes[c] == item.bytes[j] && item.error[c] == item.error[j] && c < j;
       if (beaten || tie_lower) keep[j] = 0;
     }

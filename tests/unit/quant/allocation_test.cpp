@@ -124,5 +124,52 @@ TEST(Snaps, FewCandidatesDrawNoLine) {
   EXPECT_TRUE(allocation_drop_snaps(t, 0, 1000.0, 1000, DType::kF32).empty());
 }
 
+// allocation_drop_dominated: a candidate whose difference from a cheaper one is known
+// exactly (margin 0) and is no better goes; one the estimates cannot tell apart stays.
+Candidates two(const std::vector<double>& errors, const std::vector<uint64_t>& bytes, double se) {
+  Candidates t;
+  t.items = {BudgetItem{bytes, errors}};
+  t.usable = {{"cheap", "dear"}};
+  t.estimates.resize(1), t.samples.resize(1);
+  for (double e : errors) {
+    Estimate est;
+    est.error = e, est.se = se, est.exact = se == 0;
+    t.estimates[0].push_back(est);
+  }
+  return t;
+}
+
+TEST(Dominated, NoBetterAndDearerGoesWhenKnownExactly) {
+  Candidates t = two({0.5, 0.5}, {100, 120}, 0);
+  EXPECT_EQ(allocation_drop_dominated(t, 0), 1u);
+  EXPECT_EQ(t.usable[0], std::vector<std::string>{"cheap"});
+}
+
+TEST(Dominated, WithinTheMarginBothStay) {
+  Candidates t = two({0.5, 0.5}, {100, 120}, 0.01);
+  EXPECT_EQ(allocation_drop_dominated(t, 0), 0u);
+  t = two({0.5, 0.49}, {100, 120}, 0);  // better, exactly: stays
+  EXPECT_EQ(allocation_drop_dominated(t, 0), 0u);
+}
+
+TEST(Dominated, Q5_1OnQ4_1sGridGoes) {
+  // Values on Q4_1's grid: Q5_1 holds the same levels, so its error is Q4_1's at more
+  // bytes, measured whole on both (margin 0).
+  const std::vector<float> x = on_q4_1(gaussian(6));
+  Candidates t;
+  t.items.resize(1), t.usable.resize(1), t.estimates.resize(1), t.samples.resize(1);
+  for (io::GgmlType type : {io::GgmlType::kQ4_1, io::GgmlType::kQ5_1}) {
+    const GgufTwin twin = *tensorkit_twin(type);
+    const Estimate e = estimate_error(*make_scheme(twin.scheme), x, {kRows, kCols}, twin.options, nullptr);
+    t.items[0].bytes.push_back(e.bytes);
+    t.items[0].error.push_back(e.error);
+    t.estimates[0].push_back(e);
+    t.usable[0].push_back(type == io::GgmlType::kQ4_1 ? "Q4_1" : "Q5_1");
+  }
+  ASSERT_LE(t.items[0].error[0], t.items[0].error[1]);
+  EXPECT_EQ(allocation_drop_dominated(t, 0), 1u);
+  EXPECT_EQ(t.usable[0], std::vector<std::string>{"Q4_1"});
+}
+
 }  // namespace
 }  // namespace tk::quant

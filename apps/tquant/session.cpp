@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -284,9 +285,54 @@ void LongRunWarning::check(const cli::WorkMeter& meter, const char* phase) {
                             cli::format_duration(meter.eta_seconds()), meter.rate(), hint_));
 }
 
+namespace {
+
+// Tensor e's (values x) candidates that fit it, each with its estimated error.
+struct TensorCandidates {
+  quant::BudgetItem item;
+  std::vector<std::string> usable;
+  std::vector<quant::Estimate> estimates;
+  std::map<std::pair<int64_t, int64_t>, quant::RowSample> samples;  // most candidates share one
+};
+
+// Estimate tensor e's error under each of `candidates` that fits it, on a sample of
+// rows (`sample`, shared by the candidates of one view) or whole.
+void estimate_candidates(Session& s, const PlanEntry& e, const std::vector<float>& x,
+                         const std::vector<std::string>& candidates, bool sample, TensorCandidates& out) {
+  const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
+  for (const std::string& c : candidates) {
+    try {
+      if (!s.fits(c, e)) continue;
+      const quant::Scheme& scheme = s.scheme(c);
+      quant::QuantOptions oc = s.options_for(e, c);
+      const quant::RowSample* rows = nullptr;
+      if (sample) {
+        const int64_t view = quant::choose_view_cols(scheme, e.info.shape, oc);
+        const std::pair<int64_t, int64_t> key{view, quant::kSampleShare};
+        auto it = out.samples.find(key);
+        if (it == out.samples.end()) it = out.samples.emplace(key, quant::sample_rows(x, view, cols, oc.importance)).first;
+        rows = &it->second;
+      }
+      const quant::Estimate est = s.on_device(oc, [&](const quant::QuantOptions& on) {
+        return quant::estimate_error(scheme, x, e.info.shape, on, rows);
+      });
+      out.item.bytes.push_back(est.bytes);
+      out.item.error.push_back(est.error);
+      out.estimates.push_back(est);
+      out.usable.push_back(c);
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::kUsage) throw;
+    }
+  }
+}
+
+}  // namespace
+
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample) {
+                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample,
+                                  const std::vector<std::string>& deferred) {
   for (const auto& c : candidates) s.scheme(c);
+  for (const auto& c : deferred) s.scheme(c);
   CandidateTable table;
   cli::WorkMeter meter(weights_to_quantize(plan));
   LongRunWarning slow(s.tool, "; fewer --candidates shorten it");
@@ -315,35 +361,14 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
       table.fixed_signal += signal;
       continue;
     }
-    quant::BudgetItem item;
-    std::vector<std::string> usable;
-    std::vector<quant::Estimate> estimates;
-    std::map<std::pair<int64_t, int64_t>, quant::RowSample> samples;  // most candidates share one
-    for (const std::string& c : candidates) {
-      try {
-        if (!s.fits(c, e)) continue;
-        const quant::Scheme& scheme = s.scheme(c);
-        quant::QuantOptions oc = s.options_for(e, c);
-        const quant::RowSample* rows = nullptr;
-        if (sample) {
-          const int64_t view = quant::choose_view_cols(scheme, e.info.shape, oc);
-          const std::pair<int64_t, int64_t> key{view, quant::kSampleShare};
-          auto it = samples.find(key);
-          if (it == samples.end()) it = samples.emplace(key, quant::sample_rows(x, view, cols, oc.importance)).first;
-          rows = &it->second;
-        }
-        const quant::Estimate est = s.on_device(oc, [&](const quant::QuantOptions& on) {
-          return quant::estimate_error(scheme, x, e.info.shape, on, rows);
-        });
-        item.bytes.push_back(est.bytes);
-        item.error.push_back(est.error);
-        estimates.push_back(est);
-        usable.push_back(c);
-      } catch (const Error& err) {
-        if (err.kind() != ErrorKind::kUsage) throw;
-      }
-    }
-    if (usable.empty()) {
+    TensorCandidates tc;
+    estimate_candidates(s, e, x, candidates, sample, tc);
+    // Deferred candidates wait for the first solve, unless nothing else fits.
+    const bool none_fit = tc.usable.empty();
+    if (none_fit) estimate_candidates(s, e, x, deferred, sample, tc);
+    const bool defer =
+        !none_fit && std::any_of(deferred.begin(), deferred.end(), [&](const std::string& c) { return s.fits(c, e); });
+    if (tc.usable.empty()) {
       e.quantize = false;
       e.budgeted = false;
       e.reason = "kept: no candidate fills its blocks";
@@ -351,13 +376,14 @@ CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry
       continue;
     }
     table.weights += x.size();
-    table.items.push_back(std::move(item));
+    table.items.push_back(std::move(tc.item));
     table.entries.push_back(&e);
-    table.usable.push_back(std::move(usable));
-    table.estimates.push_back(std::move(estimates));
-    for (auto& [view, rows] : samples) quant::release_values(rows);  // only the energies are needed now
-    table.samples.push_back(std::move(samples));
+    table.usable.push_back(std::move(tc.usable));
+    table.estimates.push_back(std::move(tc.estimates));
+    for (auto& [view, rows] : tc.samples) quant::release_values(rows);  // only the energies are needed now
+    table.samples.push_back(std::move(tc.samples));
     table.signal.push_back(signal);
+    table.deferred_left.push_back(defer);
   }
   return table;
 }
@@ -403,12 +429,122 @@ std::string candidates_line(const CandidateTable& t, size_t i) {
   return line;
 }
 
+// The objective's weight of each budgeted tensor (see allocate).
+std::vector<double> tensor_weights(Session& s, Source& src, const CandidateTable& t) {
+  std::vector<std::string_view> model, budgeted;
+  for (const io::TensorInfo& info : src.reader().tensors()) model.push_back(info.name);
+  std::vector<bool> weighted;
+  for (const PlanEntry* e : t.entries) {
+    budgeted.push_back(e->info.name);
+    weighted.push_back(s.options_for(*e).importance != nullptr);
+  }
+  return quant::objective_weights(model, budgeted, t.signal, weighted);
+}
+
+quant::BudgetResult solve_weighted(const CandidateTable& t, const std::vector<double>& weight, uint64_t capacity) {
+  std::vector<quant::BudgetItem> items = t.items;
+  for (size_t i = 0; i < items.size(); ++i) for (double& e : items[i].error) e *= weight[i];
+  return quant::budget_solve(items, capacity);
+}
+
+// Estimate the deferred candidates on the tensors that need them and merge them into
+// t, in the order of `all`. A tensor needs them when the solve without them (the same
+// drops, the estimates as they are) gives it less than kDeferredBelowBpw, and every
+// tensor does when `capacity` (the tensors' share of the budget) is below what the
+// others reach. Returns on how many tensors they were estimated.
+size_t add_deferred(Session& s, Source& src, CandidateTable& t, const std::vector<std::string>& all,
+                    const std::vector<std::string>& deferred, const std::vector<double>& weight,
+                    std::optional<uint64_t> capacity, bool sample, cli::Progress& progress) {
+  std::vector<char> want = t.deferred_left;
+  if (capacity && *capacity >= quant::budget_min_bytes(t.items)) {
+    CandidateTable first = t;
+    for (size_t i = 0; i < first.items.size(); ++i) {
+      quant::allocation_drop_snaps(first, i, first.signal[i], shape_numel(first.entries[i]->info.shape),
+                                   first.entries[i]->info.dtype);
+      quant::allocation_drop_dominated(first, i);
+    }
+    if (*capacity >= quant::budget_min_bytes(first.items)) {
+      const quant::BudgetResult r = solve_weighted(first, weight, *capacity);
+      for (size_t i = 0; i < first.items.size(); ++i) {
+        const double bytes = static_cast<double>(first.items[i].bytes[r.choice[i]]);
+        const double bpw = 8 * bytes / static_cast<double>(shape_numel(first.entries[i]->info.shape));
+        want[i] = want[i] && bpw < kDeferredBelowBpw;
+      }
+    }
+  }
+  auto rank = [&](const std::string& c) { return std::find(all.begin(), all.end(), c) - all.begin(); };
+  size_t done = 0;
+  for (size_t i = 0; i < t.items.size(); ++i) {
+    if (!want[i]) continue;
+    PlanEntry& e = *t.entries[i];
+    progress.show(fmt::format("measuring the IQ2 and IQ3 candidates: {}", e.info.name));
+    bool finite = true;
+    const std::vector<float> x = src.read_f32(e.index, &finite);
+    TensorCandidates more;
+    estimate_candidates(s, e, x, deferred, sample, more);
+    // Merged in the order of `all`, as if measured in one pass.
+    const size_t n = t.usable[i].size(), m = more.usable.size();
+    std::vector<std::pair<ptrdiff_t, size_t>> order;  // (rank, index: < n in t, else in more)
+    for (size_t j = 0; j < n; ++j) order.emplace_back(rank(t.usable[i][j]), j);
+    for (size_t j = 0; j < m; ++j) order.emplace_back(rank(more.usable[j]), n + j);
+    std::stable_sort(order.begin(), order.end());
+    quant::BudgetItem item;
+    std::vector<std::string> usable;
+    std::vector<quant::Estimate> estimates;
+    for (const auto& [r, j] : order) {
+      const bool old = j < n;
+      item.bytes.push_back(old ? t.items[i].bytes[j] : more.item.bytes[j - n]);
+      item.error.push_back(old ? t.items[i].error[j] : more.item.error[j - n]);
+      usable.push_back(old ? t.usable[i][j] : more.usable[j - n]);
+      estimates.push_back(old ? std::move(t.estimates[i][j]) : std::move(more.estimates[j - n]));
+    }
+    t.items[i] = std::move(item), t.usable[i] = std::move(usable), t.estimates[i] = std::move(estimates);
+    for (auto& [key, rows] : more.samples) {
+      quant::release_values(rows);
+      t.samples[i].emplace(key, std::move(rows));  // the same rows where the key is there already
+    }
+    t.deferred_left[i] = 0;
+    ++done;
+  }
+  return done;
+}
+
 }  // namespace
+
+bool deferred_candidate(const std::string& spec) { return spec.starts_with("iq2") || spec.starts_with("iq3"); }
 
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
               std::vector<std::string>& notices) {
-  CandidateTable t = measure_candidates(s, src, plan, candidate_list(s.args, s.gguf, s.ct), progress, !s.args.exact_budget);
+  // The deferred candidates wait for a first solve (--exact-budget estimates them all).
+  const std::vector<std::string> all = candidate_list(s.args, s.gguf, s.ct);
+  std::vector<std::string> first, deferred;
+  for (const std::string& c : all) (!s.args.exact_budget && deferred_candidate(c) ? deferred : first).push_back(c);
+  if (first.empty()) first.swap(deferred);
+  const bool sampled = !s.args.exact_budget;
+  CandidateTable t = measure_candidates(s, src, plan, first, progress, sampled, deferred);
   if (t.items.empty()) return;
+  const bool by_bpw = s.args.budget.has_value();
+  uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
+                             : cli::bytes_parse(s.args.size, "--size");
+  // --size is the output file's size: pass-through tensors and the header count too.
+  uint64_t reserved =
+      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src));
+  // The objective. In a language model (tensors with roles, sensitivity.h): each
+  // tensor's relative error (importance-weighted where an importance matrix covers it)
+  // times its role's weight, which predicts llama.cpp's KL divergence far better than
+  // squared errors summed across tensors (docs/QUANT.md). Otherwise: the squared errors.
+  const std::vector<double> weight = tensor_weights(s, src, t);
+  if (!deferred.empty()) {
+    const size_t later = static_cast<size_t>(std::count(t.deferred_left.begin(), t.deferred_left.end(), 1));
+    const size_t added = add_deferred(s, src, t, all, deferred, weight,
+                                      capacity >= reserved ? std::optional<uint64_t>(capacity - reserved) : std::nullopt,
+                                      sampled, progress);
+    if (later > 0) {
+      s.tool.verbose(1, fmt::format("budget: the IQ2 and IQ3 candidates estimated on {} of {} tensors; a first solve "
+                                    "gave the others {} bpw or more",
+                                    added, later, kDeferredBelowBpw));
+    }
+  }
   size_t estimated = 0, refined = 0, measured = 0, dropped = 0, snaps = 0, snapped_tensors = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {
     for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
@@ -433,12 +569,6 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
                                   "revert the change",
                                   snaps, snapped_tensors));
   }
-  const bool by_bpw = s.args.budget.has_value();
-  uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
-                             : cli::bytes_parse(s.args.size, "--size");
-  // --size is the output file's size: pass-through tensors and the header count too.
-  uint64_t reserved =
-      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src));
   uint64_t min_bytes = quant::budget_min_bytes(t.items) + reserved;
   if (capacity < min_bytes) {
     if (by_bpw) {
@@ -449,23 +579,7 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
     throw usage_error(fmt::format("size {} is below the smallest reachable {} bytes", s.args.size, min_bytes),
                       "--size");
   }
-  // The objective. In a language model (tensors with roles, sensitivity.h): each
-  // tensor's relative error (importance-weighted where an importance matrix covers it)
-  // times its role's weight, which predicts llama.cpp's KL divergence far better than
-  // squared errors summed across tensors (docs/QUANT.md). Otherwise: the squared errors.
-  std::vector<std::string_view> model, budgeted;
-  for (const io::TensorInfo& info : src.reader().tensors()) model.push_back(info.name);
-  std::vector<bool> weighted;
-  for (const PlanEntry* e : t.entries) {
-    budgeted.push_back(e->info.name);
-    weighted.push_back(s.options_for(*e).importance != nullptr);
-  }
-  const std::vector<double> weight = quant::objective_weights(model, budgeted, t.signal, weighted);
-  auto solve = [&] {
-    std::vector<quant::BudgetItem> items = t.items;
-    for (size_t i = 0; i < items.size(); ++i) for (double& e : items[i].error) e *= weight[i];
-    return quant::budget_solve(items, capacity - reserved);
-  };
+  auto solve = [&] { return solve_weighted(t, weight, capacity - reserved); };
   quant::BudgetResult r = solve();
   for (bool again = true; again;) {
     again = false;

@@ -117,6 +117,7 @@ struct Session {
 struct CandidateTable : quant::Candidates {
   std::vector<PlanEntry*> entries;             // the budgeted tensors, as items
   std::vector<double> signal;                  // importance-weighted sum of x^2, per tensor
+  std::vector<char> deferred_left;             // deferred candidates fit, not yet estimated
   uint64_t fixed_bytes = 0;  // tensors quantized with a --rule scheme
   double fixed_error = 0, fixed_signal = 0;
   uint64_t pass_bytes = 0;   // tensors passed through
@@ -153,8 +154,18 @@ inline std::string scheme_spec(const std::string& spec) {
   return asymmetric_candidate(spec) ? spec.substr(0, spec.size() - 5) : spec;
 }
 // `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
+// `deferred`: candidates estimated only on a tensor no other candidate fits; on the
+// others they are left for later (CandidateTable::deferred_left).
 CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample);
+                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample,
+                                  const std::vector<std::string>& deferred = {});
+
+// The IQ2 and IQ3 candidates (iq2xxs .. iq3s): the costliest to estimate (a lattice
+// search per 8 or 4 values), and all under 3.5 bits per weight. allocate estimates them
+// only on tensors that a first solve without them gives less than kDeferredBelowBpw: a
+// tensor it gives more would have to drop more than 1.5 bits to take one.
+bool deferred_candidate(const std::string& spec);
+inline constexpr double kDeferredBelowBpw = 5;
 // --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest
 // reachable bpw (or size) when the budget is below it. Errors are estimated on samples
 // (unless --exact-budget); candidates that land near a grid the values sit close to

@@ -429,6 +429,16 @@ std::string candidates_line(const CandidateTable& t, size_t i) {
   return line;
 }
 
+// Tensor i's candidates that cannot win go: first those near a grid the values sit
+// close to (returned), then those beaten beyond the estimates' margin (counted).
+std::vector<std::string> drop_losers(CandidateTable& t, size_t i, size_t* dominated) {
+  const PlanEntry& e = *t.entries[i];
+  std::vector<std::string> snaps =
+      quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype);
+  *dominated += quant::allocation_drop_dominated(t, i);
+  return snaps;
+}
+
 // The objective's weight of each budgeted tensor (see allocate).
 std::vector<double> tensor_weights(Session& s, Source& src, const CandidateTable& t) {
   std::vector<std::string_view> model, budgeted;
@@ -456,13 +466,10 @@ size_t add_deferred(Session& s, Source& src, CandidateTable& t, const std::vecto
                     const std::vector<std::string>& deferred, const std::vector<double>& weight,
                     std::optional<uint64_t> capacity, bool sample, cli::Progress& progress) {
   std::vector<char> want = t.deferred_left;
-  if (capacity && *capacity >= quant::budget_min_bytes(t.items)) {
+  if (capacity) {
     CandidateTable first = t;
-    for (size_t i = 0; i < first.items.size(); ++i) {
-      quant::allocation_drop_snaps(first, i, first.signal[i], shape_numel(first.entries[i]->info.shape),
-                                   first.entries[i]->info.dtype);
-      quant::allocation_drop_dominated(first, i);
-    }
+    size_t dominated = 0;
+    for (size_t i = 0; i < first.items.size(); ++i) drop_losers(first, i, &dominated);
     if (*capacity >= quant::budget_min_bytes(first.items)) {
       const quant::BudgetResult r = solve_weighted(first, weight, *capacity);
       for (size_t i = 0; i < first.items.size(); ++i) {
@@ -548,18 +555,15 @@ void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progre
   size_t estimated = 0, refined = 0, measured = 0, dropped = 0, snaps = 0, snapped_tensors = 0;
   for (size_t i = 0; i < t.items.size(); ++i) {
     for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
-    const PlanEntry& e = *t.entries[i];
     if (s.tool.options().verbose >= 2) s.tool.verbose(2, candidates_line(t, i));
-    const std::vector<std::string> left_out =
-        quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype);
+    const std::vector<std::string> left_out = drop_losers(t, i, &dropped);
     if (!left_out.empty()) {
       snaps += left_out.size(), snapped_tensors += 1;
       std::string which;
       for (const std::string& c : left_out) which += " " + c;
       s.tool.verbose(1, fmt::format("{}: left out{}: near a grid the values sit close to, not on",
-                                    cli::escape_text(e.info.name), which));
+                                    cli::escape_text(t.entries[i]->info.name), which));
     }
-    dropped += quant::allocation_drop_dominated(t, i);
   }
   if (snaps > 0) {
     // A fine-tune of a model that was quantized once: the old grid is close, and landing

@@ -46,8 +46,6 @@ decomp::Method method_of(const std::string& method) {
   return decomp::Method::kRescal;
 }
 
-DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
-
 // The source tensor stored unchanged; `d` names it (and is the decomposition that was
 // not smaller, when one was computed).
 Outcome kept(const Source& src, Decomposition d) {
@@ -63,18 +61,14 @@ Outcome stored(const Job& job, uint64_t source_bytes, Decomposition d,
                const std::function<double(const Decomposition&)>& error_of,
                const std::function<Outcome(Decomposition)>& keep) {
   const Source& src = job.source;
-  d.factor_dtype = job.s.factor_dtype.value_or(default_factor_dtype(d.dtype));
   d.notes["precision"] = job.s.f32 ? "f32" : "f64";
-  if (d.stored_bytes() >= source_bytes) {
+  const DType factor_dtype = job.s.factor_dtype.value_or(decomp::default_factor_dtype(d.dtype));
+  if (decomp::store_as(d, factor_dtype, source_bytes, error_of) == decomp::Stored::kTensor) {
     if (job.lead)
       job.tool.warning(fmt::format("{}: the decomposition ({} bytes) is not smaller than the tensor ({} bytes); the "
                                    "tensor is stored unchanged",
                                    src.name, d.stored_bytes(), source_bytes));
     return keep(std::move(d));
-  }
-  if (d.factor_dtype != DType::kF64) {
-    decomp::round_parts(d, d.factor_dtype);
-    d.rel_error = error_of(d);
   }
   const bool bounded = d.method == decomp::Method::kTucker || d.method == decomp::Method::kTt;
   if (bounded && job.o.tol && d.rel_error > *job.o.tol && job.lead)
@@ -263,7 +257,7 @@ template <typename T> Outcome decompose_dense(const Job& job) {
   if (o.method == "rescal" && (shape.size() != 3 || shape[0] != shape[1]))
     throw invalid_input("RESCAL needs an n x n x m tensor, got " + shape_to_string(shape), src.where);
 
-  if (job.s.budget && *job.s.budget >= src.tensor.nbytes()) {
+  if (job.s.budget && !decomp::smaller_than_tensor(*job.s.budget, src.tensor.nbytes())) {
     job.tool.warning(fmt::format("{}: the budget ({} bytes) is not smaller than the tensor ({} bytes); the tensor is "
                                  "stored unchanged",
                                  src.name, *job.s.budget, src.tensor.nbytes()));

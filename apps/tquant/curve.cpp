@@ -31,7 +31,7 @@ struct Point {
 double sqnr(double signal, double error) { return error > 0 ? 10 * std::log10(signal / error) : INFINITY; }
 
 // Each candidate that applies to every tensor, used for all of them.
-std::vector<Point> single_points(const CandidateTable& t, const std::vector<std::string>& candidates,
+std::vector<Point> single_points(const quant::CandidateTable& t, const std::vector<std::string>& candidates,
                                  double signal) {
   std::vector<Point> out;
   for (const std::string& c : candidates) {
@@ -53,7 +53,7 @@ std::vector<Point> single_points(const CandidateTable& t, const std::vector<std:
   return out;
 }
 
-Point budget_point(const CandidateTable& t, double bpw, double signal) {
+Point budget_point(const quant::CandidateTable& t, double bpw, double signal) {
   uint64_t capacity = static_cast<uint64_t>(std::floor(bpw * t.weights / 8)) - t.fixed_bytes;
   quant::BudgetResult r = quant::budget_solve(t.items, capacity);
   Point p{fmt::format("budget {:.4f}", bpw), (r.bytes + t.fixed_bytes) * 8.0 / t.weights,
@@ -80,7 +80,7 @@ int run_curve(cli::Tool& tool, const QuantArgs& args, const std::string& svg_pat
   selection.check_all_patterns_used();
   std::vector<std::string> candidates = candidate_list(args);
   cli::Progress progress(tool.options().show_progress, tool.name());
-  CandidateTable t = measure_candidates(session, src, plan, candidates, progress, false);
+  quant::CandidateTable t = measure_candidates(session, src, plan, candidates, progress);
   progress.clear();
   if (t.items.empty()) throw usage_error("no tensor to quantize");
   double signal = t.fixed_signal;

@@ -4,51 +4,9 @@
 
 #include "tk/core/error.h"
 #include "tk/io/glob.h"
-#include "tk/quant/scheme.h"
+#include "tk/quant/keep_rules.h"
 
 namespace tk::tquant {
-
-const std::vector<std::string>& default_keep_globs() {
-  // Case matters to the globs, so both spellings are listed: HF's "LayerNorm", TF's
-  // "BatchNorm", PyTorch's "norm"; "bias" (PyTorch, Flax), "biases" and "bias:0"
-  // (TF/Keras); batch-norm statistics; detector anchor constants.
-  static const std::vector<std::string> globs = {
-      "*norm*", "*Norm*", "*ln_*",      "*bias",     "*bias:0",  "*biases",     "*biases:0",
-      "*/b",    "*.b",    "*moving_mean*", "*moving_variance*", "*running_mean*", "*running_var*",
-      "*anchor*", "*Anchor*"};
-  return globs;
-}
-
-const std::vector<std::string>& embedding_globs() {
-  // GGUF (llama.cpp's names): token_embd, position_embd, token_types.
-  static const std::vector<std::string> globs = {"*embed*", "*Embed*", "*wte*",    "*wpe*",
-                                                 "*tok_embeddings*", "*_embd.*", "token_types.*"};
-  return globs;
-}
-
-const std::vector<std::string>& lm_head_globs() {
-  static const std::vector<std::string> globs = {"*lm_head*", "output.weight", "*/logits/*"};
-  return globs;
-}
-
-std::vector<std::string> default_candidates() {
-  // From about 2 to 8.5 bits per weight; those the scheme table does not know are
-  // skipped, so the list follows the table. trellis:2:10 is the 2-bit trellis with 1024
-  // states: within 0.25 dB of the default 4096 at a fifth of the search time.
-  static const char* const kNames[] = {"kmeans:2", "vq:4:8", "trellis:2:10", "iq2xxs", "iq2xs", "q2k", "iq2s", "iq3xxs", "int3",  "kmeans:3", "iq3s", "q3k",  "iq4xs", "int4",
-                                       "nf4",      "iq4nl",    "mxfp4", "nvfp4", "q4k",     "kmeans:4", "int5",
-                                       "q5k",     "kmeans:5", "int6",  "q6k",     "mxfp6_e2m3", "int8",
-                                       "q8k",     "mxfp8_e4m3"};
-  std::vector<std::string> out;
-  for (const char* name : kNames) {
-    try {
-      quant::make_scheme(name);
-      out.emplace_back(name);
-    } catch (const Error&) {
-    }
-  }
-  return out;
-}
 
 std::pair<std::string, std::string> parse_rule(const std::string& rule) {
   size_t eq = rule.rfind('=');
@@ -67,30 +25,21 @@ std::string first_match(const std::vector<std::string>& globs, const std::string
   return {};
 }
 
-// Why the default rules keep this tensor in its dtype, or empty: by kind (scalars,
-// 1-D tensors, small tensors), then by name.
+// Why the default rules keep this tensor in its dtype (quant::default_keep), in the
+// words of tquant's flags, or empty.
 std::string default_keep_reason(const io::TensorInfo& info, const QuantArgs& args) {
-  if (!args.keep_lm_head && args.no_default_keep) return {};
-  if (args.keep_lm_head) {
-    if (std::string g = first_match(lm_head_globs(), info.name); !g.empty()) {
-      return fmt::format("output head '{}' (--keep-lm-head)", g);
-    }
-  }
-  if (args.no_default_keep) return {};
-  const uint64_t n = shape_numel(info.shape);
-  if (info.shape.empty()) return "scalar";
-  if (n == 1) return "one element";
-  if (info.shape.size() == 1) return "1-D";
-  if (n < static_cast<uint64_t>(args.min_elements)) {
-    return fmt::format("{} elements, under --min-elements {}", n, args.min_elements);
-  }
-  if (std::string g = first_match(default_keep_globs(), info.name); !g.empty()) {
-    return fmt::format("name matches '{}'", g);
-  }
-  if (!args.quantize_embeddings) {
-    if (std::string g = first_match(embedding_globs(), info.name); !g.empty()) {
-      return fmt::format("embedding '{}' (--quantize-embeddings quantizes it)", g);
-    }
+  const quant::KeepRules rules{!args.no_default_keep, args.min_elements, args.quantize_embeddings, args.keep_lm_head};
+  const quant::KeepDecision d = quant::default_keep(info.name, info.shape, rules);
+  switch (d.reason) {
+    case quant::KeepReason::kNone: return {};
+    case quant::KeepReason::kLmHead: return fmt::format("output head '{}' (--keep-lm-head)", d.glob);
+    case quant::KeepReason::kScalar: return "scalar";
+    case quant::KeepReason::kOneElement: return "one element";
+    case quant::KeepReason::kOneDimensional: return "1-D";
+    case quant::KeepReason::kSmall:
+      return fmt::format("{} elements, under --min-elements {}", shape_numel(info.shape), args.min_elements);
+    case quant::KeepReason::kName: return fmt::format("name matches '{}'", d.glob);
+    case quant::KeepReason::kEmbedding: return fmt::format("embedding '{}' (--quantize-embeddings quantizes it)", d.glob);
   }
   return {};
 }

@@ -23,6 +23,7 @@
 #include "tk/io/gguf_rules.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/ct_model.h"
+#include "tk/quant/keep_rules.h"
 #include "tk/quant/layout.h"
 #include "tk/quant/measure.h"
 #include "tk/quant/view.h"
@@ -36,9 +37,9 @@ void explain(Session& s, const std::vector<PlanEntry>& plan) {
   const QuantArgs& args = s.args;
   std::string text = fmt::format(
       "default keep rules{}: scalars, 1-D tensors, tensors under --min-elements {}; names {}; embeddings {}{}\n",
-      args.no_default_keep ? " (off)" : "", args.min_elements, fmt::join(default_keep_globs(), " "),
-      fmt::join(embedding_globs(), " "), args.quantize_embeddings ? " (quantized)" : "");
-  if (args.keep_lm_head) text += fmt::format("kept output heads: {}\n", fmt::join(lm_head_globs(), " "));
+      args.no_default_keep ? " (off)" : "", args.min_elements, fmt::join(quant::default_keep_globs(), " "),
+      fmt::join(quant::embedding_globs(), " "), args.quantize_embeddings ? " (quantized)" : "");
+  if (args.keep_lm_head) text += fmt::format("kept output heads: {}\n", fmt::join(quant::lm_head_globs(), " "));
   if (args.budget || !args.size.empty()) {
     text += fmt::format("budget candidates: {}\n", fmt::join(candidate_list(args, s.gguf, s.ct), ","));
   }

@@ -2,11 +2,9 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -16,7 +14,7 @@
 #include "cli/path_args.h"
 #include "tk/core/error.h"
 #include "tk/io/gguf_rules.h"
-#include "tk/quant/sensitivity.h"
+#include "tk/quant/keep_rules.h"
 #include "tk/quant/compressed_tensors.h"
 #include "tk/quant/gguf_blocks.h"
 #include "tk/quant/imatrix.h"
@@ -218,7 +216,7 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool ct) {
-  std::vector<std::string> c = args.candidates.empty() ? default_candidates() : split_list(args.candidates);
+  std::vector<std::string> c = args.candidates.empty() ? quant::default_candidates() : split_list(args.candidates);
   // llama.cpp's Q4_1 and Q5_1 (a minimum per block) beside Q4_0 and Q5_0: the budget
   // takes them where they pay, as on weights that sit on an asymmetric grid already.
   if (gguf && args.candidates.empty() && !args.asym) c.insert(c.end(), {"int4+asym", "int5+asym"});
@@ -252,26 +250,6 @@ std::vector<std::string> candidate_list(const QuantArgs& args, bool gguf, bool c
   return c;
 }
 
-namespace {
-
-double weighted_signal(const std::vector<float>& x, int64_t cols, const float* importance) {
-  double s = 0;
-  if (!importance) {
-    for (float v : x) s += 1.0 * v * v;
-    return s;
-  }
-  // Row by row, in the same order as one pass (no division per value).
-  const size_t width = static_cast<size_t>(cols);
-  for (size_t r = 0; r < x.size(); r += width) {
-    for (size_t c = 0; c < width && r + c < x.size(); ++c) {
-      s += static_cast<double>(importance[c]) * x[r + c] * x[r + c];
-    }
-  }
-  return s;
-}
-
-}  // namespace
-
 uint64_t weights_to_quantize(const std::vector<PlanEntry>& plan) {
   uint64_t n = 0;
   for (const PlanEntry& e : plan) n += e.quantize ? shape_numel(e.info.shape) : 0;
@@ -285,108 +263,6 @@ void LongRunWarning::check(const cli::WorkMeter& meter, const char* phase) {
                             cli::format_duration(meter.eta_seconds()), meter.rate(), hint_));
 }
 
-namespace {
-
-// Tensor e's (values x) candidates that fit it, each with its estimated error.
-struct TensorCandidates {
-  quant::BudgetItem item;
-  std::vector<std::string> usable;
-  std::vector<quant::Estimate> estimates;
-  std::map<std::pair<int64_t, int64_t>, quant::RowSample> samples;  // most candidates share one
-};
-
-// Estimate tensor e's error under each of `candidates` that fits it, on a sample of
-// rows (`sample`, shared by the candidates of one view) or whole.
-void estimate_candidates(Session& s, const PlanEntry& e, const std::vector<float>& x,
-                         const std::vector<std::string>& candidates, bool sample, TensorCandidates& out) {
-  const int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
-  for (const std::string& c : candidates) {
-    try {
-      if (!s.fits(c, e)) continue;
-      const quant::Scheme& scheme = s.scheme(c);
-      quant::QuantOptions oc = s.options_for(e, c);
-      const quant::RowSample* rows = nullptr;
-      if (sample) {
-        const int64_t view = quant::choose_view_cols(scheme, e.info.shape, oc);
-        const std::pair<int64_t, int64_t> key{view, quant::kSampleShare};
-        auto it = out.samples.find(key);
-        if (it == out.samples.end()) it = out.samples.emplace(key, quant::sample_rows(x, view, cols, oc.importance)).first;
-        rows = &it->second;
-      }
-      const quant::Estimate est = s.on_device(oc, [&](const quant::QuantOptions& on) {
-        return quant::estimate_error(scheme, x, e.info.shape, on, rows);
-      });
-      out.item.bytes.push_back(est.bytes);
-      out.item.error.push_back(est.error);
-      out.estimates.push_back(est);
-      out.usable.push_back(c);
-    } catch (const Error& err) {
-      if (err.kind() != ErrorKind::kUsage) throw;
-    }
-  }
-}
-
-}  // namespace
-
-CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample,
-                                  const std::vector<std::string>& deferred) {
-  for (const auto& c : candidates) s.scheme(c);
-  for (const auto& c : deferred) s.scheme(c);
-  CandidateTable table;
-  cli::WorkMeter meter(weights_to_quantize(plan));
-  LongRunWarning slow(s.tool, "; fewer --candidates shorten it");
-  for (size_t k = 0; k < plan.size(); ++k) {
-    PlanEntry& e = plan[k];
-    progress.show(fmt::format("measuring {}/{} tensors, {}: {}", k + 1, plan.size(), meter.text("weights"), e.info.name));
-    slow.check(meter, "measuring the candidates");
-    bool finite = true;
-    std::vector<float> x;
-    if (e.quantize) x = src.read_f32(e.index, &finite);
-    if (!e.quantize || !s.accept_values(e, finite)) {
-      table.pass_bytes += e.info.nbytes;
-      continue;
-    }
-    meter.add(x.size());
-    quant::QuantOptions o = s.options_for(e);
-    int64_t cols = e.info.shape.empty() ? 1 : e.info.shape.back();
-    double signal = weighted_signal(x, cols, o.importance);
-    if (!e.budgeted) {
-      quant::Measured m = s.on_device(o, [&](const quant::QuantOptions& on) {
-        return quant::quantize_measure(s.scheme(e.scheme), x, e.info.shape, on, false);
-      });
-      table.weights += x.size();
-      table.fixed_bytes += m.bytes;
-      table.fixed_error += m.stats.weighted_sse;
-      table.fixed_signal += signal;
-      continue;
-    }
-    TensorCandidates tc;
-    estimate_candidates(s, e, x, candidates, sample, tc);
-    // Deferred candidates wait for the first solve, unless nothing else fits.
-    const bool none_fit = tc.usable.empty();
-    if (none_fit) estimate_candidates(s, e, x, deferred, sample, tc);
-    const bool defer =
-        !none_fit && std::any_of(deferred.begin(), deferred.end(), [&](const std::string& c) { return s.fits(c, e); });
-    if (tc.usable.empty()) {
-      e.quantize = false;
-      e.budgeted = false;
-      e.reason = "kept: no candidate fills its blocks";
-      table.pass_bytes += e.info.nbytes;
-      continue;
-    }
-    table.weights += x.size();
-    table.items.push_back(std::move(tc.item));
-    table.entries.push_back(&e);
-    table.usable.push_back(std::move(tc.usable));
-    table.estimates.push_back(std::move(tc.estimates));
-    for (auto& [view, rows] : tc.samples) quant::release_values(rows);  // only the energies are needed now
-    table.samples.push_back(std::move(tc.samples));
-    table.signal.push_back(signal);
-    table.deferred_left.push_back(defer);
-  }
-  return table;
-}
 
 namespace {
 
@@ -408,221 +284,130 @@ uint64_t overhead_estimate(const Session& s, const std::vector<PlanEntry>& plan,
   return bytes;
 }
 
-// A candidate measured whole, kept for the final pass with its parts in the spill.
-void keep_whole(Session& s, const PlanEntry& e, const std::string& spec, quant::Measured m, int device) {
-  Result r{&e, std::move(m), {}, device};
-  if (s.spill) {
-    for (const auto& [suffix, part] : r.measured.q.parts) r.spilled[suffix] = s.spill->append(part);
+// The plan's tensors as the library's allocation sees them, read from `src` and stored
+// as the session's output stores them.
+class PlanHost final : public quant::AllocationHost {
+ public:
+  PlanHost(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress)
+      : s_(s), src_(src), plan_(plan), progress_(progress), meter_(weights_to_quantize(plan)),
+        slow_(s.tool, "; fewer --candidates shorten it") {}
+
+  std::vector<quant::AllocationTensor> tensors() const {
+    std::vector<quant::AllocationTensor> out;
+    for (const PlanEntry& e : plan_)
+      out.push_back({e.info.name, e.info.shape, e.info.dtype, e.info.nbytes, e.quantize, e.budgeted ? "" : e.scheme});
+    return out;
   }
-  r.measured.q.parts.clear();
-  s.measured_whole[e.index][spec] = std::move(r);
-}
-
-// "-vv": tensor i's candidates as estimated, each with its bits per weight and SQNR.
-std::string candidates_line(const CandidateTable& t, size_t i) {
-  const double weights = static_cast<double>(shape_numel(t.entries[i]->info.shape));
-  std::string line = cli::escape_text(t.entries[i]->info.name) + ": estimated";
-  for (size_t j = 0; j < t.usable[i].size(); ++j) {
-    line += fmt::format(" {} {:.2f}bpw {:.2f}dB", t.usable[i][j], 8.0 * static_cast<double>(t.items[i].bytes[j]) / weights,
-                        10 * std::log10(t.signal[i] / t.items[i].error[j]));
-  }
-  return line;
-}
-
-// Tensor i's candidates that cannot win go: first those near a grid the values sit
-// close to (returned), then those beaten beyond the estimates' margin (counted).
-std::vector<std::string> drop_losers(CandidateTable& t, size_t i, size_t* dominated) {
-  const PlanEntry& e = *t.entries[i];
-  std::vector<std::string> snaps =
-      quant::allocation_drop_snaps(t, i, t.signal[i], shape_numel(e.info.shape), e.info.dtype);
-  *dominated += quant::allocation_drop_dominated(t, i);
-  return snaps;
-}
-
-// The objective's weight of each budgeted tensor (see allocate).
-std::vector<double> tensor_weights(Session& s, Source& src, const CandidateTable& t) {
-  std::vector<std::string_view> model, budgeted;
-  for (const io::TensorInfo& info : src.reader().tensors()) model.push_back(info.name);
-  std::vector<bool> weighted;
-  for (const PlanEntry* e : t.entries) {
-    budgeted.push_back(e->info.name);
-    weighted.push_back(s.options_for(*e).importance != nullptr);
-  }
-  return quant::objective_weights(model, budgeted, t.signal, weighted);
-}
-
-quant::BudgetResult solve_weighted(const CandidateTable& t, const std::vector<double>& weight, uint64_t capacity) {
-  std::vector<quant::BudgetItem> items = t.items;
-  for (size_t i = 0; i < items.size(); ++i) for (double& e : items[i].error) e *= weight[i];
-  return quant::budget_solve(items, capacity);
-}
-
-// Estimate the deferred candidates on the tensors that need them and merge them into
-// t, in the order of `all`. A tensor needs them when the solve without them (the same
-// drops, the estimates as they are) gives it less than kDeferredBelowBpw, and every
-// tensor does when `capacity` (the tensors' share of the budget) is below what the
-// others reach. Returns on how many tensors they were estimated.
-size_t add_deferred(Session& s, Source& src, CandidateTable& t, const std::vector<std::string>& all,
-                    const std::vector<std::string>& deferred, const std::vector<double>& weight,
-                    std::optional<uint64_t> capacity, bool sample, cli::Progress& progress) {
-  std::vector<char> want = t.deferred_left;
-  if (capacity) {
-    CandidateTable first = t;
-    size_t dominated = 0;
-    for (size_t i = 0; i < first.items.size(); ++i) drop_losers(first, i, &dominated);
-    if (*capacity >= quant::budget_min_bytes(first.items)) {
-      const quant::BudgetResult r = solve_weighted(first, weight, *capacity);
-      for (size_t i = 0; i < first.items.size(); ++i) {
-        const double bytes = static_cast<double>(first.items[i].bytes[r.choice[i]]);
-        const double bpw = 8 * bytes / static_cast<double>(shape_numel(first.entries[i]->info.shape));
-        want[i] = want[i] && bpw < kDeferredBelowBpw;
-      }
-    }
-  }
-  auto rank = [&](const std::string& c) { return std::find(all.begin(), all.end(), c) - all.begin(); };
-  size_t done = 0;
-  for (size_t i = 0; i < t.items.size(); ++i) {
-    if (!want[i]) continue;
-    PlanEntry& e = *t.entries[i];
-    progress.show(fmt::format("measuring the IQ2 and IQ3 candidates: {}", e.info.name));
+  bool read(size_t i, std::vector<float>& x, bool first) override {
     bool finite = true;
-    const std::vector<float> x = src.read_f32(e.index, &finite);
-    TensorCandidates more;
-    estimate_candidates(s, e, x, deferred, sample, more);
-    // Merged in the order of `all`, as if measured in one pass.
-    const size_t n = t.usable[i].size(), m = more.usable.size();
-    std::vector<std::pair<ptrdiff_t, size_t>> order;  // (rank, index: < n in t, else in more)
-    for (size_t j = 0; j < n; ++j) order.emplace_back(rank(t.usable[i][j]), j);
-    for (size_t j = 0; j < m; ++j) order.emplace_back(rank(more.usable[j]), n + j);
-    std::stable_sort(order.begin(), order.end());
-    quant::BudgetItem item;
-    std::vector<std::string> usable;
-    std::vector<quant::Estimate> estimates;
-    for (const auto& [r, j] : order) {
-      const bool old = j < n;
-      item.bytes.push_back(old ? t.items[i].bytes[j] : more.item.bytes[j - n]);
-      item.error.push_back(old ? t.items[i].error[j] : more.item.error[j - n]);
-      usable.push_back(old ? t.usable[i][j] : more.usable[j - n]);
-      estimates.push_back(old ? std::move(t.estimates[i][j]) : std::move(more.estimates[j - n]));
-    }
-    t.items[i] = std::move(item), t.usable[i] = std::move(usable), t.estimates[i] = std::move(estimates);
-    for (auto& [key, rows] : more.samples) {
-      quant::release_values(rows);
-      t.samples[i].emplace(key, std::move(rows));  // the same rows where the key is there already
-    }
-    t.deferred_left[i] = 0;
-    ++done;
+    x = src_.read_f32(plan_[i].index, &finite);
+    if (!first) return true;
+    if (!s_.accept_values(plan_[i], finite)) return false;
+    meter_.add(x.size());
+    return true;
   }
-  return done;
-}
+  const quant::Scheme& scheme(const std::string& spec) override { return s_.scheme(spec); }
+  bool fits(size_t i, const std::string& spec) override { return s_.fits(spec, plan_[i]); }
+  quant::QuantOptions options(size_t i, const std::string& spec) override {
+    return spec.empty() ? s_.options_for(plan_[i]) : s_.options_for(plan_[i], spec);
+  }
+  void run(quant::QuantOptions& o, const std::function<void(const quant::QuantOptions&)>& work) override {
+    s_.on_device(o, [&](const quant::QuantOptions& on) {
+      work(on);
+      return 0;
+    });
+  }
+  // A candidate measured whole, kept for the final pass with its parts in the spill.
+  void measured_whole(size_t i, const std::string& spec, quant::Measured m, int device) override {
+    const PlanEntry& e = plan_[i];
+    Result r{&e, std::move(m), {}, device};
+    if (s_.spill) {
+      for (const auto& [suffix, part] : r.measured.q.parts) r.spilled[suffix] = s_.spill->append(part);
+    }
+    r.measured.q.parts.clear();
+    s_.measured_whole[e.index][spec] = std::move(r);
+  }
+  void unfit(size_t i) override {
+    PlanEntry& e = plan_[i];
+    e.quantize = false;
+    e.budgeted = false;
+    e.reason = "kept: no candidate fills its blocks";
+  }
+  uint64_t overhead() override { return overhead_estimate(s_, plan_, src_); }
+  void progress(const quant::AllocationProgress& p) override {
+    const PlanEntry& e = plan_[p.tensor];
+    switch (p.phase) {
+      case quant::AllocationProgress::Phase::kMeasure:
+        progress_.show(fmt::format("measuring {}/{} tensors, {}: {}", p.tensor + 1, plan_.size(), meter_.text("weights"),
+                                   e.info.name));
+        slow_.check(meter_, "measuring the candidates");
+        break;
+      case quant::AllocationProgress::Phase::kDeferred:
+        progress_.show(fmt::format("measuring the IQ2 and IQ3 candidates: {}", e.info.name));
+        break;
+      case quant::AllocationProgress::Phase::kRefine:
+        progress_.show(fmt::format("measuring again: {} ({} candidates)", e.info.name, p.candidates));
+        break;
+    }
+  }
+  int verbosity() const override { return s_.tool.options().verbose; }
+  void note(int level, const std::string& text) override { s_.tool.verbose(level, cli::escape_text(text)); }
+
+ private:
+  Session& s_;
+  Source& src_;
+  std::vector<PlanEntry>& plan_;
+  cli::Progress& progress_;
+  cli::WorkMeter meter_;
+  LongRunWarning slow_;
+};
 
 }  // namespace
 
-bool deferred_candidate(const std::string& spec) { return spec.starts_with("iq2") || spec.starts_with("iq3"); }
+quant::CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
+                                         const std::vector<std::string>& candidates, cli::Progress& progress) {
+  PlanHost host(s, src, plan, progress);
+  return quant::measure_candidates(host, host.tensors(), candidates, false);
+}
 
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
               std::vector<std::string>& notices) {
-  // The deferred candidates wait for a first solve (--exact-budget estimates them all).
-  const std::vector<std::string> all = candidate_list(s.args, s.gguf, s.ct);
-  std::vector<std::string> first, deferred;
-  for (const std::string& c : all) (!s.args.exact_budget && deferred_candidate(c) ? deferred : first).push_back(c);
-  if (first.empty()) first.swap(deferred);
-  const bool sampled = !s.args.exact_budget;
-  CandidateTable t = measure_candidates(s, src, plan, first, progress, sampled, deferred);
-  if (t.items.empty()) return;
-  const bool by_bpw = s.args.budget.has_value();
-  uint64_t capacity = by_bpw ? static_cast<uint64_t>(std::floor(*s.args.budget * static_cast<double>(t.weights) / 8))
-                             : cli::bytes_parse(s.args.size, "--size");
-  // --size is the output file's size: pass-through tensors and the header count too.
-  uint64_t reserved =
-      t.fixed_bytes + (by_bpw ? 0 : t.pass_bytes + overhead_estimate(s, plan, src));
-  // The objective. In a language model (tensors with roles, sensitivity.h): each
-  // tensor's relative error (importance-weighted where an importance matrix covers it)
-  // times its role's weight, which predicts llama.cpp's KL divergence far better than
-  // squared errors summed across tensors (docs/QUANT.md). Otherwise: the squared errors.
-  const std::vector<double> weight = tensor_weights(s, src, t);
-  if (!deferred.empty()) {
-    const size_t later = static_cast<size_t>(std::count(t.deferred_left.begin(), t.deferred_left.end(), 1));
-    const size_t added = add_deferred(s, src, t, all, deferred, weight,
-                                      capacity >= reserved ? std::optional<uint64_t>(capacity - reserved) : std::nullopt,
-                                      sampled, progress);
-    if (later > 0) {
-      s.tool.verbose(1, fmt::format("budget: the IQ2 and IQ3 candidates estimated on {} of {} tensors; a first solve "
-                                    "gave the others {} bpw or more",
-                                    added, later, kDeferredBelowBpw));
-    }
-  }
-  size_t estimated = 0, refined = 0, measured = 0, dropped = 0, snaps = 0, snapped_tensors = 0;
-  for (size_t i = 0; i < t.items.size(); ++i) {
-    for (const quant::Estimate& e : t.estimates[i]) estimated += !e.exact;
-    if (s.tool.options().verbose >= 2) s.tool.verbose(2, candidates_line(t, i));
-    const std::vector<std::string> left_out = drop_losers(t, i, &dropped);
-    if (!left_out.empty()) {
-      snaps += left_out.size(), snapped_tensors += 1;
-      std::string which;
-      for (const std::string& c : left_out) which += " " + c;
-      s.tool.verbose(1, fmt::format("{}: left out{}: near a grid the values sit close to, not on",
-                                    cli::escape_text(t.entries[i]->info.name), which));
-    }
-  }
-  if (snaps > 0) {
+  PlanHost host(s, src, plan, progress);
+  quant::AllocationRequest request;
+  request.candidates = candidate_list(s.args, s.gguf, s.ct);
+  request.sampled = !s.args.exact_budget;
+  request.bpw = s.args.budget;
+  if (!request.bpw) request.size = cli::bytes_parse(s.args.size, "--size");
+  for (const io::TensorInfo& info : src.reader().tensors()) request.model.push_back(info.name);
+  const quant::AllocationResult r = quant::allocate(host, host.tensors(), request);
+  if (r.snaps > 0) {
     // A fine-tune of a model that was quantized once: the old grid is close, and landing
     // on it would undo the fine-tune in every tensor at once (docs/QUANT.md).
     notices.push_back(fmt::format("notice: budget: {} candidates on {} tensors left out: they land near a grid the "
                                   "values sit close to but not on (a fine-tune of a quantized model?), which would "
                                   "revert the change",
-                                  snaps, snapped_tensors));
+                                  r.snaps, r.snapped_tensors));
   }
-  uint64_t min_bytes = quant::budget_min_bytes(t.items) + reserved;
-  if (capacity < min_bytes) {
-    if (by_bpw) {
+  if (!r.feasible) {
+    if (request.bpw) {
       throw usage_error(fmt::format("budget {} bpw is below the smallest reachable {:.4f} bpw", *s.args.budget,
-                                    static_cast<double>(min_bytes) * 8 / static_cast<double>(t.weights)),
+                                    static_cast<double>(r.min_bytes) * 8 / static_cast<double>(r.table.weights)),
                         "--budget");
     }
-    throw usage_error(fmt::format("size {} is below the smallest reachable {} bytes", s.args.size, min_bytes),
+    throw usage_error(fmt::format("size {} is below the smallest reachable {} bytes", s.args.size, r.min_bytes),
                       "--size");
   }
-  auto solve = [&] { return solve_weighted(t, weight, capacity - reserved); };
-  quant::BudgetResult r = solve();
-  for (bool again = true; again;) {
-    again = false;
-    for (size_t i = 0; i < t.items.size(); ++i) {
-      const std::vector<size_t> todo = quant::allocation_undecided(t, i, r.choice[i]);
-      if (todo.empty()) continue;
-      PlanEntry& e = *t.entries[i];
-      progress.show(fmt::format("measuring again: {} ({} candidates)", e.info.name, todo.size()));
-      bool finite = true;
-      const std::vector<float> x = src.read_f32(e.index, &finite);
-      for (size_t j : todo) {
-        const quant::Estimate was = t.estimates[i][j];
-        const quant::QuantOptions o = s.options_for(e, t.usable[i][j]);
-        quant::Measured whole;
-        const quant::Estimate again =
-            quant::allocation_refine(t, i, j, s.scheme(t.usable[i][j]), x, e.info.shape, o, &whole);
-        if (again.exact) keep_whole(s, e, t.usable[i][j], std::move(whole), o.device);
-        s.tool.verbose(1, fmt::format("{} {}: estimated error {:.6g} (standard error {:.3g}, bias allowance {:.3g}) "
-                                      "on 1/{} of the rows; {} {:.6g} ({:+.2f}%)",
-                                      cli::escape_text(e.info.name), t.usable[i][j], was.error, was.se, was.bias,
-                                      was.share, again.exact ? "whole" : fmt::format("on 1/{}", again.share),
-                                      again.error, 100 * (was.error / again.error - 1)));
-        (again.exact ? measured : refined) += 1;
-      }
-      for (auto& [key, sample] : t.samples[i]) quant::release_values(sample);
-      again = true;
-    }
-    if (again) r = solve();
-  }
-  for (size_t i = 0; i < t.entries.size(); ++i) {
-    PlanEntry& e = *t.entries[i];
-    e.scheme = t.usable[i][r.choice[i]];
+  for (size_t k = 0; k < plan.size(); ++k) {
+    if (r.choice[k].empty()) continue;
+    PlanEntry& e = plan[k];
+    e.scheme = r.choice[k];
     if (s.gguf && asymmetric_candidate(e.scheme)) e.gguf_type = s.gguf_type(e.scheme);
   }
-  if (estimated == 0) return;
+  if (r.estimated == 0) return;
   notices.push_back(fmt::format("notice: budget: {} candidate errors estimated on samples of rows, {} dropped as beaten beyond the "
                      "estimates' margin; where the estimate did not decide, {} estimated again on larger samples "
                      "and {} measured whole (--exact-budget measures all)",
-                     estimated, dropped, refined, measured));
+                     r.estimated, r.dropped, r.refined, r.measured));
 }
 
 }  // namespace tk::tquant

@@ -14,7 +14,7 @@
 #include "tk/device/device.h"
 #include "tk/io/gguf.h"
 #include "tk/io/tensor_file.h"
-#include "tk/quant/allocation.h"
+#include "tk/quant/allocate.h"
 #include "tk/quant/measure.h"
 #include "tquant.h"
 
@@ -112,18 +112,6 @@ struct Session {
   bool accept_values(PlanEntry& e, bool finite);
 };
 
-// Every budgeted tensor measured under every candidate (the samples' values dropped
-// once measured), with the plan entries they are and what the other tensors take.
-struct CandidateTable : quant::Candidates {
-  std::vector<PlanEntry*> entries;             // the budgeted tensors, as items
-  std::vector<double> signal;                  // importance-weighted sum of x^2, per tensor
-  std::vector<char> deferred_left;             // deferred candidates fit, not yet estimated
-  uint64_t fixed_bytes = 0;  // tensors quantized with a --rule scheme
-  double fixed_error = 0, fixed_signal = 0;
-  uint64_t pass_bytes = 0;   // tensors passed through
-  uint64_t weights = 0;      // elements of all quantized tensors
-};
-
 // Elements of the tensors the plan quantizes.
 uint64_t weights_to_quantize(const std::vector<PlanEntry>& plan);
 
@@ -153,27 +141,13 @@ inline bool asymmetric_candidate(const std::string& spec) { return spec.ends_wit
 inline std::string scheme_spec(const std::string& spec) {
   return asymmetric_candidate(spec) ? spec.substr(0, spec.size() - 5) : spec;
 }
-// `sample`: estimate the errors of large tensors on a sample of rows (quant::estimate_error).
-// `deferred`: candidates estimated only on a tensor no other candidate fits; on the
-// others they are left for later (CandidateTable::deferred_left).
-CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
-                                  const std::vector<std::string>& candidates, cli::Progress& progress, bool sample,
-                                  const std::vector<std::string>& deferred = {});
+// Every budgeted tensor of the plan measured whole under every candidate
+// (quant::measure_candidates), for tquant curve.
+quant::CandidateTable measure_candidates(Session& s, Source& src, std::vector<PlanEntry>& plan,
+                                         const std::vector<std::string>& candidates, cli::Progress& progress);
 
-// The IQ2 and IQ3 candidates (iq2xxs .. iq3s): the costliest to estimate (a lattice
-// search per 8 or 4 values), and all under 3.5 bits per weight. allocate estimates them
-// only on tensors that a first solve without them gives less than kDeferredBelowBpw: a
-// tensor it gives more would have to drop more than 1.5 bits to take one.
-bool deferred_candidate(const std::string& spec);
-inline constexpr double kDeferredBelowBpw = 5;
-// --budget / --size: set the scheme of every budgeted entry. kUsage with the smallest
-// reachable bpw (or size) when the budget is below it. Errors are estimated on samples
-// (unless --exact-budget); candidates that land near a grid the values sit close to
-// (allocation_drop_snaps) and those whose estimate is worse, beyond the estimates'
-// margin, than a candidate no larger are dropped; after each solve, the chosen
-// candidate and any other whose estimated error lies within the margin of it are
-// estimated again on a sample four times larger (and at last measured whole), and the
-// budget is solved again until no choice rests on an undecided estimate. Appends the
+// --budget / --size: set the scheme of every budgeted entry (quant::allocate). kUsage
+// with the smallest reachable bpw (or size) when the budget is below it. Appends the
 // notices for the summary ("notice: ...").
 void allocate(Session& s, Source& src, std::vector<PlanEntry>& plan, cli::Progress& progress,
               std::vector<std::string>& notices);

@@ -53,15 +53,6 @@ struct DequantArgs {
   std::string dtype;  // f32|bf16|f16; empty: each tensor's original dtype
 };
 
-// Names kept in their dtype by default (norms, biases, anchors in HF, PyTorch,
-// TF/Keras and JAX naming), and the embedding and output-head names that
-// --quantize-embeddings and --keep-lm-head decide.
-const std::vector<std::string>& default_keep_globs();
-const std::vector<std::string>& embedding_globs();
-const std::vector<std::string>& lm_head_globs();
-// The candidate schemes of --budget when --candidates is not given.
-std::vector<std::string> default_candidates();
-
 // The QuantOptions the flags ask for (without importance and seed). Throws kUsage.
 quant::QuantOptions options_from_args(const QuantArgs& args);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tk/core/dtype.h"
@@ -61,5 +62,22 @@ BudgetChoice decompose_within_budget(const DenseView<double>& x, const Decompose
                                      const DecomposeOptions& options, uint64_t budget_bytes);
 BudgetChoice decompose_within_budget(const DenseView<float>& x, const DecomposeSource& source,
                                      const DecomposeOptions& options, uint64_t budget_bytes);
+
+// The dtype a model's factors are stored in unless asked otherwise: f64 for an f64
+// tensor, else f32.
+DType default_factor_dtype(DType source);
+
+// A model is stored only where it is smaller than the tensor it stands for; else the
+// tensor is stored unchanged. A storage budget of the tensor's bytes or more therefore
+// leaves nothing to decompose.
+inline bool smaller_than_tensor(uint64_t bytes, uint64_t tensor_bytes) { return bytes < tensor_bytes; }
+
+// Make `d` the model as stored, with its factors in `factor_dtype`: kTensor where that
+// is not smaller than the tensor (`tensor_bytes`; d is left unrounded), else the factors
+// rounded to the dtype and, where it is narrower than f64, the error measured again on
+// the rounded factors (`error_of`).
+enum class Stored { kFactors, kTensor };
+Stored store_as(Decomposition& d, DType factor_dtype, uint64_t tensor_bytes,
+                const std::function<double(const Decomposition&)>& error_of);
 
 }  // namespace tk::decomp

@@ -136,4 +136,17 @@ BudgetChoice decompose_within_budget(const DenseView<float>& x, const DecomposeS
   return within_budget_any(x, source, options, budget_bytes);
 }
 
+DType default_factor_dtype(DType source) { return source == DType::kF64 ? DType::kF64 : DType::kF32; }
+
+Stored store_as(Decomposition& d, DType factor_dtype, uint64_t tensor_bytes,
+                const std::function<double(const Decomposition&)>& error_of) {
+  d.factor_dtype = factor_dtype;
+  if (!smaller_than_tensor(d.stored_bytes(), tensor_bytes)) return Stored::kTensor;
+  if (d.factor_dtype != DType::kF64) {
+    round_parts(d, d.factor_dtype);
+    d.rel_error = error_of(d);
+  }
+  return Stored::kFactors;
+}
+
 }  // namespace tk::decomp

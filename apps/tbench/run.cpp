@@ -12,7 +12,7 @@
 #include "cli/report.h"
 #include "tbench.h"
 #include "tk/bench/machine.h"
-#include "tk/bench/memory_bandwidth.h"
+#include "tk/bench/report.h"
 #include "tk/bench/peak_memory.h"
 #include "tk/bench/synthetic.h"
 #include "tk/core/clock.h"
@@ -172,20 +172,6 @@ std::vector<Input> whole_file_inputs(const std::vector<std::string>& paths) {
   return inputs;
 }
 
-json machine_json(int threads) {
-  bench::MachineInfo m = bench::describe_machine();
-  double bandwidth = bench::measure_memory_bandwidth(uint64_t(64) << 20, 3, threads);
-  return json{{"cpu_model", m.cpu_model},
-              {"logical_cpus", m.logical_cpus},
-              {"usable_cpus", m.usable_cpus},
-              {"threads", threads > 0 ? threads : m.omp_threads},
-              {"omp_wait_policy", m.omp_wait},
-              {"memory_bytes", m.memory_bytes},
-              {"memory_bandwidth_gb_s", bandwidth > 0 ? json(bandwidth) : json(nullptr)},
-              {"kernel", m.kernel},
-              {"compiler", m.compiler}};
-}
-
 std::string describe_params(const Params& p) {
   std::string out;
   for (const auto& [k, v] : p) out += (out.empty() ? "" : " ") + k + "=" + v;
@@ -261,7 +247,7 @@ int run_area(cli::Tool& tool, const RunOptions& o) {
     report.inputs = whole_file_inputs(o.inputs);
   else
     report.inputs = file_inputs(tool, o.inputs);
-  report.machine = machine_json(tool.options().threads);
+  report.machine = bench::machine_json(tool.options().threads, true);
   report.settings = json{{"warmup", o.warmup}, {"reps", o.reps}, {"max_seconds", o.max_seconds}, {"seed", seed}};
 
   std::vector<Cell> cells;

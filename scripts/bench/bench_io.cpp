@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tk/bench/machine.h"
+#include "tk/bench/report.h"
 #include "tk/bench/timing.h"
 #include "tk/core/error.h"
 #include "tk/core/stats.h"
@@ -33,37 +33,14 @@ struct Args {
   bool machine = false;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "tk_bench_io: error: %s\nusage: tk_bench_io FILE [--reps N] [--warmup N] [--machine]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int parse_count(const char* text, int min, const char* flag) {
-  char* end = nullptr;
-  long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < min || v > 1'000'000)
-    usage(std::string("invalid value for ") + flag + ": " + text);
-  return static_cast<int>(v);
-}
-
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if ((arg == "--reps" || arg == "--warmup") && i + 1 < argc) {
-      (arg == "--reps" ? a.reps : a.warmup) = parse_count(argv[++i], arg == "--reps" ? 1 : 0, arg.c_str());
-    } else if (arg == "--machine") {
-      a.machine = true;
-    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
-      usage("unknown option " + arg);
-    } else if (a.file.empty()) {
-      a.file = arg;
-    } else {
-      usage("one FILE expected");
-    }
-  }
-  if (a.file.empty()) usage("FILE is required");
+  CLI::App app{"Load a tensor file three ways and time each", "tk_bench_io"};
+  app.add_option("FILE", a.file, "the tensor file")->required();
+  app.add_option("--reps", a.reps, "timed runs")->check(CLI::Range(1, 1'000'000));
+  app.add_option("--warmup", a.warmup, "untimed runs first")->check(CLI::Range(0, 1'000'000));
+  app.add_flag("--machine", a.machine, "print the machine block first");
+  tk::bench::parse_or_exit(app, argc, argv);
   return a;
 }
 
@@ -109,19 +86,13 @@ uint64_t stats_all(const std::string& file) {
   return bytes;
 }
 
-nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
-  return {{"cpu", m.cpu_model},         {"logical_cpus", m.logical_cpus},
-          {"usable_cpus", m.usable_cpus}, {"omp_threads", m.omp_threads},
-          {"memory_bytes", m.memory_bytes}, {"kernel", m.kernel},
-          {"compiler", m.compiler}};
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Args args = parse_args(argc, argv);
   try {
-    if (args.machine) std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
+    if (args.machine) std::printf("%s\n", nlohmann::json{{"machine", tk::bench::machine_json()}}.dump().c_str());
     tk::bench::TimingOptions timing;
     timing.warmup = args.warmup;
     timing.repetitions = args.reps;

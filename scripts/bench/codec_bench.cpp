@@ -19,13 +19,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "tk/bench/machine.h"
+#include "tk/bench/report.h"
 #include "tk/bench/timing.h"
 #include "tk/codec/lossless.h"
 #include "tk/core/buffer.h"
@@ -47,54 +46,20 @@ struct Args {
   bool machine = false;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "tk_bench_codec: error: %s\nusage: tk_bench_codec [FILE] [--values N] [--seed S] [--reps N] "
-               "[--warmup N] [--threads LIST] [--chunk BYTES] [--level L] [--machine]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-long long parse_int(const char* text, long long min, long long max, const std::string& flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < min || v > max) usage("invalid value for " + flag + ": " + text);
-  return v;
-}
-
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--values" && has_value) {
-      a.values = parse_int(argv[++i], 1, 1LL << 34, arg);
-    } else if (arg == "--seed" && has_value) {
-      a.seed = parse_int(argv[++i], 0, 1LL << 62, arg);
-    } else if (arg == "--reps" && has_value) {
-      a.reps = static_cast<int>(parse_int(argv[++i], 1, 1000, arg));
-    } else if (arg == "--warmup" && has_value) {
-      a.warmup = static_cast<int>(parse_int(argv[++i], 0, 1000, arg));
-    } else if (arg == "--chunk" && has_value) {
-      a.chunk = static_cast<uint32_t>(parse_int(argv[++i], 1, 1LL << 30, arg));
-    } else if (arg == "--level" && has_value) {
-      a.level = static_cast<int>(parse_int(argv[++i], -100, 100, arg));
-    } else if (arg == "--threads" && has_value) {
-      a.threads.clear();
-      std::stringstream list(argv[++i]);
-      for (std::string item; std::getline(list, item, ',');)
-        a.threads.push_back(static_cast<int>(parse_int(item.c_str(), 1, 1024, arg)));
-      if (a.threads.empty()) usage("--threads needs a list such as 1,2");
-    } else if (arg == "--machine") {
-      a.machine = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      usage("unknown option " + arg);
-    } else if (a.file.empty()) {
-      a.file = arg;
-    } else {
-      usage("one FILE expected");
-    }
-  }
+  CLI::App app{"The lossless codec in memory on a file's tensors or seeded values", "tk_bench_codec"};
+  app.add_option("FILE", a.file, "a tensor file (default: seeded values)");
+  app.add_option("--values", a.values, "seeded values")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 34));
+  app.add_option("--seed", a.seed)->check(CLI::Range(uint64_t{0}, uint64_t{1} << 62));
+  app.add_option("--reps", a.reps)->check(CLI::Range(1, 1000));
+  app.add_option("--warmup", a.warmup)->check(CLI::Range(0, 1000));
+  app.add_option("--threads", a.threads, "thread counts, e.g. 1,2")
+      ->delimiter(',')->allow_extra_args(false)->check(CLI::Range(1, 1024));
+  app.add_option("--chunk", a.chunk, "bytes per chunk")->check(CLI::Range(1U, 1U << 30));
+  app.add_option("--level", a.level)->check(CLI::Range(-100, 100));
+  app.add_flag("--machine", a.machine, "print the machine block first");
+  tk::bench::parse_or_exit(app, argc, argv);
   return a;
 }
 
@@ -129,12 +94,6 @@ std::vector<Input> read_file(const std::string& path) {
   return inputs;
 }
 
-nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
-  return {{"cpu", m.cpu_model},         {"logical_cpus", m.logical_cpus},
-          {"usable_cpus", m.usable_cpus}, {"omp_threads", m.omp_threads},
-          {"memory_bytes", m.memory_bytes}, {"kernel", m.kernel},
-          {"compiler", m.compiler}};
-}
 
 volatile uint64_t g_sink = 0;
 
@@ -163,7 +122,7 @@ int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   try {
     if (args.machine)
-      std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
+      std::printf("%s\n", nlohmann::json{{"machine", tk::bench::machine_json()}}.dump().c_str());
     const std::vector<Input> inputs = args.file.empty() ? std::vector<Input>{synthetic(args.values, args.seed)}
                                                         : read_file(args.file);
     uint64_t raw_bytes = 0;

@@ -197,7 +197,7 @@ def main():
     if not have_zipnn:
         print("ZipNN: the zipnn package is not installed; its rows are skipped")
     if machine:
-        print(f"machine: {machine.get('cpu')}, {machine.get('usable_cpus')} usable CPUs, "
+        print(f"machine: {machine.get('cpu_model')}, {machine.get('usable_cpus')} usable CPUs, "
               f"{machine.get('kernel')}, {machine.get('compiler')}")
     print(f"data: {label} ({len(data) / 1e6:.0f} MB); median of {args.reps} runs; MB/s of decoded bytes\n")
     print("| codec | threads | ratio | compress MB/s | decompress MB/s | compress MB/s per CPU-s | decompress MB/s per CPU-s |")

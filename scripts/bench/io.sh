@@ -124,8 +124,8 @@ def gbs(case):
 
 mib = 1 << 20
 print("## Machine\n")
-print(f"- CPU: {machine['cpu']}, {machine['logical_cpus']} logical CPUs ({machine['usable_cpus']} usable), "
-      f"OpenMP threads: {machine['omp_threads']}")
+print(f"- CPU: {machine['cpu_model']}, {machine['logical_cpus']} logical CPUs ({machine['usable_cpus']} usable), "
+      f"OpenMP threads: {machine['threads']}")
 print(f"- Memory: {machine['memory_bytes'] / (1 << 30):.1f} GiB; kernel: {machine['kernel']}; compiler: {machine['compiler']}")
 print(f"- File: {file_bytes / mib:.0f} MiB, {count} float32 tensors, largest {largest / mib:.0f} MiB; "
       f"{len(runs['load_copy'])} alternating rounds, medians; page cache warm")

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tk/bench/machine.h"
+#include "tk/bench/report.h"
 #include "tk/bench/timing.h"
 #include "tk/codec/lossy.h"
 #include "tk/core/dtype.h"
@@ -47,63 +47,22 @@ struct Args {
   bool machine = false;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "tk_bench_lossy: error: %s\nusage: tk_bench_lossy [FILE] [--rows R] [--cols C] [--sigma S] "
-               "[--seed S] [--bits LIST] [--methods LIST] [--min-values N] [--threads N] [--bit-depth D] "
-               "[--machine]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-double parse_number(const char* text, double min, double max, const std::string& flag) {
-  char* end = nullptr;
-  const double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !(v >= min && v <= max)) usage("invalid value for " + flag + ": " + text);
-  return v;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--rows" && has_value) {
-      a.rows = static_cast<uint64_t>(parse_number(argv[++i], 1, 1 << 20, arg));
-    } else if (arg == "--cols" && has_value) {
-      a.cols = static_cast<uint64_t>(parse_number(argv[++i], 1, 1 << 20, arg));
-    } else if (arg == "--sigma" && has_value) {
-      a.sigma = parse_number(argv[++i], 1e-30, 1e30, arg);
-    } else if (arg == "--seed" && has_value) {
-      a.seed = static_cast<uint64_t>(parse_number(argv[++i], 0, 1e15, arg));
-    } else if (arg == "--bits" && has_value) {
-      a.bits.clear();
-      for (const std::string& b : split(argv[++i])) a.bits.push_back(parse_number(b.c_str(), 0.1, 16, arg));
-    } else if (arg == "--methods" && has_value) {
-      a.methods = split(argv[++i]);
-    } else if (arg == "--min-values" && has_value) {
-      a.min_values = static_cast<uint64_t>(parse_number(argv[++i], 1, 1e15, arg));
-    } else if (arg == "--threads" && has_value) {
-      a.threads = static_cast<int>(parse_number(argv[++i], 0, 1024, arg));
-    } else if (arg == "--bit-depth" && has_value) {
-      a.bit_depth = static_cast<int>(parse_number(argv[++i], 8, 10, arg));
-    } else if (arg == "--machine") {
-      a.machine = true;
-    } else if (arg.starts_with("--") || !a.file.empty()) {
-      usage("unexpected argument '" + arg + "'");
-    } else {
-      a.file = arg;
-    }
-  }
-  if (a.bits.empty() || a.methods.empty()) usage("empty --bits or --methods list");
+  CLI::App app{"Lossy codecs (quantizer, video) on a file's tensors or a seeded matrix", "tk_bench_lossy"};
+  app.add_option("FILE", a.file, "a tensor file (default: a seeded matrix)");
+  app.add_option("--rows", a.rows)->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--cols", a.cols)->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  app.add_option("--sigma", a.sigma)->check(CLI::Range(1e-30, 1e30));
+  app.add_option("--seed", a.seed)->check(CLI::Range(uint64_t{0}, uint64_t{1'000'000'000'000'000}));
+  app.add_option("--bits", a.bits, "bits per value, e.g. 2,3,4")
+      ->delimiter(',')->allow_extra_args(false)->check(CLI::Range(0.1, 16.0));
+  app.add_option("--methods", a.methods, "quant, hevc, av1, h264")->delimiter(',')->allow_extra_args(false);
+  app.add_option("--min-values", a.min_values)->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000'000'000'000}));
+  app.add_option("--threads", a.threads)->check(CLI::Range(0, 1024));
+  app.add_option("--bit-depth", a.bit_depth)->check(CLI::Range(8, 10));
+  app.add_flag("--machine", a.machine, "print the machine block first");
+  tk::bench::parse_or_exit(app, argc, argv);
   return a;
 }
 
@@ -146,12 +105,6 @@ std::vector<Input> load(const Args& args, std::string* data) {
   return inputs;
 }
 
-nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
-  return {{"cpu", m.cpu_model},         {"logical_cpus", m.logical_cpus},
-          {"usable_cpus", m.usable_cpus}, {"omp_threads", m.omp_threads},
-          {"memory_bytes", m.memory_bytes}, {"kernel", m.kernel},
-          {"compiler", m.compiler}};
-}
 
 }  // namespace
 
@@ -159,7 +112,7 @@ int main(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
   try {
     if (args.machine)
-      std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
+      std::printf("%s\n", nlohmann::json{{"machine", tk::bench::machine_json()}}.dump().c_str());
     std::string data;
     const std::vector<Input> inputs = load(args, &data);
     if (inputs.empty()) throw tk::invalid_input("no float tensor with at least " + std::to_string(args.min_values) +

@@ -61,7 +61,7 @@ for name, label in [("gaussian.jsonl", None), ("model.jsonl", "all-MiniLM-L6-v2"
 lines = []
 for title, rows, machine in sets:
     if machine:
-        lines.append(f"Machine: {machine['cpu']}, {machine['usable_cpus']} usable CPUs, {machine['compiler']}")
+        lines.append(f"Machine: {machine['cpu_model']}, {machine['usable_cpus']} usable CPUs, {machine['compiler']}")
         lines.append("")
     lines.append(f"**{title}** ({rows[0]['values']:,} values in {rows[0]['tensors']} tensors)")
     lines.append("")

@@ -43,13 +43,12 @@
 #include <memory>
 #include <utility>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "tk/bench/machine.h"
+#include "tk/bench/report.h"
 #include "tk/bench/timing.h"
 #include "tk/core/error.h"
 #include "tk/quant/scheme.h"
@@ -72,64 +71,27 @@ struct Args {
   int device = -1;        // --device N: that CUDA device
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "tk_bench_quant: error: %s\nusage: tk_bench_quant [--rows R] [--cols C] [--seed S] [--schemes LIST] "
-               "[--dist gauss|t4|both] [--reps N] [--threads N] [--fast] [--scale-rule floor|ceil|search] [--json] "
-               "[--decode-rounds N] [--device N]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int64_t parse_int(const char* text, int64_t min, int64_t max, const std::string& flag) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < min || v > max) usage("bad value for " + flag + ": " + text);
-  return v;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 Args parse_args(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) usage("missing value for " + arg);
-      return argv[++i];
-    };
-    if (arg == "--rows") a.rows = parse_int(value(), 1, 1 << 20, arg);
-    else if (arg == "--cols") a.cols = parse_int(value(), 1, 1 << 20, arg);
-    else if (arg == "--seed") a.seed = static_cast<uint64_t>(parse_int(value(), 0, INT64_MAX, arg));
-    else if (arg == "--schemes") a.schemes = split(value());
-    else if (arg == "--reps") a.reps = static_cast<int>(parse_int(value(), 1, 100, arg));
-    else if (arg == "--threads") a.threads = static_cast<int>(parse_int(value(), 1, 1024, arg));
-    else if (arg == "--decode-rounds") a.decode_rounds = static_cast<int>(parse_int(value(), 1, 100000, arg));
-    else if (arg == "--device") a.device = static_cast<int>(parse_int(value(), -1, 1024, arg));
-    else if (arg == "--fast") a.fast = true;
-    else if (arg == "--json") a.json = true;
-    else if (arg == "--dist") {
-      const std::string d = value();
-      if (d == "both") a.dists = {"gauss", "t4"};
-      else if (d == "gauss" || d == "t4") a.dists = {d};
-      else usage("bad --dist: " + d);
-    } else if (arg == "--scale-rule") {
-      const std::string r = value();
-      if (r == "floor") a.rule = tk::quant::ScaleRule::kFloor;
-      else if (r == "ceil") a.rule = tk::quant::ScaleRule::kCeil;
-      else if (r == "search") a.rule = tk::quant::ScaleRule::kSearch;
-      else usage("bad --scale-rule: " + r);
-    } else {
-      usage("unknown argument " + arg);
-    }
-  }
+  CLI::App app{"Quantization schemes on seeded matrices: SQNR, bits per weight, speed", "tk_bench_quant"};
+  std::string dist = "both", rule;
+  app.add_option("--rows", a.rows)->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--cols", a.cols)->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--seed", a.seed)->check(CLI::Range(uint64_t{0}, uint64_t{INT64_MAX}));
+  app.add_option("--schemes", a.schemes, "scheme specs, e.g. int8,q4k")->delimiter(',')->allow_extra_args(false);
+  app.add_option("--dist", dist)->check(CLI::IsMember({"gauss", "t4", "both"}));
+  app.add_option("--reps", a.reps)->check(CLI::Range(1, 100));
+  app.add_option("--threads", a.threads)->check(CLI::Range(1, 1024));
+  app.add_flag("--fast", a.fast, "the absmax scales");
+  app.add_option("--scale-rule", rule)->check(CLI::IsMember({"floor", "ceil", "search"}));
+  app.add_flag("--json", a.json, "one JSON line per result");
+  app.add_option("--decode-rounds", a.decode_rounds, "interleaved cache-decoding rounds")->check(CLI::Range(1, 100000));
+  app.add_option("--device", a.device, "CUDA device")->check(CLI::Range(-1, 1024));
+  tk::bench::parse_or_exit(app, argc, argv);
+  if (dist != "both") a.dists = {dist};
+  if (rule == "floor") a.rule = tk::quant::ScaleRule::kFloor;
+  if (rule == "ceil") a.rule = tk::quant::ScaleRule::kCeil;
+  if (rule == "search") a.rule = tk::quant::ScaleRule::kSearch;
   return a;
 }
 
@@ -195,10 +157,6 @@ std::pair<double, double> time_runs(const std::function<void()>& run, int reps) 
   return {m.summary.median, tk::bench::summarize(cpu).median};
 }
 
-nlohmann::json machine_json(const tk::bench::MachineInfo& m) {
-  return {{"cpu", m.cpu_model}, {"logical_cpus", m.logical_cpus}, {"memory_bytes", m.memory_bytes},
-          {"kernel", m.kernel}, {"compiler", m.compiler}};
-}
 
 void run_one(const Args& a, const std::string& spec, const std::string& dist, const std::vector<float>& x) {
   const auto scheme = tk::quant::make_scheme(spec);
@@ -339,7 +297,7 @@ int main(int argc, char** argv) {
   omp_set_num_threads(a.threads);
   try {
     if (a.json) {
-      std::printf("%s\n", nlohmann::json{{"machine", machine_json(tk::bench::describe_machine())}}.dump().c_str());
+      std::printf("%s\n", nlohmann::json{{"machine", tk::bench::machine_json()}}.dump().c_str());
     }
     if (a.decode_rounds > 0) {
       decode_rounds(a);

@@ -22,5 +22,5 @@ for r in records:
     assert 0 < r["cache_gb_s_p25"] <= r["cache_gb_s_median"] <= r["cache_gb_s_p75"] <= r["cache_gb_s_best"], r
     assert r["bpw"] > 0, r
 bad = subprocess.run([bench, "--decode-rounds", "0"], capture_output=True, text=True)
-assert bad.returncode == 2 and "bad value for --decode-rounds" in bad.stderr, (bad.returncode, bad.stderr)
+assert bad.returncode == 2 and "--decode-rounds" in bad.stderr and len(bad.stderr.splitlines()) == 1, (bad.returncode, bad.stderr)
 print("ok")

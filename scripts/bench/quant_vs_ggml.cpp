@@ -35,7 +35,10 @@ std::vector<float> make_matrix(bool gauss, int64_t n, uint64_t seed) {
   } else {
     std::student_t_distribution<double> t(4.0);
     double sum2 = 0;
-    for (auto& x : v) sum2 += (x = t(rng)) * x;
+    for (auto& x : v) {
+      x = t(rng);
+      sum2 += x * x;
+    }
     const double k = 0.02 / std::sqrt(sum2 / static_cast<double>(n));
     for (auto& x : v) x *= k;
   }

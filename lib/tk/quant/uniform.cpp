@@ -185,9 +185,9 @@ class IntScheme final : public GpuDecodedScheme<IntScheme> {
   AffineScale fit_scale(const float* x, const float* w, int64_t n, const QuantOptions& o) const {
     AffineScale s;
     if (o.symmetric) {
-      s.d = search_symmetric(x, w, n, nmax(), o.fast, o.reference);
+      s.d = search_symmetric(x, w, n, nmax(), o.fast, o.reference, kIntSymmetricTries);
     } else {
-      s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference);
+      s = search_asymmetric(x, w, n, top(), false, o.fast, o.reference, kIntAsymmetricSteps);
     }
     return stored_scale(s, o);
   }
@@ -208,10 +208,10 @@ class IntScheme final : public GpuDecodedScheme<IntScheme> {
     group_stats_lanes(lane.x, wt, n, stats, false);
     if (o.symmetric) {
       float d[kLanes];
-      search_symmetric_lanes(stats, lane.x, wt, n, nmax(), o.fast, false, kSymmetricTries, d);
+      search_symmetric_lanes(stats, lane.x, wt, n, nmax(), o.fast, false, kIntSymmetricTries, d);
       for (int k = 0; k < kLanes; ++k) out[k] = AffineScale{d[k], 0.0f};
     } else {
-      search_asymmetric_lanes(stats, lane.x, wt, n, top(), false, o.fast, false, kAsymmetricSteps, out);
+      search_asymmetric_lanes(stats, lane.x, wt, n, top(), false, o.fast, false, kIntAsymmetricSteps, out);
     }
     for (int k = 0; k < kLanes; ++k) out[k] = stored_scale(out[k], o);
   }

@@ -18,7 +18,7 @@ __global__ void search_kernel(const float* x, const float* w, int64_t rows, int6
   if (symmetric) {
     const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
     const float d = detail::symmetric_search(
-        s, nmax, fast, detail::kSymmetricTries,
+        s, nmax, fast, detail::kIntSymmetricTries,
         [&](float iscale, float) { return detail::trial_symmetric_ref(xg, wg, group, iscale, lo, hi); },
         [&](const float* iscales, const float*, int count, detail::TrialSums* sums) {
           for (int k = 0; k < count; ++k) sums[k] = detail::trial_symmetric_ref(xg, wg, group, iscales[k], lo, hi);
@@ -27,7 +27,7 @@ __global__ void search_kernel(const float* x, const float* w, int64_t rows, int6
   } else {
     const float hi = static_cast<float>(nmax);
     out[g] = detail::asymmetric_search(
-        s, nmax, false, fast, detail::kAsymmetricSteps,
+        s, nmax, false, fast, detail::kIntAsymmetricSteps,
         [&](float iscale, float min) { return detail::trial_asymmetric_ref(xg, wg, group, iscale, min, hi); },
         [&](const float* iscales, const float* mins, int count, detail::TrialSums* sums) {
           for (int k = 0; k < count; ++k) {

@@ -337,5 +337,29 @@ TEST(QuantSchemes, RowErrorsEveryPathTheSameBits) {
   }
 }
 
+// iq4nl's scales eight blocks at a time in lanes: the reference's bytes on rows of 0 to
+// 21 blocks (a part of eight, a tail, both), with and without importance, --fast, a zero
+// block, an outlier and values of every sign.
+TEST(QuantSchemes, Iq4nlLanesEqualReference) {
+  const auto s = make_scheme("iq4nl");
+  for (int64_t blocks : {1, 7, 8, 9, 16, 21}) {
+    const int64_t rows = 3, cols = blocks * 32;
+    auto x = test::normal_floats(static_cast<size_t>(rows * cols), 40 + static_cast<uint64_t>(blocks));
+    for (int64_t c = 0; c < 32; ++c) x[static_cast<size_t>(cols + c)] = 0.0f;  // row 1, block 0
+    x[static_cast<size_t>(2 * cols + cols / 2)] = -25.0f;
+    std::vector<float> importance(static_cast<size_t>(cols));
+    for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.1f + static_cast<float>(c % 7) / 3.0f;
+    for (int variant = 0; variant < 3; ++variant) {
+      QuantOptions o;
+      o.fast = variant == 1;
+      o.importance = variant == 2 ? importance.data() : nullptr;
+      QuantOptions ref = o;
+      ref.reference = true;
+      expect_same_quantized(s->quantize(x.data(), Shape{rows, cols}, o), s->quantize(x.data(), Shape{rows, cols}, ref),
+                            "iq4nl " + std::to_string(blocks) + " blocks, variant " + std::to_string(variant));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tk::quant

@@ -3,9 +3,6 @@
 // handling of a bad command line (CLI11 for the flags, exit status 2).
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -19,8 +16,5 @@ nlohmann::json machine_json(int threads = 0, bool bandwidth = false);
 // Parse a benchmark's command line with `app`. --help prints the options and exits 0; a
 // bad command line prints "PROGRAM: error: WHY" in one line and exits 2.
 void parse_or_exit(CLI::App& app, int argc, char** argv);
-
-// "a,b,,c" as {"a", "b", "c"}.
-std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace tk::bench

@@ -90,6 +90,21 @@ void expect_same_quantized(const Quantized& a, const Quantized& b, const std::st
   }
 }
 
+// The optimised path against the reference under the three option variants the searches
+// branch on: plain, --fast, and per-column importance.
+void expect_variants_equal_reference(const Scheme& s, const std::vector<float>& x, const Shape& shape,
+                                     const std::vector<float>& importance, const std::string& label) {
+  for (int variant = 0; variant < 3; ++variant) {
+    QuantOptions o;
+    o.fast = variant == 1;
+    o.importance = variant == 2 ? importance.data() : nullptr;
+    QuantOptions ref = o;
+    ref.reference = true;
+    expect_same_quantized(s.quantize(x.data(), shape, o), s.quantize(x.data(), shape, ref),
+                          label + " variant " + std::to_string(variant));
+  }
+}
+
 // Rows of 300 values: a tail of 300 % 256, 300 % 32, 300 % 16 ... for every scheme.
 const Shape kShape{5, 300};
 
@@ -165,16 +180,7 @@ TEST(QuantSchemes, KQuantReferenceEqualsOptimisedOnEdgeCases) {
   std::vector<float> importance(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.2f + static_cast<float>(c % 9) / 4.0f;
   for (const char* name : {"q2k", "q3k", "q4k", "q5k", "q6k", "q8k"}) {
-    const auto s = make_scheme(name);
-    for (int variant = 0; variant < 3; ++variant) {
-      QuantOptions o;
-      o.fast = variant == 1;
-      o.importance = variant == 2 ? importance.data() : nullptr;
-      QuantOptions ref = o;
-      ref.reference = true;
-      expect_same_quantized(s->quantize(x.data(), Shape{rows, cols}, o), s->quantize(x.data(), Shape{rows, cols}, ref),
-                            std::string(name) + " variant " + std::to_string(variant));
-    }
+    expect_variants_equal_reference(*make_scheme(name), x, Shape{rows, cols}, importance, name);
   }
 }
 
@@ -349,15 +355,7 @@ TEST(QuantSchemes, Iq4nlLanesEqualReference) {
     x[static_cast<size_t>(2 * cols + cols / 2)] = -25.0f;
     std::vector<float> importance(static_cast<size_t>(cols));
     for (int64_t c = 0; c < cols; ++c) importance[static_cast<size_t>(c)] = 0.1f + static_cast<float>(c % 7) / 3.0f;
-    for (int variant = 0; variant < 3; ++variant) {
-      QuantOptions o;
-      o.fast = variant == 1;
-      o.importance = variant == 2 ? importance.data() : nullptr;
-      QuantOptions ref = o;
-      ref.reference = true;
-      expect_same_quantized(s->quantize(x.data(), Shape{rows, cols}, o), s->quantize(x.data(), Shape{rows, cols}, ref),
-                            "iq4nl " + std::to_string(blocks) + " blocks, variant " + std::to_string(variant));
-    }
+    expect_variants_equal_reference(*s, x, Shape{rows, cols}, importance, "iq4nl " + std::to_string(blocks) + " blocks");
   }
 }
 

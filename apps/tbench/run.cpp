@@ -11,7 +11,6 @@
 #include "cli/progress.h"
 #include "cli/report.h"
 #include "tbench.h"
-#include "tk/bench/machine.h"
 #include "tk/bench/report.h"
 #include "tk/bench/peak_memory.h"
 #include "tk/bench/synthetic.h"

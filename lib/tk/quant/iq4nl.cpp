@@ -142,6 +142,14 @@ class Iq4nlScheme final : public GpuDecodedScheme<Iq4nlScheme> {
     const PaddedInput in = pad_input(x, l, o.importance);
     Tensor scales = new_part(DType::kF16, {l.rows, l.groups_per_row});
     Tensor codes = new_part(DType::kU8, {l.rows, l.padded_cols / 2});
+    // Where AVX2 runs: the scales of eight blocks at a time in lanes (the blocks before
+    // lanes_end), the codes eight values at a time; the reference's bytes either way.
+#if TK_X86
+    const bool vector = !o.reference && use_avx2();
+#else
+    const bool vector = false;
+#endif
+    const int64_t lanes_end = vector ? l.groups_per_row - l.groups_per_row % kLanes : 0;
 #ifdef TK_HAVE_CUDA
     if (o.device >= 0) {
       // The scales there, their f16 rounding here, the codes from the rounded ones there.
@@ -160,24 +168,19 @@ class Iq4nlScheme final : public GpuDecodedScheme<Iq4nlScheme> {
         alignas(32) float xt[kLanes * kBlock], wt[kLanes * kBlock], found[kLanes];
         for (int64_t b = 0; b < l.groups_per_row; ++b) {
           const int64_t c0 = r * l.padded_cols + b * kBlock;
-          const int64_t lane = b % kLanes;
 #if TK_X86
-          // Eight blocks at a time in lanes where AVX2 runs, the same scales.
-          if (lane == 0 && b + kLanes <= l.groups_per_row && !o.reference && use_avx2()) {
+          if (b < lanes_end && b % kLanes == 0) {
             to_lanes(in.data + c0, kBlock, xt);
             to_lanes(in.weights.data() + b * kBlock, kBlock, wt);
             fit_scales_avx2(levels_, xt, wt, o.fast, found);
           }
-          const bool in_lanes = !o.reference && use_avx2() && b - lane + kLanes <= l.groups_per_row;
-#else
-          const bool in_lanes = false;
 #endif
           store_scale(scales, r * l.groups_per_row + b,
-                      in_lanes ? found[lane]
-                               : iq4nl::fit_scale(levels_, in.data + c0, in.weights.data() + b * kBlock, o.fast));
+                      b < lanes_end ? found[b % kLanes]
+                                    : iq4nl::fit_scale(levels_, in.data + c0, in.weights.data() + b * kBlock, o.fast));
           const float d = load_scale(scales, r * l.groups_per_row + b);
 #if TK_X86
-          if (!o.reference && use_avx2()) {
+          if (vector) {
             encode_avx2(levels_, in.data + c0, d, row.data() + b * kBlock);
             continue;
           }

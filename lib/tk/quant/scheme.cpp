@@ -66,11 +66,6 @@ std::unique_ptr<Scheme> make_scheme(std::string_view spec) {
 
 namespace {
 
-void row_errors_range(const float* x, const float* y, int64_t first, int64_t last, int64_t cols, const float* weights,
-                      int64_t block, detail::RowSums* out) {
-  for (int64_t r = first; r < last; ++r) out[r] = detail::row_sums(x + r * cols, y + r * cols, cols, weights, block);
-}
-
 #if TK_X86
 TK_BEGIN_AVX2
 // detail::row_sums with lanes 0-3 and 4-7 of each sum in two registers: the same IEEE
@@ -141,10 +136,6 @@ detail::RowSums row_sums_avx2(const float* x, const float* y, int64_t n, const f
   return s;
 }
 
-void row_errors_range_avx2(const float* x, const float* y, int64_t first, int64_t last, int64_t cols,
-                           const float* weights, int64_t block, detail::RowSums* out) {
-  for (int64_t r = first; r < last; ++r) out[r] = row_sums_avx2(x + r * cols, y + r * cols, cols, weights, block);
-}
 TK_END_TARGET
 #endif
 
@@ -155,12 +146,13 @@ std::vector<detail::RowSums> row_errors(const float* x, const float* y, int64_t 
   std::vector<detail::RowSums> out(static_cast<size_t>(rows));
   // Tasks of whole rows, about 2^16 values each.
   const int64_t per_task = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, cols));
-  detail::parallel_for((rows + per_task - 1) / per_task, [&](int64_t t) {
-    const int64_t first = t * per_task, last = std::min(rows, (t + 1) * per_task);
+  detail::RowSums (*sums)(const float*, const float*, int64_t, const float*, int64_t) = detail::row_sums;
 #if TK_X86
-    if (use_avx2()) return row_errors_range_avx2(x, y, first, last, cols, weights, block, out.data());
+  if (use_avx2()) sums = row_sums_avx2;
 #endif
-    row_errors_range(x, y, first, last, cols, weights, block, out.data());
+  detail::parallel_for((rows + per_task - 1) / per_task, [&](int64_t t) {
+    for (int64_t r = t * per_task; r < std::min(rows, (t + 1) * per_task); ++r)
+      out[static_cast<size_t>(r)] = sums(x + r * cols, y + r * cols, cols, weights, block);
   });
   return out;
 }
